@@ -1,0 +1,63 @@
+// Digest: the identity of every ki object, `sha256:` + 64 lowercase hex.
+//
+// Hashing goes through OpenSSL's EVP SHA-256, which uses the CPU's SHA
+// extensions where present (several times faster than portable code).
+// Thread-safety: Digest is a value; a Sha256 hasher belongs to one thread.
+#pragma once
+
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ki/status.h"
+
+namespace ki {
+
+struct Digest {
+  std::array<uint8_t, 32> bytes{};
+
+  // Parses exactly `sha256:` + 64 lowercase hex digits.
+  static Result<Digest> Parse(std::string_view text);
+  static bool IsValid(std::string_view text);
+  std::string hex() const;    // 64 lowercase hex digits
+  std::string str() const;    // "sha256:" + hex()
+  std::string_view raw() const {
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  }
+  static Digest FromRaw(std::string_view raw32);
+
+  auto operator<=>(const Digest&) const = default;
+  bool operator==(const Digest&) const = default;
+};
+
+// Incremental SHA-256. RAII over an EVP_MD_CTX.
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void Update(std::string_view data);
+  Digest Finish();  // the hasher may be reused after Finish
+
+ private:
+  struct Ctx;
+  std::unique_ptr<Ctx> ctx_;
+};
+
+Digest Sha256Of(std::string_view data);
+
+}  // namespace ki
+
+template <>
+struct std::hash<ki::Digest> {
+  size_t operator()(const ki::Digest& d) const noexcept {
+    size_t h;
+    static_assert(sizeof(h) <= 32);
+    __builtin_memcpy(&h, d.bytes.data(), sizeof(h));
+    return h;
+  }
+};

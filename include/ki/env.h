@@ -1,0 +1,63 @@
+// Env: the one small interface through which ki touches files.
+//
+// Every file ki writes or reads outside LMDB goes through an Env, so tests
+// can inject faults (fail the Nth write, report a full disk, drop unsynced
+// data) exactly as leveldb's fault-injection tests do. LMDB does its own I/O
+// inside its map; its failures (ENOSPC, EFBIG, EACCES) surface as Status from
+// the index module instead.
+//
+// Thread-safety: Env implementations are safe to call from several threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ki/status.h"
+
+namespace ki {
+
+enum class Durability { kNone, kSync };
+
+// A file being written that becomes visible only on Commit(): data goes to a
+// temporary name in the same directory and is renamed over the target. If
+// the object is destroyed without Commit(), the temporary file is removed.
+class AtomicFile {
+ public:
+  virtual ~AtomicFile() = default;
+  virtual Status Append(std::string_view data) = 0;
+  // fsync (when kSync) then rename onto the final path. The caller syncs the
+  // directory (Env::SyncDir), so that many renames share one directory fsync.
+  virtual Status Commit(Durability d) = 0;
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  static Env* Default();  // the POSIX environment; never deleted
+
+  // Reads at most max_bytes; a larger file is InvalidInput naming the path.
+  virtual Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) = 0;
+  virtual Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path) = 0;
+  // Convenience: NewAtomicFile + Append + Commit.
+  Status WriteFileAtomic(const std::string& path, std::string_view data, Durability d);
+
+  virtual bool Exists(const std::string& path) = 0;
+  virtual bool IsDirectory(const std::string& path) = 0;
+  virtual Status CreateDirs(const std::string& path) = 0;  // mkdir -p
+  virtual Status SyncDir(const std::string& path) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;  // names, sorted
+  virtual Result<uint64_t> FileSize(const std::string& path) = 0;
+  // True when the process may create files in the directory.
+  virtual bool IsWritableDir(const std::string& path) = 0;
+};
+
+// Turns an errno into an IOError naming the operation and path, e.g.
+// "write objects/ab/cd…: No space left on device".
+Status ErrnoStatus(std::string_view op, const std::string& path, int err);
+
+}  // namespace ki

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything ki needs to build and test, from Debian 12 packages.
+# Idempotent: packages already present are skipped, so a second run is quick.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config git zstd
+  libssl-dev libsodium-dev libzstd-dev liblmdb-dev lmdb-utils
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev
+  libcurl4-openssl-dev
+  python3 python3-nacl
+  docker-registry skopeo
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
