@@ -1,0 +1,74 @@
+// ki ls [--kind K] [--json]
+#include <iostream>
+
+#include "command.h"
+
+namespace ki::cli {
+namespace {
+
+struct Options {
+  std::string kind;
+  bool json = false;
+};
+
+RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<Options>();
+  sub->add_option("--kind", o->kind, "only manifests of this kind (e.g. BenchmarkRun), or 'blob'");
+  sub->add_flag("--json", o->json, "print a JSON array");
+  return [o, g]() -> Result<int> {
+    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
+    std::optional<Kind> kind;
+    bool blobs_only = o->kind == "blob";
+    if (!o->kind.empty() && !blobs_only) {
+      kind = ParseKind(o->kind);
+      if (!kind) return Status::Usage("unknown kind '" + o->kind + "'");
+    }
+    struct Row {
+      Digest d;
+      std::string what, name;
+      uint64_t size;
+    };
+    std::vector<Row> rows;
+    auto add_row = [&](const ObjectInfo& info) {
+      Row r{info.digest, info.kind ? std::string(KindName(*info.kind)) : "blob", "", info.size};
+      auto names = store->NamesOf(info.digest);
+      if (names.ok() && !names->empty()) r.name = names->front().substr(names->front().find('/') + 1);
+      rows.push_back(std::move(r));
+    };
+    if (kind) {
+      std::vector<Digest> ds;
+      KI_RETURN_IF_ERROR(store->ForEachOfKind(*kind, [&](const Digest& d) {
+        ds.push_back(d);
+        return true;
+      }));
+      for (const auto& d : ds) {
+        KI_ASSIGN_OR_RETURN(auto info, store->Stat(d));
+        if (info) add_row(*info);
+      }
+    } else {
+      KI_RETURN_IF_ERROR(store->ForEachObject([&](const ObjectInfo& info) {
+        if (!blobs_only || info.type == ObjectType::kBlob) add_row(info);
+        return true;
+      }));
+    }
+    if (o->json) {
+      Json arr = Json::array();
+      for (const auto& r : rows) {
+        arr.push_back({{"digest", r.d.str()}, {"kind", r.what},
+                       {"name", r.name.empty() ? Json(nullptr) : Json(r.name)}, {"size", r.size}});
+      }
+      PrintJson(arr);
+      return 0;
+    }
+    std::string out;
+    out.reserve(rows.size() * 120);
+    for (const auto& r : rows) out += r.d.str() + "\t" + r.what + "\t" + (r.name.empty() ? "-" : r.name) + "\n";
+    std::cout << out;
+    return 0;
+  };
+}
+
+KI_REGISTER_COMMAND(ls, {"ls", "List stored objects", Setup, 45});
+
+}  // namespace
+}  // namespace ki::cli

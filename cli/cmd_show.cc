@@ -1,0 +1,234 @@
+// ki show REF [--json]: a human page for one object.
+#include <iostream>
+#include <sstream>
+
+#include "command.h"
+
+namespace ki::cli {
+namespace {
+
+std::string Scalar(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    std::ostringstream s;
+    s.precision(17);
+    s << v.get<double>();
+    return s.str();
+  }
+  return v.dump();
+}
+
+// Flattens a JSON value into "path  value" lines (nested paths with dots).
+void Flatten(const Json& v, const std::string& path, std::vector<std::pair<std::string, std::string>>& out) {
+  if (v.is_object() && !v.empty()) {
+    for (auto it = v.begin(); it != v.end(); ++it) Flatten(*it, path.empty() ? it.key() : path + "." + it.key(), out);
+  } else if (v.is_array() && !v.empty() && (v[0].is_object() || v[0].is_array())) {
+    for (size_t i = 0; i < v.size(); ++i) Flatten(v[i], path + "[" + std::to_string(i) + "]", out);
+  } else if (v.is_array()) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : ", ") + Scalar(e);
+    out.emplace_back(path, "[" + s + "]");
+  } else {
+    out.emplace_back(path, Scalar(v));
+  }
+}
+
+void PrintFields(const Json& v, const std::string& indent = "  ") {
+  std::vector<std::pair<std::string, std::string>> rows;
+  Flatten(v, "", rows);
+  size_t w = 0;
+  for (auto& r : rows) w = std::max(w, r.first.size());
+  for (auto& r : rows) std::cout << indent << r.first << std::string(w - r.first.size() + 2, ' ') << r.second << "\n";
+}
+
+// "present", "missing", or "corrupt" for a referenced object.
+std::string Presence(Store& store, const Digest& d, std::string* label = nullptr) {
+  auto info = store.Stat(d);
+  if (!info.ok() || !*info) {
+    auto absent = store.StatAbsent(d);
+    if (label && absent.ok() && *absent && !(*absent)->media_type.empty()) *label = (*absent)->media_type;
+    return "missing";
+  }
+  if (label) {
+    auto names = store.NamesOf(d);
+    if (names.ok() && !names->empty()) *label = names->front();
+    else if ((*info)->type == ObjectType::kBlob) *label = (*info)->media_type;
+  }
+  return "present";
+}
+
+std::optional<Manifest> LoadIfPresent(Store& store, const Json& spec, const char* field) {
+  if (!spec.contains(field) || !spec[field].is_string()) return std::nullopt;
+  auto d = Digest::Parse(spec[field].get<std::string>());
+  if (!d.ok()) return std::nullopt;
+  auto m = store.ReadManifest(*d);
+  if (!m.ok()) return std::nullopt;
+  return std::move(m).value();
+}
+
+void Row(const std::string& k, const std::string& v) {
+  std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << v << "\n";
+}
+
+void ShowRun(Store& store, const Manifest& m) {
+  const Json& s = m.spec;
+  std::cout << "\nPrimary measurement\n";
+  if (s.contains("timing") && s["timing"].is_object()) {
+    const Json& t = s["timing"];
+    std::string stat = t.value("primaryStatistic", "");
+    if (t.contains("latencyNs") && t["latencyNs"].contains(stat) && t["latencyNs"][stat].is_number()) {
+      Row("latency", FormatNs(t["latencyNs"][stat].get<double>()) + " " + stat);
+    }
+    if (t.contains("latencyNs") && t["latencyNs"].contains("confidence95")) {
+      const Json& ci = t["latencyNs"]["confidence95"];
+      if (ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number())
+        Row("95% interval", FormatNs(ci[0].get<double>()) + " – " + FormatNs(ci[1].get<double>()));
+    }
+  } else if (s.contains("measurements") && s["measurements"].is_array() && !s["measurements"].empty()) {
+    const Json& first = s["measurements"][0];
+    Row(first.value("metric", "measurement"), Scalar(first.value("value", Json())) + " " + first.value("unit", ""));
+  } else {
+    Row("latency", "none recorded");
+  }
+  Row("status", s.value("status", "?"));
+  if (s.contains("observedAt")) Row("observed", Scalar(s["observedAt"]));
+
+  std::cout << "\nIdentity\n";
+  for (const char* field : {"implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest"}) {
+    if (!s.contains(field)) continue;
+    auto d = Digest::Parse(s[field].get<std::string>());
+    if (!d.ok()) continue;
+    std::string label;
+    std::string presence = Presence(store, *d, &label);
+    std::string role(field, std::string_view(field).find("Digest"));
+    Row(role, d->str() + "  " + (presence == "present" ? label : "(missing from this store)"));
+  }
+
+  if (s.contains("correctness") && s["correctness"].is_object()) {
+    std::cout << "\nCorrectness\n";
+    PrintFields(s["correctness"]);
+  }
+  if (auto w = LoadIfPresent(store, s, "workloadDigest")) {
+    std::cout << "\nWorkload\n";
+    if (w->spec.contains("axes")) PrintFields(w->spec["axes"]);
+    if (w->spec.contains("tensors") && w->spec["tensors"].is_object()) {
+      for (auto it = w->spec["tensors"].begin(); it != w->spec["tensors"].end(); ++it) {
+        std::string shape;
+        if (it->contains("shape")) shape = (*it)["shape"].dump();
+        Row(it.key(), it->value("dtype", "") + " " + shape);
+      }
+    }
+  }
+  if (auto e = LoadIfPresent(store, s, "environmentDigest")) {
+    std::cout << "\nEnvironment\n";
+    PrintFields(e->spec);
+  }
+  if (auto p = LoadIfPresent(store, s, "protocolDigest")) {
+    std::cout << "\nProtocol\n";
+    PrintFields(p->spec);
+  }
+  if (s.contains("sourceNative")) {
+    std::cout << "\nSource-native\n";
+    PrintFields(s["sourceNative"]);
+  }
+
+  std::cout << "\nArtifacts\n";
+  bool any = false;
+  for (const Reference& r : ExtractReferences(m)) {
+    if (r.field.rfind("/spec/evidence", 0) != 0 && r.uri.empty()) continue;
+    std::string label;
+    std::string presence = Presence(store, r.target, &label);
+    Row(r.field.substr(r.field.rfind("/spec/") == 0 ? 6 : 0),
+        r.target.str() + "  " + (label.empty() ? "" : label + " · ") + presence);
+    any = true;
+  }
+  if (!any) Row("none", "");
+}
+
+RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+  auto ref = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  sub->add_option("ref", *ref, "object: digest, prefix, KIND/NAME or name")->required();
+  sub->add_flag("--json", *json, "print the full manifest (metadata included) as JSON");
+  return [ref, json, g]() -> Result<int> {
+    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
+    KI_ASSIGN_OR_RETURN(Digest d, store->Resolve(*ref));
+    KI_ASSIGN_OR_RETURN(auto info, store->Stat(d));
+    if (!info) {
+      KI_ASSIGN_OR_RETURN(auto absent, store->StatAbsent(d));
+      Json j = {{"digest", d.str()}, {"present", false}};
+      if (absent) {
+        if (!absent->media_type.empty()) j["mediaType"] = absent->media_type;
+        if (absent->size) j["size"] = *absent->size;
+        if (!absent->uri.empty()) j["uri"] = absent->uri;
+      }
+      if (*json) {
+        PrintJson(j);
+      } else {
+        std::cout << d.str() << "\nknown, but its bytes are not in this store\n";
+        for (auto it = j.begin(); it != j.end(); ++it)
+          if (it.key() != "digest" && it.key() != "present") Row(it.key(), Scalar(*it));
+      }
+      return 0;
+    }
+    if (info->type == ObjectType::kBlob) {
+      KI_ASSIGN_OR_RETURN(auto referrers, store->Referrers(d));
+      if (*json) {
+        Json refs = Json::array();
+        for (auto& [r, field] : referrers) refs.push_back({{"digest", r.str()}, {"field", field}});
+        PrintJson({{"digest", d.str()}, {"type", "blob"}, {"mediaType", info->media_type},
+                   {"size", info->size}, {"referrers", refs}});
+      } else {
+        std::cout << "blob " << d.str() << "\n";
+        Row("media type", info->media_type);
+        Row("size", std::to_string(info->size) + " bytes");
+        for (auto& [r, field] : referrers) Row("referred by", r.str() + " " + field);
+      }
+      return 0;
+    }
+    KI_ASSIGN_OR_RETURN(Manifest m, store->ReadManifest(d));
+    if (*json) {
+      KI_ASSIGN_OR_RETURN(auto doc, store->ReadDocument(d));
+      Json out = doc ? *doc : Json{{"apiVersion", kApiVersion}, {"kind", KindName(m.kind)}, {"spec", m.spec}};
+      Json ki = {{"digest", d.str()}};
+      for (const auto& f : ShowJsonFields()) KI_RETURN_IF_ERROR(f(*store, d, m, ki));
+      out["ki"] = ki;
+      PrintJson(out);
+      return 0;
+    }
+    KI_ASSIGN_OR_RETURN(auto doc, store->ReadDocument(d));
+    KI_ASSIGN_OR_RETURN(auto names, store->NamesOf(d));
+    std::cout << KindName(m.kind) << " " << (names.empty() ? d.str() : names.front().substr(names.front().find('/') + 1))
+              << "\n";
+    Row("digest", d.str());
+    if (doc && doc->contains("metadata") && (*doc)["metadata"].is_object()) {
+      const Json& md = (*doc)["metadata"];
+      if (md.contains("title")) Row("title", Scalar(md["title"]));
+    }
+    if (m.kind == Kind::kBenchmarkRun) {
+      ShowRun(*store, m);
+    } else {
+      std::cout << "\nSpec\n";
+      PrintFields(m.spec);
+      KI_ASSIGN_OR_RETURN(auto referrers, store->Referrers(d));
+      if (!referrers.empty()) {
+        std::cout << "\nReferred to by\n";
+        size_t shown = 0;
+        for (auto& [r, field] : referrers) {
+          if (++shown > 10) {
+            Row("…", std::to_string(referrers.size() - 10) + " more");
+            break;
+          }
+          Row(field, r.str());
+        }
+      }
+    }
+    for (const auto& [order, section] : ShowSections()) KI_RETURN_IF_ERROR(section(*store, d, m, std::cout));
+    return 0;
+  };
+}
+
+KI_REGISTER_COMMAND(show, {"show", "Show an object: a run's page, a manifest's fields, a blob's facts", Setup, 30});
+
+}  // namespace
+}  // namespace ki::cli

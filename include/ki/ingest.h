@@ -1,0 +1,40 @@
+// Ingest: turning user files into stored objects (what `ki add` does).
+//
+// A file is a manifest input (one manifest, a {run, protocol, environment}
+// bundle, or multi-document YAML) or a blob. Everything one call receives
+// is stored in one Batch: if any input is bad, nothing is stored.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ki/store.h"
+
+namespace ki {
+
+enum class InputType { kDetect, kBlob };
+
+struct AddInput {
+  std::string source;      // file name, or "-" for standard input
+  std::string bytes;
+  InputType type = InputType::kDetect;
+  std::string media_type;  // blobs: empty = guessed from the source name
+};
+
+struct AddedObject {
+  Digest digest;
+  std::string kind;  // manifest kind, or "blob"
+  std::string name;  // metadata.name, or "" (blobs)
+  bool existed = false;
+};
+
+// True when the input would be parsed as a manifest: a .json/.yaml/.yml
+// file, or (for stdin and other names) text starting like a document.
+bool LooksLikeManifestInput(const AddInput& in);
+
+Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddInput>& inputs);
+
+// Like AddInputs, inside a caller's batch (the caller commits).
+Result<std::vector<AddedObject>> AddInputsToBatch(Batch& batch, const std::vector<AddInput>& inputs);
+
+}  // namespace ki

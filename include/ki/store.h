@@ -1,0 +1,184 @@
+// Store: a ki object store on local disk (`.ki/`).
+//
+// Objects are blobs (raw bytes) or manifests (canonical KernelIndex identity
+// bodies), addressed by the SHA-256 of those bytes. Object bytes are framed
+// and zstd-compressed (docs/format.md, "Object frame"); small frames live in
+// LMDB next to the index, large ones as loose files under objects/. LMDB
+// holds the index: object metadata, names, reverse references, kinds, and
+// tables that other modules (catalog, signing) own.
+//
+// Writes go through a Batch: nothing is visible until Commit(), and Commit()
+// is atomic and durable (loose files fsynced and their directories synced
+// first, then one LMDB commit). A Batch destroyed without Commit() stores
+// nothing and removes the loose files it created.
+//
+// Reads re-hash the bytes before returning them.
+//
+// Thread-safety: one Store per process per directory (LMDB's rule). Read
+// calls may be made from several threads; one Batch at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ki/digest.h"
+#include "ki/env.h"
+#include "ki/manifest.h"
+#include "ki/status.h"
+
+namespace ki {
+
+// Values are persisted: never renumber.
+enum class ObjectType : uint8_t { kBlob = 1, kManifest = 2 };
+enum class Location : uint8_t { kIndex = 1, kLoose = 2 };
+
+struct ObjectInfo {
+  Digest digest;
+  ObjectType type = ObjectType::kBlob;
+  std::optional<Kind> kind;  // manifests only
+  uint64_t size = 0;         // raw bytes
+  uint64_t stored_size = 0;  // frame bytes on disk
+  std::string media_type;
+  Location location = Location::kIndex;
+};
+
+// A digest the store knows of without holding its bytes (a referenced log
+// that was never published, an artifact whose body an export left out).
+struct AbsentInfo {
+  Digest digest;
+  std::string media_type;  // may be empty
+  std::optional<uint64_t> size;
+  std::string uri;
+};
+
+struct PutResult {
+  Digest digest;
+  bool existed = false;
+};
+
+// Media type of a manifest's original document (kept as a blob).
+inline constexpr std::string_view kDocumentMediaTypeJson = "application/vnd.kernelindex.document+json";
+inline constexpr std::string_view kDocumentMediaTypeYaml = "application/vnd.kernelindex.document+yaml";
+// Guesses a blob's media type from a file name's extension.
+std::string GuessMediaType(std::string_view filename);
+
+enum class OpenMode { kReadOnly, kReadWrite };
+
+struct StoreOptions {
+  Env* env = nullptr;                    // nullptr: Env::Default()
+  uint64_t map_size = 64ull << 30;       // LMDB map (virtual; the file grows as needed)
+  uint64_t loose_threshold = 64 << 10;   // frames larger than this are loose files
+  uint64_t max_object_size = 4ull << 30; // refuse to read or write larger objects
+  int zstd_level = 3;
+};
+
+class Store;
+
+// An atomic unit of writes. Obtain from Store::NewBatch().
+class Batch {
+ public:
+  virtual ~Batch() = default;
+  virtual Result<PutResult> PutBlob(std::string_view bytes, std::string_view media_type) = 0;
+  // Stores the manifest object and indexes its kind and references. When
+  // `document` is given (the original text, metadata included), it is
+  // stored as a blob linked to the manifest, and metadata.name becomes the
+  // name `<Kind>/<name>` -> digest (moved if it pointed elsewhere).
+  virtual Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
+                                        std::string_view document_media_type) = 0;
+  virtual Status SetName(Kind kind, std::string_view name, const Digest& target) = 0;
+  virtual Status RecordAbsent(const AbsentInfo& info) = 0;
+  // Generic tables for other modules (catalog, signing): byte keys and values.
+  virtual Status Put(std::string_view table, std::string_view key, std::string_view value) = 0;
+  virtual Status Delete(std::string_view table, std::string_view key) = 0;
+  virtual Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) = 0;
+  virtual Result<bool> Has(const Digest& d) = 0;
+  virtual Status Commit() = 0;
+};
+
+enum class CheckState { kOk, kCorrupt, kMissing };
+std::string_view CheckStateName(CheckState s);
+
+struct CheckEntry {
+  Digest digest;
+  CheckState state = CheckState::kOk;
+  std::string what;    // "BenchmarkRun", "blob text/plain", or "unknown" for missing
+  std::string via;     // how it was reached: "<referrer digest> /spec/protocolDigest", or "root"
+  std::string detail;  // for corrupt: what did not match
+};
+
+struct VerifyReport {
+  std::vector<CheckEntry> entries;
+  bool HasFaults() const;
+};
+
+struct AuditReport {
+  uint64_t objects = 0, bytes = 0;
+  std::vector<CheckEntry> faults;             // corrupt objects and index inconsistencies
+  std::vector<CheckEntry> missing;            // referenced but absent (not faults)
+  std::vector<std::string> notes;             // e.g. unindexed loose files adopted by --reindex
+  bool HasFaults() const { return !faults.empty(); }
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Creates `<dir>/.ki` (dir is created if needed). An existing store is
+  // opened instead (as `git init` does), so set-up scripts can run twice.
+  static Result<std::unique_ptr<Store>> Init(const std::string& dir, const StoreOptions& opts = {});
+  // Opens a store directory (the `.ki` directory itself).
+  static Result<std::unique_ptr<Store>> Open(const std::string& ki_dir, OpenMode mode,
+                                             const StoreOptions& opts = {});
+  // The nearest `.ki` directory at or above `start`, as git finds `.git`.
+  static Result<std::string> Discover(const std::string& start);
+
+  virtual const std::string& path() const = 0;
+
+  // --- reading ---
+  virtual Result<std::optional<ObjectInfo>> Stat(const Digest& d) = 0;
+  virtual Result<std::optional<AbsentInfo>> StatAbsent(const Digest& d) = 0;
+  // Verified bytes. NotFound when the store does not hold them, Corruption
+  // when they do not hash to `d`.
+  virtual Result<std::string> Read(const Digest& d) = 0;
+  virtual Result<Manifest> ReadManifest(const Digest& d) = 0;
+  // The original document (metadata included) of a manifest, when stored.
+  virtual Result<std::optional<Json>> ReadDocument(const Digest& d) = 0;
+  virtual Result<std::optional<Digest>> DocumentOf(const Digest& d) = 0;
+
+  // REF: full digest; hex prefix (>= 4 hex digits, with or without
+  // `sha256:`); `<Kind>/<name>`; or a bare metadata name when unique.
+  // NotFound / Ambiguous (listing candidates) / InvalidInput (prefix too short).
+  virtual Result<Digest> Resolve(std::string_view ref) = 0;
+  virtual Result<std::vector<std::string>> NamesOf(const Digest& d) = 0;  // "<Kind>/<name>"
+  virtual Result<std::optional<Digest>> LookupName(Kind kind, std::string_view name) = 0;
+
+  // Every object, or every manifest of a kind, in digest order.
+  virtual Status ForEachObject(const std::function<bool(const ObjectInfo&)>& fn) = 0;
+  virtual Status ForEachOfKind(Kind kind, const std::function<bool(const Digest&)>& fn) = 0;
+  // Objects whose manifests name `d` (reverse references), with the field.
+  virtual Result<std::vector<std::pair<Digest, std::string>>> Referrers(const Digest& d) = 0;
+
+  // Generic tables (see Batch::Put).
+  virtual Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) = 0;
+  // Calls fn for each key starting with prefix, in key order, until it returns false.
+  virtual Status Scan(std::string_view table, std::string_view prefix,
+                      const std::function<bool(std::string_view key, std::string_view value)>& fn) = 0;
+
+  // --- writing ---
+  virtual Result<std::unique_ptr<Batch>> NewBatch() = 0;
+
+  // --- checking ---
+  // Re-hashes `root` and every object it reaches through references and
+  // document links. Missing objects are reported, not faults.
+  virtual Result<VerifyReport> Verify(const Digest& root) = 0;
+  virtual Result<AuditReport> Audit() = 0;
+  // Rebuilds every derived index table from the objects themselves.
+  virtual Result<AuditReport> Reindex() = 0;
+};
+
+}  // namespace ki

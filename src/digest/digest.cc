@@ -1,0 +1,90 @@
+#include "ki/digest.h"
+
+#include <openssl/evp.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ki {
+namespace {
+
+constexpr std::string_view kPrefix = "sha256:";
+constexpr char kHex[] = "0123456789abcdef";
+
+int HexVal(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // upper case is not canonical: refused
+}
+
+}  // namespace
+
+bool Digest::IsValid(std::string_view text) {
+  if (text.size() != kPrefix.size() + 64 || text.substr(0, kPrefix.size()) != kPrefix) return false;
+  for (char c : text.substr(kPrefix.size()))
+    if (HexVal(c) < 0) return false;
+  return true;
+}
+
+Result<Digest> Digest::Parse(std::string_view text) {
+  if (!IsValid(text)) {
+    return Status::InvalidInput("not a digest (expected sha256: and 64 lowercase hex digits): '" +
+                                std::string(text.substr(0, 80)) + "'");
+  }
+  Digest d;
+  std::string_view hex = text.substr(kPrefix.size());
+  for (size_t i = 0; i < 32; ++i) d.bytes[i] = uint8_t(HexVal(hex[2 * i]) << 4 | HexVal(hex[2 * i + 1]));
+  return d;
+}
+
+std::string Digest::hex() const {
+  std::string out(64, '0');
+  for (size_t i = 0; i < 32; ++i) {
+    out[2 * i] = kHex[bytes[i] >> 4];
+    out[2 * i + 1] = kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string Digest::str() const { return std::string(kPrefix) + hex(); }
+
+Digest Digest::FromRaw(std::string_view raw32) {
+  Digest d;
+  std::memcpy(d.bytes.data(), raw32.data(), std::min<size_t>(raw32.size(), 32));
+  return d;
+}
+
+struct Sha256::Ctx {
+  EVP_MD_CTX* md = nullptr;
+  ~Ctx() { EVP_MD_CTX_free(md); }
+};
+
+Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
+  ctx_->md = EVP_MD_CTX_new();
+  // Allocation failure of a few hundred bytes leaves nothing sensible to do.
+  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) std::abort();
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::Update(std::string_view data) {
+  EVP_DigestUpdate(ctx_->md, data.data(), data.size());
+}
+
+Digest Sha256::Finish() {
+  Digest d;
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_->md, d.bytes.data(), &len);
+  EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr);
+  return d;
+}
+
+Digest Sha256Of(std::string_view data) {
+  // One-shot EVP_Digest avoids a context allocation per call (hot in bulk add).
+  Digest d;
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), d.bytes.data(), &len, EVP_sha256(), nullptr);
+  return d;
+}
+
+}  // namespace ki

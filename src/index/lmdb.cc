@@ -1,0 +1,149 @@
+#include "index/lmdb.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ki::lmdb {
+
+Status MdbStatus(std::string_view op, int rc) {
+  std::string msg = "index " + std::string(op) + ": " + mdb_strerror(rc);
+  // Disk full, file size limit or map full are environment errors: the
+  // transaction was aborted and nothing was stored.
+  return Status::IOError(msg);
+}
+
+Environment::~Environment() {
+  if (env_) mdb_env_close(env_);
+}
+
+Status Environment::Open(const std::string& dir, uint64_t map_size, bool read_only) {
+  int rc = mdb_env_create(&env_);
+  if (rc) return MdbStatus("create", rc);
+  mdb_env_set_maxdbs(env_, 64);
+  mdb_env_set_mapsize(env_, size_t(map_size));
+  unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+  if (read_only) {
+    flags |= MDB_RDONLY;
+    // A store on read-only media (or a directory we may not write) can still
+    // be read: skip the lock file, which is safe because nobody can write it.
+    if (::access(dir.c_str(), W_OK) != 0) flags |= MDB_NOLOCK;
+  }
+  read_only_ = read_only;
+  rc = mdb_env_open(env_, dir.c_str(), flags, 0644);
+  if (rc) {
+    Status s = (rc == EACCES || rc == EROFS)
+                   ? Status::IOError("index " + dir + ": " + std::strerror(rc) +
+                                     (read_only ? "" : " (the store is not writable)"))
+                   : MdbStatus("open " + dir, rc);
+    mdb_env_close(env_);
+    env_ = nullptr;
+    return s;
+  }
+  return Status::OK();
+}
+
+Result<std::optional<MDB_dbi>> Environment::Table(Txn& txn, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = tables_.find(name); it != tables_.end()) return std::optional<MDB_dbi>(it->second);
+  MDB_dbi dbi;
+  std::string n(name);
+  int rc = mdb_dbi_open(txn.get(), n.c_str(), txn.write() ? MDB_CREATE : 0, &dbi);
+  if (rc == MDB_NOTFOUND) return std::optional<MDB_dbi>();
+  if (rc) return MdbStatus("open table " + n, rc);
+  // A handle opened in a write transaction only becomes valid for others
+  // after commit; LMDB documents that it is then usable by any transaction.
+  // Handles from aborted write txns are closed by LMDB, so only cache
+  // handles of tables that already existed or that we open read-only.
+  if (!txn.write()) tables_.emplace(std::move(n), dbi);
+  return std::optional<MDB_dbi>(dbi);
+}
+
+void Environment::Remember(std::string_view name, MDB_dbi dbi) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_.emplace(std::string(name), dbi);
+}
+
+Result<Txn> Txn::Begin(Environment& env, bool write) {
+  Txn t;
+  int rc = mdb_txn_begin(env.get(), nullptr, write ? 0 : MDB_RDONLY, &t.txn_);
+  if (rc) {
+    if (rc == EACCES) return Status::IOError("index: the store is read-only");
+    return MdbStatus("begin", rc);
+  }
+  t.write_ = write;
+  return t;
+}
+
+Status Txn::Commit() {
+  int rc = mdb_txn_commit(txn_);
+  txn_ = nullptr;  // committed or aborted by LMDB on failure
+  if (rc) return MdbStatus("commit", rc);
+  return Status::OK();
+}
+
+Result<std::optional<std::string_view>> Txn::Get(MDB_dbi dbi, std::string_view key) {
+  MDB_val k = Val(key), v{};
+  int rc = mdb_get(txn_, dbi, &k, &v);
+  if (rc == MDB_NOTFOUND) return std::optional<std::string_view>();
+  if (rc) return MdbStatus("get", rc);
+  return std::optional<std::string_view>(View(v));
+}
+
+Status Txn::Put(MDB_dbi dbi, std::string_view key, std::string_view value) {
+  MDB_val k = Val(key), v = Val(value);
+  int rc = mdb_put(txn_, dbi, &k, &v, 0);
+  if (rc) return MdbStatus("put", rc);
+  return Status::OK();
+}
+
+Result<char*> Txn::Reserve(MDB_dbi dbi, std::string_view key, size_t size) {
+  MDB_val k = Val(key), v{size, nullptr};
+  int rc = mdb_put(txn_, dbi, &k, &v, MDB_RESERVE);
+  if (rc) return MdbStatus("put", rc);
+  return static_cast<char*>(v.mv_data);
+}
+
+Status Txn::Del(MDB_dbi dbi, std::string_view key) {
+  MDB_val k = Val(key);
+  int rc = mdb_del(txn_, dbi, &k, nullptr);
+  if (rc && rc != MDB_NOTFOUND) return MdbStatus("delete", rc);
+  return Status::OK();
+}
+
+Status Txn::Drop(MDB_dbi dbi) {
+  int rc = mdb_drop(txn_, dbi, 0);
+  if (rc) return MdbStatus("drop", rc);
+  return Status::OK();
+}
+
+Result<Cursor> Cursor::Open(Txn& txn, MDB_dbi dbi) {
+  MDB_cursor* c = nullptr;
+  int rc = mdb_cursor_open(txn.get(), dbi, &c);
+  if (rc) return MdbStatus("cursor", rc);
+  return Cursor(c);
+}
+
+Result<bool> Cursor::Seek(std::string_view key) {
+  int rc;
+  if (key.empty()) {
+    rc = mdb_cursor_get(c_, &k_, &v_, MDB_FIRST);
+  } else {
+    k_ = Val(key);
+    rc = mdb_cursor_get(c_, &k_, &v_, MDB_SET_RANGE);
+  }
+  if (rc == MDB_NOTFOUND) return false;
+  if (rc) return MdbStatus("seek", rc);
+  return true;
+}
+
+Result<bool> Cursor::Next() {
+  int rc = mdb_cursor_get(c_, &k_, &v_, MDB_NEXT);
+  if (rc == MDB_NOTFOUND) return false;
+  if (rc) return MdbStatus("next", rc);
+  return true;
+}
+
+}  // namespace ki::lmdb

@@ -1,0 +1,117 @@
+// Thin RAII layer over LMDB (internal to src/).
+//
+// LMDB's contract, which this wrapper keeps: one MDB_env per process and
+// directory; a transaction aborts unless committed; data returned by a get
+// is valid only inside its transaction (callers copy out); one write
+// transaction at a time.
+#pragma once
+
+#include <lmdb.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ki/status.h"
+
+namespace ki::lmdb {
+
+Status MdbStatus(std::string_view op, int rc);
+
+inline MDB_val Val(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+inline std::string_view View(const MDB_val& v) {
+  return {static_cast<const char*>(v.mv_data), v.mv_size};
+}
+
+class Txn;
+
+class Environment {
+ public:
+  Environment() = default;
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  Status Open(const std::string& dir, uint64_t map_size, bool read_only);
+  MDB_env* get() const { return env_; }
+  bool read_only() const { return read_only_; }
+
+  // Named table handle. In a write transaction the table is created when
+  // absent; in a read transaction an absent table yields nullopt.
+  Result<std::optional<MDB_dbi>> Table(Txn& txn, std::string_view name);
+  // Caches a handle opened in a write transaction, after that transaction
+  // committed (LMDB closes handles of aborted transactions).
+  void Remember(std::string_view name, MDB_dbi dbi);
+
+ private:
+  MDB_env* env_ = nullptr;
+  bool read_only_ = false;
+  std::mutex mu_;  // guards tables_ and mdb_dbi_open
+  std::map<std::string, MDB_dbi, std::less<>> tables_;
+};
+
+class Txn {
+ public:
+  Txn() = default;
+  ~Txn() { Abort(); }
+  Txn(Txn&& o) noexcept : txn_(o.txn_), write_(o.write_) { o.txn_ = nullptr; }
+  Txn& operator=(Txn&& o) noexcept {
+    Abort();
+    txn_ = o.txn_;
+    write_ = o.write_;
+    o.txn_ = nullptr;
+    return *this;
+  }
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+
+  static Result<Txn> Begin(Environment& env, bool write);
+  Status Commit();
+  void Abort() {
+    if (txn_) mdb_txn_abort(txn_);
+    txn_ = nullptr;
+  }
+  MDB_txn* get() const { return txn_; }
+  bool write() const { return write_; }
+
+  // The view is valid until the transaction ends or the next write.
+  Result<std::optional<std::string_view>> Get(MDB_dbi dbi, std::string_view key);
+  Status Put(MDB_dbi dbi, std::string_view key, std::string_view value);
+  // Reserves `size` bytes for the value and returns where to write them
+  // (saves a copy of large values).
+  Result<char*> Reserve(MDB_dbi dbi, std::string_view key, size_t size);
+  Status Del(MDB_dbi dbi, std::string_view key);  // absent is fine
+  Status Drop(MDB_dbi dbi);                        // empties the table
+
+ private:
+  MDB_txn* txn_ = nullptr;
+  bool write_ = false;
+};
+
+class Cursor {
+ public:
+  ~Cursor() {
+    if (c_) mdb_cursor_close(c_);
+  }
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+  Cursor(Cursor&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
+  static Result<Cursor> Open(Txn& txn, MDB_dbi dbi);
+  // Positions at the first key >= key (or the first key when empty).
+  // Returns false at the end.
+  Result<bool> Seek(std::string_view key);
+  Result<bool> Next();
+  std::string_view key() const { return View(k_); }
+  std::string_view value() const { return View(v_); }
+
+ private:
+  explicit Cursor(MDB_cursor* c) : c_(c) {}
+  MDB_cursor* c_ = nullptr;
+  MDB_val k_{}, v_{};
+};
+
+}  // namespace ki::lmdb

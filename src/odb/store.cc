@@ -1,0 +1,875 @@
+// The local object store: frames in LMDB or loose files, index in LMDB.
+// Format: docs/format.md. Module map: docs/architecture.md.
+#include "ki/store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <set>
+#include <unordered_set>
+
+#include "index/lmdb.h"
+#include "odb/frame.h"
+#include "odb/tables.h"
+
+namespace ki {
+
+using odb::kAbsent;
+using odb::kBareNames;
+using odb::kDocs;
+using odb::kKinds;
+using odb::kMeta;
+using odb::kNames;
+using odb::kNamesOf;
+using odb::kObjects;
+using odb::kRefs;
+
+namespace {
+
+constexpr std::string_view kFormatFile = "FORMAT";
+constexpr std::string_view kFormatLine = "ki-store 1\n";
+constexpr std::string_view kIndexDir = "index";
+
+std::string KindKey(Kind k, const Digest& d) {
+  std::string key(1, char(uint8_t(k)));
+  key.append(d.raw());
+  return key;
+}
+
+std::string NameKey(Kind k, std::string_view name) {
+  return std::string(KindName(k)) + "/" + std::string(name);
+}
+
+std::string BareNameKey(Kind k, std::string_view name) {
+  std::string key(name);
+  key.push_back('\0');
+  key.append(KindName(k));
+  return key;
+}
+
+std::string AbsentValue(const AbsentInfo& a) {
+  Json j = Json::object();
+  if (!a.media_type.empty()) j["mediaType"] = a.media_type;
+  if (a.size) j["size"] = *a.size;
+  if (!a.uri.empty()) j["uri"] = a.uri;
+  return j.dump();
+}
+
+AbsentInfo ParseAbsent(const Digest& d, std::string_view v) {
+  AbsentInfo a;
+  a.digest = d;
+  Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    if (j.contains("mediaType") && j["mediaType"].is_string()) a.media_type = j["mediaType"];
+    if (j.contains("size") && j["size"].is_number_unsigned()) a.size = j["size"].get<uint64_t>();
+    if (j.contains("uri") && j["uri"].is_string()) a.uri = j["uri"];
+  }
+  return a;
+}
+
+std::string Describe(const ObjectInfo& info) {
+  if (info.type == ObjectType::kManifest && info.kind) return std::string(KindName(*info.kind));
+  return "blob " + info.media_type;
+}
+
+int HexNibble(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+class LmdbStore;
+
+class LmdbBatch final : public Batch {
+ public:
+  LmdbBatch(LmdbStore* store, lmdb::Txn txn) : store_(store), txn_(std::move(txn)) {}
+  ~LmdbBatch() override;
+
+  Result<PutResult> PutBlob(std::string_view bytes, std::string_view media_type) override {
+    return PutObject(ObjectType::kBlob, 0, media_type, bytes, Sha256Of(bytes));
+  }
+  Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
+                                std::string_view document_media_type) override;
+  Status SetName(Kind kind, std::string_view name, const Digest& target) override;
+  Status RecordAbsent(const AbsentInfo& info) override;
+  Status Put(std::string_view table, std::string_view key, std::string_view value) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    return txn_.Put(dbi, key, value);
+  }
+  Status Delete(std::string_view table, std::string_view key) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    return txn_.Del(dbi, key);
+  }
+  Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    KI_ASSIGN_OR_RETURN(auto v, txn_.Get(dbi, key));
+    if (!v) return std::optional<std::string>();
+    return std::optional<std::string>(std::string(*v));
+  }
+  Result<bool> Has(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+    KI_ASSIGN_OR_RETURN(auto v, txn_.Get(meta, d.raw()));
+    return v.has_value();
+  }
+  Status Commit() override;
+
+  // Used by Reindex(): the frame is already on disk.
+  Status IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc, uint64_t stored_size,
+                    std::string_view raw);
+  lmdb::Txn& txn() { return txn_; }
+  Result<MDB_dbi> Table(std::string_view name);
+
+ private:
+  Result<PutResult> PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
+                              std::string_view raw, const Digest& d);
+
+  LmdbStore* store_;
+  lmdb::Txn txn_;
+  std::map<std::string, MDB_dbi, std::less<>> opened_;
+  std::vector<std::string> new_loose_files_;  // removed again if we do not commit
+  std::set<std::string> dirs_to_sync_;
+  bool committed_ = false;
+};
+
+class LmdbStore final : public Store {
+ public:
+  LmdbStore(std::string dir, StoreOptions opts) : dir_(std::move(dir)), opts_(opts) {
+    if (!opts_.env) opts_.env = Env::Default();
+  }
+
+  Status Open(OpenMode mode) {
+    KI_ASSIGN_OR_RETURN(std::string fmt, env()->ReadFile(dir_ + "/" + std::string(kFormatFile), 4096));
+    if (fmt != kFormatLine) {
+      return Status::InvalidInput(dir_ + ": unsupported store format '" +
+                                  fmt.substr(0, fmt.find('\n')) + "' (this ki reads 'ki-store 1')");
+    }
+    read_only_ = mode == OpenMode::kReadOnly;
+    if (!read_only_ && !env()->IsWritableDir(dir_)) {
+      return Status::IOError("the store " + dir_ + " is not writable");
+    }
+    return lmdb_.Open(dir_ + "/" + std::string(kIndexDir), opts_.map_size, read_only_);
+  }
+
+  const std::string& path() const override { return dir_; }
+  Env* env() const { return opts_.env; }
+  const StoreOptions& options() const { return opts_; }
+  lmdb::Environment& lmdb() { return lmdb_; }
+
+  Result<std::optional<ObjectInfo>> Stat(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    return StatIn(txn, d);
+  }
+
+  Result<std::optional<ObjectInfo>> StatIn(lmdb::Txn& txn, const Digest& d) {
+    KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kMeta));
+    if (!dbi) return std::optional<ObjectInfo>();
+    KI_ASSIGN_OR_RETURN(auto v, txn.Get(*dbi, d.raw()));
+    if (!v) return std::optional<ObjectInfo>();
+    ObjectInfo info;
+    if (!odb::UnpackMeta(d.raw(), *v, &info)) {
+      return Status::Corruption("index entry of " + d.str() + " is malformed");
+    }
+    return std::optional<ObjectInfo>(std::move(info));
+  }
+
+  Result<std::optional<AbsentInfo>> StatAbsent(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(auto v, Get(kAbsent, d.raw()));
+    if (!v) return std::optional<AbsentInfo>();
+    return std::optional<AbsentInfo>(ParseAbsent(d, *v));
+  }
+
+  // Reads a frame as stored, without decoding.
+  Result<std::string> ReadFrame(const ObjectInfo& info) {
+    if (info.location == Location::kLoose) {
+      auto r = env()->ReadFile(odb::LoosePath(dir_, info.digest), opts_.max_object_size + (1 << 20));
+      if (!r.ok() && r.status().IsNotFound()) {
+        return Status::Corruption(info.digest.str() + ": loose object file is missing");
+      }
+      return r;
+    }
+    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kObjects));
+    std::optional<std::string_view> v;
+    if (dbi) {
+      KI_ASSIGN_OR_RETURN(v, txn.Get(*dbi, info.digest.raw()));
+    }
+    if (!v) return Status::Corruption(info.digest.str() + ": indexed, but its bytes are not in the store");
+    return std::string(*v);  // copied out: LMDB data is valid only inside the txn
+  }
+
+  // Decodes a frame and checks that it is what the index says it is.
+  Result<std::string> DecodeChecked(const ObjectInfo& info, std::string_view frame) {
+    std::string where = info.digest.str();
+    KI_ASSIGN_OR_RETURN(auto h, odb::ParseFrameHeader(frame, where));
+    if (h.type != info.type || h.raw_size != info.size ||
+        (info.kind && h.kind != uint8_t(*info.kind))) {
+      return Status::Corruption(where + ": frame header disagrees with the index");
+    }
+    KI_ASSIGN_OR_RETURN(std::string raw, odb::DecodeFrame(frame, h, opts_.max_object_size, where));
+    Digest got = Sha256Of(raw);
+    if (got != info.digest) {
+      return Status::Corruption(where + ": content hashes to " + got.str());
+    }
+    return raw;
+  }
+
+  Result<std::string> Read(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+    if (!info) return Status::NotFound(d.str() + " is not in the store");
+    KI_ASSIGN_OR_RETURN(std::string frame, ReadFrame(*info));
+    return DecodeChecked(*info, frame);
+  }
+
+  Result<Manifest> ReadManifest(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+    if (!info) return Status::NotFound(d.str() + " is not in the store");
+    if (info->type != ObjectType::kManifest) return Status::InvalidInput(d.str() + " is a blob, not a manifest");
+    KI_ASSIGN_OR_RETURN(std::string frame, ReadFrame(*info));
+    KI_ASSIGN_OR_RETURN(std::string raw, DecodeChecked(*info, frame));
+    auto m = ManifestFromCanonical(raw, d.str());
+    if (!m.ok()) return Status::Corruption(m.status().message());
+    return m;
+  }
+
+  Result<std::optional<Digest>> DocumentOf(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(auto v, Get(kDocs, d.raw()));
+    if (!v || v->size() != 32) return std::optional<Digest>();
+    return std::optional<Digest>(Digest::FromRaw(*v));
+  }
+
+  Result<std::optional<Json>> ReadDocument(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(auto doc, DocumentOf(d));
+    if (!doc) return std::optional<Json>();
+    KI_ASSIGN_OR_RETURN(auto info, Stat(*doc));
+    if (!info) return std::optional<Json>();
+    KI_ASSIGN_OR_RETURN(std::string bytes, Read(*doc));
+    DocFormat fmt = info->media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
+    ParseLimits limits;
+    limits.max_bytes = opts_.max_object_size;
+    KI_ASSIGN_OR_RETURN(Json j, ParseDocument(bytes, fmt, doc->str(), limits));
+    return std::optional<Json>(std::move(j));
+  }
+
+  Result<std::optional<Digest>> LookupName(Kind kind, std::string_view name) override {
+    KI_ASSIGN_OR_RETURN(auto v, Get(kNames, NameKey(kind, name)));
+    if (!v || v->size() != 32) return std::optional<Digest>();
+    return std::optional<Digest>(Digest::FromRaw(*v));
+  }
+
+  Result<std::vector<std::string>> NamesOf(const Digest& d) override {
+    std::vector<std::string> out;
+    KI_RETURN_IF_ERROR(Scan(kNamesOf, d.raw(), [&](std::string_view k, std::string_view) {
+      out.emplace_back(k.substr(32));
+      return true;
+    }));
+    return out;
+  }
+
+  Result<Digest> Resolve(std::string_view ref) override;
+
+  Status ForEachObject(const std::function<bool(const ObjectInfo&)>& fn) override {
+    ObjectInfo info;
+    Status bad;
+    KI_RETURN_IF_ERROR(Scan(kMeta, "", [&](std::string_view k, std::string_view v) {
+      if (!odb::UnpackMeta(k, v, &info)) {
+        bad = Status::Corruption("malformed index entry in table meta");
+        return false;
+      }
+      return fn(info);
+    }));
+    return bad;
+  }
+
+  Status ForEachOfKind(Kind kind, const std::function<bool(const Digest&)>& fn) override {
+    std::string prefix(1, char(uint8_t(kind)));
+    return Scan(kKinds, prefix, [&](std::string_view k, std::string_view) {
+      return k.size() == 33 ? fn(Digest::FromRaw(k.substr(1))) : true;
+    });
+  }
+
+  Result<std::vector<std::pair<Digest, std::string>>> Referrers(const Digest& d) override {
+    std::vector<std::pair<Digest, std::string>> out;
+    KI_RETURN_IF_ERROR(Scan(kRefs, d.raw(), [&](std::string_view k, std::string_view) {
+      if (k.size() >= 64) out.emplace_back(Digest::FromRaw(k.substr(32, 32)), std::string(k.substr(64)));
+      return true;
+    }));
+    return out;
+  }
+
+  Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override {
+    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, table));
+    if (!dbi) return std::optional<std::string>();
+    KI_ASSIGN_OR_RETURN(auto v, txn.Get(*dbi, key));
+    if (!v) return std::optional<std::string>();
+    return std::optional<std::string>(std::string(*v));
+  }
+
+  Status Scan(std::string_view table, std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override {
+    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    return ScanIn(txn, table, prefix, fn);
+  }
+
+  Status ScanIn(lmdb::Txn& txn, std::string_view table, std::string_view prefix,
+                const std::function<bool(std::string_view, std::string_view)>& fn) {
+    KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, table));
+    if (!dbi) return Status::OK();
+    KI_ASSIGN_OR_RETURN(auto cur, lmdb::Cursor::Open(txn, *dbi));
+    KI_ASSIGN_OR_RETURN(bool more, cur.Seek(prefix));
+    while (more) {
+      if (cur.key().substr(0, prefix.size()) != prefix) break;
+      if (!fn(cur.key(), cur.value())) break;
+      KI_ASSIGN_OR_RETURN(more, cur.Next());
+    }
+    return Status::OK();
+  }
+
+  Result<std::unique_ptr<Batch>> NewBatch() override {
+    if (read_only_) return Status::IOError("the store was opened read-only");
+    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, true));
+    return std::unique_ptr<Batch>(new LmdbBatch(this, std::move(txn)));
+  }
+
+  Result<VerifyReport> Verify(const Digest& root) override;
+  Result<AuditReport> Audit() override;
+  Result<AuditReport> Reindex() override;
+
+ private:
+  // Checks one object: bytes re-hashed, frame agrees with the index.
+  CheckEntry Check(const ObjectInfo& info, std::string* raw_out);
+
+  std::string dir_;
+  StoreOptions opts_;
+  bool read_only_ = true;
+  lmdb::Environment lmdb_;
+};
+
+// ---------------------------------------------------------------- Batch
+
+LmdbBatch::~LmdbBatch() {
+  if (!committed_) {
+    txn_.Abort();
+    for (const auto& f : new_loose_files_) store_->env()->RemoveFile(f);
+  }
+}
+
+Result<MDB_dbi> LmdbBatch::Table(std::string_view name) {
+  if (auto it = opened_.find(name); it != opened_.end()) return it->second;
+  KI_ASSIGN_OR_RETURN(auto dbi, store_->lmdb().Table(txn_, name));
+  opened_.emplace(std::string(name), *dbi);
+  return *dbi;
+}
+
+Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
+                                       std::string_view raw, const Digest& d) {
+  if (raw.size() > store_->options().max_object_size) {
+    return Status::InvalidInput("object of " + std::to_string(raw.size()) + " bytes is over the limit of " +
+                                std::to_string(store_->options().max_object_size));
+  }
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));
+  if (existing) return PutResult{d, true};
+
+  std::string frame = odb::EncodeFrame(type, kind, media_type, raw, store_->options().zstd_level);
+  ObjectInfo info;
+  info.digest = d;
+  info.type = type;
+  if (type == ObjectType::kManifest) info.kind = Kind(kind);
+  info.size = raw.size();
+  info.stored_size = frame.size();
+  info.media_type = std::string(media_type);
+  if (frame.size() > store_->options().loose_threshold) {
+    // Large objects live as files: LMDB would copy them through its pages
+    // on every write and keep the map large. Each is fsynced before its
+    // rename; the directories are synced once at Commit.
+    info.location = Location::kLoose;
+    std::string path = odb::LoosePath(store_->path(), d);
+    std::string dir = path.substr(0, path.rfind('/'));
+    if (!store_->env()->Exists(path)) {
+      KI_RETURN_IF_ERROR(store_->env()->CreateDirs(dir));
+      KI_RETURN_IF_ERROR(store_->env()->WriteFileAtomic(path, frame, Durability::kSync));
+      new_loose_files_.push_back(path);
+      dirs_to_sync_.insert(dir);
+    }
+  } else {
+    info.location = Location::kIndex;
+    KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+    KI_ASSIGN_OR_RETURN(char* dst, txn_.Reserve(objects, d.raw(), frame.size()));
+    std::memcpy(dst, frame.data(), frame.size());
+  }
+  KI_RETURN_IF_ERROR(txn_.Put(meta, d.raw(), odb::PackMeta(info)));
+  if (type == ObjectType::kManifest) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
+    KI_RETURN_IF_ERROR(txn_.Put(kinds, KindKey(Kind(kind), d), ""));
+  }
+  return PutResult{d, false};
+}
+
+Result<PutResult> LmdbBatch::PutManifest(const Manifest& m, std::optional<std::string_view> document,
+                                         std::string_view document_media_type) {
+  KI_ASSIGN_OR_RETURN(PutResult r, PutObject(ObjectType::kManifest, uint8_t(m.kind),
+                                             "application/vnd.kernelindex.manifest+json", m.canonical,
+                                             m.digest));
+  if (!r.existed) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
+    for (const Reference& ref : ExtractReferences(m)) {
+      std::string key(ref.target.raw());
+      key.append(m.digest.raw());
+      key.append(ref.field);
+      KI_RETURN_IF_ERROR(txn_.Put(refs, key, ref.uri));
+    }
+  }
+  if (document) {
+    KI_ASSIGN_OR_RETURN(PutResult doc, PutBlob(*document, document_media_type));
+    KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
+    KI_RETURN_IF_ERROR(txn_.Put(docs, m.digest.raw(), doc.digest.raw()));
+  }
+  if (std::string name = m.name(); !name.empty()) KI_RETURN_IF_ERROR(SetName(m.kind, name, m.digest));
+  return r;
+}
+
+Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi names, Table(kNames));
+  KI_ASSIGN_OR_RETURN(MDB_dbi bare, Table(kBareNames));
+  KI_ASSIGN_OR_RETURN(MDB_dbi namesof, Table(kNamesOf));
+  std::string key = NameKey(kind, name);
+  KI_ASSIGN_OR_RETURN(auto old, txn_.Get(names, key));
+  if (old && *old == target.raw()) return Status::OK();
+  if (old && old->size() == 32) {
+    std::string okey(*old);
+    okey.append(key);
+    KI_RETURN_IF_ERROR(txn_.Del(namesof, okey));
+  }
+  KI_RETURN_IF_ERROR(txn_.Put(names, key, target.raw()));
+  KI_RETURN_IF_ERROR(txn_.Put(bare, BareNameKey(kind, name), target.raw()));
+  std::string nkey(target.raw());
+  nkey.append(key);
+  return txn_.Put(namesof, nkey, "");
+}
+
+Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi absent, Table(kAbsent));
+  return txn_.Put(absent, info.digest.raw(), AbsentValue(info));
+}
+
+Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc,
+                             uint64_t stored_size, std::string_view raw) {
+  ObjectInfo info;
+  info.digest = d;
+  info.type = h.type;
+  if (h.type == ObjectType::kManifest) info.kind = Kind(h.kind);
+  info.size = h.raw_size;
+  info.stored_size = stored_size;
+  info.media_type = h.media_type;
+  info.location = loc;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_RETURN_IF_ERROR(txn_.Put(meta, d.raw(), odb::PackMeta(info)));
+  if (h.type != ObjectType::kManifest) return Status::OK();
+  KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
+  KI_RETURN_IF_ERROR(txn_.Put(kinds, KindKey(Kind(h.kind), d), ""));
+  auto m = ManifestFromCanonical(raw, d.str());
+  if (!m.ok()) return Status::Corruption(m.status().message());
+  KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
+  for (const Reference& ref : ExtractReferences(*m)) {
+    std::string key(ref.target.raw());
+    key.append(d.raw());
+    key.append(ref.field);
+    KI_RETURN_IF_ERROR(txn_.Put(refs, key, ref.uri));
+  }
+  return Status::OK();
+}
+
+Status LmdbBatch::Commit() {
+  // Order matters for crash safety: loose files are already fsynced and
+  // renamed; sync their directories so the names are durable, then commit
+  // the index (LMDB fsyncs on commit). A crash before the commit leaves
+  // only unreferenced loose files, which audit notes and reindex adopts.
+  for (const auto& dir : dirs_to_sync_) KI_RETURN_IF_ERROR(store_->env()->SyncDir(dir));
+  if (!dirs_to_sync_.empty()) KI_RETURN_IF_ERROR(store_->env()->SyncDir(store_->path() + "/objects"));
+  KI_RETURN_IF_ERROR(txn_.Commit());
+  committed_ = true;
+  for (const auto& [name, dbi] : opened_) store_->lmdb().Remember(name, dbi);
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------- Resolve
+
+Result<Digest> LmdbStore::Resolve(std::string_view ref) {
+  if (ref.empty()) return Status::InvalidInput("empty reference");
+  if (Digest::IsValid(ref)) {
+    KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(ref));
+    KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+    if (info) return d;
+    KI_ASSIGN_OR_RETURN(auto absent, StatAbsent(d));
+    if (absent) return d;
+    return Status::NotFound(std::string(ref) + " is not in the store");
+  }
+
+  struct Candidate {
+    Digest digest;
+    std::string label;
+  };
+  std::vector<Candidate> found;
+  auto add = [&](const Digest& d, std::string label) {
+    for (const auto& c : found)
+      if (c.digest == d) return;
+    found.push_back({d, std::move(label)});
+  };
+  auto label_of = [&](const Digest& d) -> std::string {
+    auto info = Stat(d);
+    std::string what = info.ok() && *info ? Describe(**info) : "absent";
+    auto names = NamesOf(d);
+    if (names.ok() && !names->empty()) what += " " + names->front();
+    return what;
+  };
+
+  // <Kind>/<name>
+  if (auto slash = ref.find('/'); slash != std::string_view::npos) {
+    std::string_view kind_text = ref.substr(0, slash);
+    std::optional<Kind> kind = ParseKind(kind_text);
+    if (!kind) {
+      for (Kind k : AllKinds()) {  // accept any capitalisation of the kind
+        std::string a(KindName(k)), b(kind_text);
+        std::transform(a.begin(), a.end(), a.begin(), ::tolower);
+        std::transform(b.begin(), b.end(), b.begin(), ::tolower);
+        if (a == b) kind = k;
+      }
+    }
+    if (kind) {
+      KI_ASSIGN_OR_RETURN(auto d, LookupName(*kind, ref.substr(slash + 1)));
+      if (d) return *d;
+      return Status::NotFound("no " + std::string(KindName(*kind)) + " named '" +
+                              std::string(ref.substr(slash + 1)) + "'");
+    }
+  }
+
+  // Hex prefix, with or without "sha256:".
+  std::string_view hex = ref;
+  bool had_prefix = false;
+  if (hex.substr(0, 7) == "sha256:") {
+    hex.remove_prefix(7);
+    had_prefix = true;
+  }
+  bool all_hex = !hex.empty() && hex.size() <= 64 &&
+                 std::all_of(hex.begin(), hex.end(), [](char c) { return HexNibble(c) >= 0; });
+  if (all_hex && hex.size() >= 4) {
+    std::string key;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) key.push_back(char(HexNibble(hex[i]) << 4 | HexNibble(hex[i + 1])));
+    bool odd = hex.size() % 2 == 1;
+    int last = odd ? HexNibble(hex.back()) : 0;
+    auto match = [&](std::string_view k) {
+      if (k.size() != 32 || k.substr(0, key.size()) != key) return false;
+      return !odd || (uint8_t(k[key.size()]) >> 4) == last;
+    };
+    for (std::string_view table : {kMeta, kAbsent}) {
+      KI_RETURN_IF_ERROR(Scan(table, key, [&](std::string_view k, std::string_view) {
+        if (match(k)) add(Digest::FromRaw(k), "");
+        return found.size() <= 20;
+      }));
+    }
+  } else if (had_prefix) {
+    return Status::InvalidInput("'" + std::string(ref) +
+                                "': a digest prefix needs at least 4 hex digits");
+  }
+
+  // A bare metadata name.
+  if (ref.find('/') == std::string_view::npos && !had_prefix) {
+    KI_RETURN_IF_ERROR(Scan(kBareNames, std::string(ref) + '\0', [&](std::string_view, std::string_view v) {
+      if (v.size() == 32) add(Digest::FromRaw(v), "");
+      return true;
+    }));
+  }
+  if (found.empty() && all_hex && hex.size() < 4) {
+    return Status::InvalidInput("'" + std::string(ref) +
+                                "': a digest prefix needs at least 4 hex digits");
+  }
+
+  if (found.size() == 1) return found[0].digest;
+  if (found.empty()) return Status::NotFound("no object matches '" + std::string(ref) + "'");
+  std::string msg = "'" + std::string(ref) + "' is ambiguous; it matches:";
+  for (auto& c : found) msg += "\n  " + c.digest.str() + "  " + label_of(c.digest);
+  return Status::Ambiguous(msg);
+}
+
+// ---------------------------------------------------------------- checks
+
+CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out) {
+  CheckEntry e;
+  e.digest = info.digest;
+  e.what = Describe(info);
+  auto frame = ReadFrame(info);
+  if (!frame.ok()) {
+    e.state = CheckState::kCorrupt;
+    e.detail = frame.status().message();
+    return e;
+  }
+  auto raw = DecodeChecked(info, *frame);
+  if (!raw.ok()) {
+    e.state = CheckState::kCorrupt;
+    e.detail = raw.status().message();
+    return e;
+  }
+  if (raw_out) *raw_out = std::move(raw).value();
+  return e;
+}
+
+Result<VerifyReport> LmdbStore::Verify(const Digest& root) {
+  VerifyReport report;
+  std::unordered_set<Digest> seen{root};
+  std::deque<std::pair<Digest, std::string>> queue{{root, "root"}};
+  while (!queue.empty()) {
+    auto [d, via] = queue.front();
+    queue.pop_front();
+    KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+    if (!info) {
+      CheckEntry e;
+      e.digest = d;
+      e.state = CheckState::kMissing;
+      e.via = via;
+      KI_ASSIGN_OR_RETURN(auto absent, StatAbsent(d));
+      e.what = absent && !absent->media_type.empty() ? "blob " + absent->media_type : "unknown";
+      report.entries.push_back(std::move(e));
+      continue;
+    }
+    std::string raw;
+    CheckEntry e = Check(*info, &raw);
+    e.via = via;
+    bool ok = e.state == CheckState::kOk;
+    report.entries.push_back(std::move(e));
+    if (!ok || info->type != ObjectType::kManifest) continue;
+    auto m = ManifestFromCanonical(raw, d.str());
+    if (!m.ok()) {
+      report.entries.back().state = CheckState::kCorrupt;
+      report.entries.back().detail = m.status().message();
+      continue;
+    }
+    for (const Reference& ref : ExtractReferences(*m)) {
+      if (seen.insert(ref.target).second) queue.emplace_back(ref.target, d.str().substr(0, 19) + " " + ref.field);
+    }
+    KI_ASSIGN_OR_RETURN(auto doc, DocumentOf(d));
+    if (doc && seen.insert(*doc).second) queue.emplace_back(*doc, d.str().substr(0, 19) + " document");
+  }
+  return report;
+}
+
+Result<AuditReport> LmdbStore::Audit() {
+  AuditReport report;
+  std::unordered_set<Digest> loose_indexed, indexed;
+  // 1. Every indexed object: bytes present, frame agrees, content re-hashes.
+  std::vector<ObjectInfo> infos;
+  KI_RETURN_IF_ERROR(ForEachObject([&](const ObjectInfo& info) {
+    infos.push_back(info);
+    return true;
+  }));
+  for (const ObjectInfo& info : infos) {
+    indexed.insert(info.digest);
+    if (info.location == Location::kLoose) loose_indexed.insert(info.digest);
+    CheckEntry e = Check(info, nullptr);
+    report.objects++;
+    report.bytes += info.size;
+    if (e.state != CheckState::kOk) report.faults.push_back(std::move(e));
+  }
+  // 2. The other way: frames in LMDB and loose files must be indexed.
+  KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view) {
+    Digest d = Digest::FromRaw(k);
+    if (!indexed.count(d) || loose_indexed.count(d)) {
+      CheckEntry e;
+      e.digest = d;
+      e.state = CheckState::kCorrupt;
+      e.what = "frame";
+      e.detail = "object bytes in the index database without an index entry";
+      report.faults.push_back(std::move(e));
+    }
+    return true;
+  }));
+  KI_ASSIGN_OR_RETURN(auto fanout, env()->ListDir(dir_ + "/objects"));
+  for (const auto& sub : fanout) {
+    KI_ASSIGN_OR_RETURN(auto files, env()->ListDir(dir_ + "/objects/" + sub));
+    for (const auto& f : files) {
+      auto d = Digest::Parse("sha256:" + sub + f);
+      if (!d.ok()) {
+        // Temporary files of a write that never committed (kill -9).
+        report.notes.push_back("leftover temporary file objects/" + sub + "/" + f);
+      } else if (!loose_indexed.count(*d)) {
+        report.notes.push_back("unindexed loose object " + d->str() +
+                               " (from an interrupted write; ki audit --reindex adopts it)");
+      }
+    }
+  }
+  // 3. References: targets the store does not hold are missing, not faults.
+  std::set<Digest> missing_seen;
+  KI_RETURN_IF_ERROR(Scan(kRefs, "", [&](std::string_view k, std::string_view) {
+    if (k.size() < 64) return true;
+    Digest target = Digest::FromRaw(k.substr(0, 32));
+    if (indexed.count(target) || !missing_seen.insert(target).second) return true;
+    CheckEntry e;
+    e.digest = target;
+    e.state = CheckState::kMissing;
+    e.what = "unknown";
+    e.via = Digest::FromRaw(k.substr(32, 32)).str().substr(0, 19) + " " + std::string(k.substr(64));
+    report.missing.push_back(std::move(e));
+    return true;
+  }));
+  for (auto& e : report.missing) {
+    auto absent = StatAbsent(e.digest);
+    if (absent.ok() && *absent && !(*absent)->media_type.empty()) e.what = "blob " + (*absent)->media_type;
+  }
+  // 4. Names and document links must point at objects the store holds.
+  for (std::string_view table : {kNames, kDocs}) {
+    KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
+      Digest d = Digest::FromRaw(v);
+      bool bad = v.size() != 32 || !indexed.count(d);
+      if (table == kDocs && k.size() == 32 && !indexed.count(Digest::FromRaw(k))) bad = true;
+      if (bad) {
+        CheckEntry e;
+        e.digest = d;
+        e.state = CheckState::kCorrupt;
+        e.what = table == kNames ? "name " + std::string(k) : "document link";
+        e.detail = "points at an object the store does not hold";
+        report.faults.push_back(std::move(e));
+      }
+      return true;
+    }));
+  }
+  return report;
+}
+
+Result<AuditReport> LmdbStore::Reindex() {
+  KI_ASSIGN_OR_RETURN(auto batch_base, NewBatch());
+  auto* batch = static_cast<LmdbBatch*>(batch_base.get());
+  for (std::string_view t : {kMeta, kKinds, kRefs}) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, batch->Table(t));
+    KI_RETURN_IF_ERROR(batch->txn().Drop(dbi));
+  }
+  std::vector<std::string> problems;
+  auto index_one = [&](std::string_view frame, Location loc, const std::string& where,
+                       std::optional<Digest> expect) -> Status {
+    auto h = odb::ParseFrameHeader(frame, where);
+    if (!h.ok()) return problems.push_back(h.status().message()), Status::OK();
+    auto raw = odb::DecodeFrame(frame, *h, opts_.max_object_size, where);
+    if (!raw.ok()) return problems.push_back(raw.status().message()), Status::OK();
+    Digest d = Sha256Of(*raw);
+    if (expect && d != *expect) {
+      problems.push_back(where + ": content hashes to " + d.str() + "; not indexed");
+      return Status::OK();
+    }
+    return batch->IndexFrame(d, *h, loc, frame.size(), *raw);
+  };
+  {
+    // Frames kept in LMDB, read inside the batch's own transaction.
+    KI_ASSIGN_OR_RETURN(MDB_dbi objects, batch->Table(kObjects));
+    std::vector<std::pair<Digest, std::string>> frames;
+    KI_ASSIGN_OR_RETURN(auto cur, lmdb::Cursor::Open(batch->txn(), objects));
+    KI_ASSIGN_OR_RETURN(bool more, cur.Seek(""));
+    while (more) {
+      frames.emplace_back(Digest::FromRaw(cur.key()), std::string(cur.value()));
+      KI_ASSIGN_OR_RETURN(more, cur.Next());
+    }
+    for (auto& [d, frame] : frames) KI_RETURN_IF_ERROR(index_one(frame, Location::kIndex, d.str(), d));
+  }
+  KI_ASSIGN_OR_RETURN(auto fanout, env()->ListDir(dir_ + "/objects"));
+  for (const auto& sub : fanout) {
+    KI_ASSIGN_OR_RETURN(auto files, env()->ListDir(dir_ + "/objects/" + sub));
+    for (const auto& f : files) {
+      std::string path = dir_ + "/objects/" + sub + "/" + f;
+      auto d = Digest::Parse("sha256:" + sub + f);
+      if (!d.ok()) {
+        KI_RETURN_IF_ERROR(env()->RemoveFile(path));  // an interrupted write's temporary file
+        continue;
+      }
+      KI_ASSIGN_OR_RETURN(std::string frame, env()->ReadFile(path, opts_.max_object_size + (1 << 20)));
+      KI_RETURN_IF_ERROR(index_one(frame, Location::kLoose, path, *d));
+    }
+  }
+  KI_RETURN_IF_ERROR(batch->Commit());
+  KI_ASSIGN_OR_RETURN(AuditReport report, Audit());
+  for (auto& p : problems) report.notes.push_back("not indexed: " + p);
+  return report;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- statics
+
+bool VerifyReport::HasFaults() const {
+  return std::any_of(entries.begin(), entries.end(),
+                     [](const CheckEntry& e) { return e.state == CheckState::kCorrupt; });
+}
+
+std::string_view CheckStateName(CheckState s) {
+  switch (s) {
+    case CheckState::kOk: return "ok";
+    case CheckState::kCorrupt: return "corrupt";
+    case CheckState::kMissing: return "missing";
+  }
+  return "?";
+}
+
+std::string GuessMediaType(std::string_view filename) {
+  auto dot = filename.rfind('.');
+  if (dot == std::string_view::npos) return "application/octet-stream";
+  std::string ext(filename.substr(dot + 1));
+  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  static const std::pair<const char*, const char*> kTypes[] = {
+      {"txt", "text/plain"},          {"log", "text/plain"},
+      {"md", "text/markdown"},        {"json", "application/json"},
+      {"jsonl", "application/jsonl"}, {"yaml", "application/yaml"},
+      {"yml", "application/yaml"},    {"csv", "text/csv"},
+      {"cu", "text/x-cuda"},          {"cuh", "text/x-cuda"},
+      {"cc", "text/x-c++"},           {"cpp", "text/x-c++"},
+      {"cxx", "text/x-c++"},          {"h", "text/x-c"},
+      {"hpp", "text/x-c++"},          {"c", "text/x-c"},
+      {"py", "text/x-python"},        {"ptx", "text/plain"},
+      {"zst", "application/zstd"},    {"gz", "application/gzip"},
+      {"tar", "application/x-tar"},   {"safetensors", "application/vnd.safetensors"},
+      {"npy", "application/x-npy"},   {"html", "text/html"},
+  };
+  for (const auto& [e, t] : kTypes)
+    if (ext == e) return t;
+  return "application/octet-stream";
+}
+
+Result<std::unique_ptr<Store>> Store::Init(const std::string& dir, const StoreOptions& opts) {
+  Env* env = opts.env ? opts.env : Env::Default();
+  std::string ki_dir = (dir.empty() ? std::string(".") : dir) + "/.ki";
+  std::string format = ki_dir + "/" + std::string(kFormatFile);
+  if (!env->Exists(format)) {
+    KI_RETURN_IF_ERROR(env->CreateDirs(ki_dir + "/" + std::string(kIndexDir)));
+    KI_RETURN_IF_ERROR(env->CreateDirs(ki_dir + "/objects"));
+    // FORMAT is written last: a directory without it is not a store.
+    KI_RETURN_IF_ERROR(env->WriteFileAtomic(format, kFormatLine, Durability::kSync));
+    KI_RETURN_IF_ERROR(env->SyncDir(ki_dir));
+  }
+  return Open(ki_dir, OpenMode::kReadWrite, opts);
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& ki_dir, OpenMode mode, const StoreOptions& opts) {
+  Env* env = opts.env ? opts.env : Env::Default();
+  if (!env->IsDirectory(ki_dir)) return Status::IOError("no ki store at " + ki_dir);
+  auto store = std::make_unique<LmdbStore>(ki_dir, opts);
+  Status s = store->Open(mode);
+  if (!s.ok()) {
+    if (s.IsNotFound()) return Status::IOError(ki_dir + " is not a ki store (no FORMAT file)");
+    return s;
+  }
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+Result<std::string> Store::Discover(const std::string& start) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(start, ec);
+  if (ec) return Status::IOError("cannot resolve " + start);
+  for (;;) {
+    std::filesystem::path candidate = p / ".ki";
+    if (std::filesystem::is_directory(candidate, ec)) return candidate.string();
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+    p = p.parent_path();
+  }
+  return Status::IOError("no ki store here or in any parent directory (run `ki init`, or pass --store)");
+}
+
+}  // namespace ki
