@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Bad input: each case gives a clear message, its documented exit code, and
+# leaves the store exactly as it was.
+source "$(dirname "$0")/testlib.bash" "$@"
+
+expect_exit 0 ki init store
+expect_exit 0 ki add "$SEED"
+snapshot() { ki ls --json | sha256sum; }
+BEFORE=$(snapshot)
+unchanged() {
+  [ "$(snapshot)" = "$BEFORE" ] || fail "$1: the store changed"
+  ki audit >/dev/null || fail "$1: audit not clean afterwards"
+}
+
+project() {  # a valid SoftwareProject with the given name field
+  printf 'apiVersion: kernelindex.dev/v1alpha1\nkind: SoftwareProject\nmetadata:\n  name: p-%s\nspec:\n  name: %s\n' "$1" "$1"
+}
+project good >good.yaml
+
+# malformed JSON: line and column
+printf '{\n  "apiVersion": "kernelindex.dev/v1alpha1",\n  "kind": "SoftwareProject"\n  "spec": {}\n}\n' >broken.json
+expect_exit 4 ki add good.yaml broken.json
+expect_contains "$ERR" "broken.json:4:" "JSON error names file and line"
+unchanged "malformed JSON"
+
+# malformed YAML
+printf 'apiVersion: kernelindex.dev/v1alpha1\nkind: SoftwareProject\nspec:\n  name: [unclosed\n' >broken.yaml
+expect_exit 4 ki add broken.yaml
+expect_contains "$ERR" "broken.yaml:" "YAML error names the file"
+unchanged "malformed YAML"
+
+# duplicate keys, JSON and YAML
+printf '{"apiVersion":"kernelindex.dev/v1alpha1","kind":"SoftwareProject","spec":{"name":"a","name":"b"}}' >dup.json
+expect_exit 4 ki add dup.json
+expect_contains "$ERR" "duplicate" "duplicate JSON key"
+expect_exit 4 ki add "$DATA/kernelindex/examples/invalid/duplicate-key.yaml"
+expect_contains "$ERR" "duplicate" "duplicate YAML key"
+unchanged "duplicate keys"
+
+# unknown kind, unknown apiVersion
+project x | sed 's/SoftwareProject/SoftwareThing/' >kind.yaml
+expect_exit 4 ki add kind.yaml
+expect_contains "$ERR" "SoftwareThing" "unknown kind named"
+project x | sed 's#kernelindex.dev/v1alpha1#kernelindex.dev/v9#' >api.yaml
+expect_exit 4 ki add api.yaml
+expect_contains "$ERR" "kernelindex.dev/v9" "unknown apiVersion named"
+unchanged "unknown kind"
+
+# NaN / Infinity
+printf '{"apiVersion":"kernelindex.dev/v1alpha1","kind":"SoftwareProject","spec":{"name":NaN}}' >nan.json
+expect_exit 4 ki add nan.json
+printf 'apiVersion: kernelindex.dev/v1alpha1\nkind: SoftwareProject\nspec:\n  name: .inf\n' >inf.yaml
+expect_exit 4 ki add inf.yaml
+unchanged "NaN"
+
+# a duration that is not a whole number of nanoseconds
+expect_exit 4 ki add "$DATA/kernelindex/examples/invalid/ambiguous-duration.yaml"
+expect_contains "$ERR" "nanosecond" "non-whole duration"
+unchanged "duration"
+
+# over 1 MiB
+python3 -c 'print("apiVersion: kernelindex.dev/v1alpha1\nkind: SoftwareProject\nspec:\n  name: " + "x" * (1 << 20))' >huge.yaml
+expect_exit 4 ki add huge.yaml
+expect_contains "$ERR" "huge.yaml" "size limit names the file"
+unchanged "over 1 MiB"
+
+# nesting deeper than allowed
+python3 -c 'print("{\"apiVersion\":\"kernelindex.dev/v1alpha1\",\"kind\":\"SoftwareProject\",\"spec\":" + "[" * 500 + "]" * 500 + "}")' >deep.json
+expect_exit 4 ki add deep.json
+expect_contains "$ERR" "deep.json" "depth limit names the file"
+unchanged "too deep"
+
+# bundle whose run names another environment digest
+sed 's/"cudaToolkit": "12.8"/"cudaToolkit": "12.9"/' "$SEED" >mismatch.manifest.json
+expect_exit 4 ki add mismatch.manifest.json
+expect_contains "$ERR" "sha256:f4292a8be127b7230cd3995c1d605fb6c644e2c2f94566e1d28cc1be766ca5d5" "mismatch names the run's digest"
+unchanged "bundle mismatch"
+
+# usage errors
+expect_exit 2 ki frobnicate
+expect_exit 2 ki add
+expect_exit 4 ki resolve abc
+
+# no store
+expect_exit 5 ki --store "$WORK/nowhere" ls
+expect_contains "$ERR" "no ki store" "missing store"
+(cd / && KI_STORE= "$KI_BIN" ls >/dev/null 2>&1)
+[ $? = 5 ] || fail "no store found upward: exit 5"
+
+# a read-only store: a user who may not write it (root ignores permissions,
+# so run as nobody when we are root)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  chmod -R a+rX "$WORK"
+  chmod -R go-w "$WORK/store"
+  cp good.yaml /tmp/ki-ro-good-$$.yaml && chmod a+r /tmp/ki-ro-good-$$.yaml
+  OUT=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$KI_BIN" --store "$WORK/store" add /tmp/ki-ro-good-$$.yaml 2>&1)
+  rc=$?
+  rm -f /tmp/ki-ro-good-$$.yaml
+  [ $rc = 5 ] || fail "read-only store: exit $rc (want 5): $OUT"
+  expect_contains "$OUT" "not writable" "read-only store message"
+  # Reading still works.
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$KI_BIN" --store "$WORK/store" show "$SEED_RUN" >/dev/null ||
+    fail "a read-only store can still be read"
+else
+  chmod -R a-w "$WORK/store"
+  expect_exit 5 ki add good.yaml
+  expect_contains "$ERR" "not writable" "read-only store message"
+  chmod -R u+w "$WORK/store"
+fi
+unchanged "read-only store"
+
+# a full disk: a file-size limit makes every write past it fail (EFBIG),
+# in LMDB and in loose files alike. SIGXFSZ is ignored so the write fails
+# instead of killing the process.
+head -c 3000000 /dev/urandom >big1.bin
+head -c 3000000 /dev/urandom >big2.bin
+python3 - <<'PY'
+import json
+for i in range(300):
+    doc = {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "SoftwareProject",
+           "metadata": {"name": "fill-%d" % i}, "spec": {"name": "filler %d %s" % (i, "y" * 3000)}}
+    open("fill-%03d.json" % i, "w").write(json.dumps(doc))
+PY
+(trap '' XFSZ; ulimit -f 2048; exec "$KI_BIN" add fill-*.json big1.bin big2.bin) >/dev/null 2>full.err
+rc=$?
+[ $rc = 5 ] || fail "disk full: exit $rc (want 5): $(cat full.err)"
+expect_contains "$(cat full.err)" "File too large" "disk-full message says why"
+unchanged "disk full"
+finish

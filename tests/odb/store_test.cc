@@ -1,0 +1,409 @@
+#include "ki/store.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
+
+#include "ki/ingest.h"
+#include "odb/tables.h"
+#include "testutil/fault_env.h"
+#include "testutil/testutil.h"
+
+namespace ki {
+namespace {
+
+using test::TempDir;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen(Env* env = nullptr) {
+    store_.reset();
+    StoreOptions o;
+    o.env = env;
+    o.loose_threshold = 4096;  // small, so tests exercise loose files too
+    auto s = Store::Init(dir_.path(), o);
+    ASSERT_OK(s);
+    store_ = std::move(s).value();
+  }
+  Digest PutBlob(const std::string& bytes, const std::string& mt = "text/plain") {
+    auto b = store_->NewBatch();
+    EXPECT_OK(b);
+    auto r = (*b)->PutBlob(bytes, mt);
+    EXPECT_OK(r);
+    EXPECT_OK((*b)->Commit());
+    return r->digest;
+  }
+  size_t CountObjects() {
+    size_t n = 0;
+    EXPECT_OK(store_->ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
+    return n;
+  }
+  std::string RandomText(size_t n, uint32_t seed) {
+    std::string s(n, ' ');
+    uint32_t x = seed * 2654435761u + 1;
+    for (auto& c : s) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      c = char('a' + x % 26);
+    }
+    return s;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, BlobRoundTripSmallAndLoose) {
+  std::string small = "hello, kernel";
+  std::string big = RandomText(100000, 1);  // incompressible enough to be loose
+  Digest a = PutBlob(small);
+  Digest b = PutBlob(big, "application/octet-stream");
+  EXPECT_EQ(a, Sha256Of(small));
+  auto ra = store_->Read(a);
+  ASSERT_OK(ra);
+  EXPECT_EQ(*ra, small);
+  auto rb = store_->Read(b);
+  ASSERT_OK(rb);
+  EXPECT_EQ(*rb, big);
+  auto ib = store_->Stat(b);
+  ASSERT_OK(ib);
+  ASSERT_TRUE(ib->has_value());
+  EXPECT_EQ((*ib)->location, Location::kLoose);
+  EXPECT_EQ((*ib)->media_type, "application/octet-stream");
+  EXPECT_EQ((*ib)->size, big.size());
+  EXPECT_TRUE(std::filesystem::exists(odb::LoosePath(store_->path(), b)));
+  auto ia = store_->Stat(a);
+  EXPECT_EQ((*ia)->location, Location::kIndex);
+}
+
+TEST_F(StoreTest, SecondPutReportsExisted) {
+  auto b = store_->NewBatch();
+  ASSERT_OK(b);
+  auto r1 = (*b)->PutBlob("same", "text/plain");
+  auto r2 = (*b)->PutBlob("same", "text/plain");
+  ASSERT_OK(r1);
+  ASSERT_OK(r2);
+  EXPECT_FALSE(r1->existed);
+  EXPECT_TRUE(r2->existed);
+  ASSERT_OK((*b)->Commit());
+  EXPECT_EQ(CountObjects(), 1u);
+}
+
+TEST_F(StoreTest, UncommittedBatchStoresNothing) {
+  std::string big = RandomText(50000, 2);
+  Digest d = Sha256Of(big);
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->PutBlob("small", "text/plain"));
+    ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+    // Destroyed without Commit().
+  }
+  EXPECT_EQ(CountObjects(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(odb::LoosePath(store_->path(), d)));
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+  EXPECT_TRUE(audit->notes.empty());
+}
+
+TEST_F(StoreTest, DiskFullDuringWriteStoresNothing) {
+  Digest keep = PutBlob("already here");
+  test::FaultInjectionEnv env;
+  Reopen(&env);
+  env.SetWriteBudget(1000);
+  auto b = store_->NewBatch();
+  ASSERT_OK(b);
+  ASSERT_OK((*b)->PutBlob("fits in the index", "text/plain"));
+  auto r = (*b)->PutBlob(RandomText(80000, 3), "text/plain");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsIOError());
+  EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos) << r.status().ToString();
+  b->reset();
+  env.SetWriteBudget(-1);
+  EXPECT_EQ(CountObjects(), 1u);
+  auto read = store_->Read(keep);
+  ASSERT_OK(read);
+  EXPECT_EQ(*read, "already here");
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+  EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+}
+
+TEST_F(StoreTest, FailedDirectorySyncFailsTheCommit) {
+  test::FaultInjectionEnv env;
+  Reopen(&env);
+  env.FailSyncDir(true);
+  auto b = store_->NewBatch();
+  ASSERT_OK(b);
+  ASSERT_OK((*b)->PutBlob(RandomText(80000, 4), "text/plain"));
+  Status s = (*b)->Commit();
+  EXPECT_TRUE(s.IsIOError());
+  b->reset();
+  env.FailSyncDir(false);
+  EXPECT_EQ(CountObjects(), 0u);
+}
+
+TEST_F(StoreTest, FlippedByteInLooseObjectIsCorruption) {
+  Digest d = PutBlob(RandomText(100000, 5));
+  std::string path = odb::LoosePath(store_->path(), d);
+  std::string frame = test::ReadFileOrDie(path);
+  frame[frame.size() / 2] ^= 0x01;
+  ::chmod(path.c_str(), 0644);
+  test::WriteFileOrDie(path, frame);
+  auto r = store_->Read(d);
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  ASSERT_EQ(audit->faults.size(), 1u);
+  EXPECT_EQ(audit->faults[0].digest, d);
+  auto v = store_->Verify(d);
+  ASSERT_OK(v);
+  EXPECT_TRUE(v->HasFaults());
+}
+
+TEST_F(StoreTest, FlippedByteInIndexedObjectIsCorruption) {
+  Digest d = PutBlob("a small object kept inside the index database");
+  auto frame = store_->Get(odb::kObjects, d.raw());
+  ASSERT_OK(frame);
+  ASSERT_TRUE(frame->has_value());
+  std::string bad = **frame;
+  bad.back() ^= 0x20;
+  auto b = store_->NewBatch();
+  ASSERT_OK(b);
+  ASSERT_OK((*b)->Put(odb::kObjects, d.raw(), bad));
+  ASSERT_OK((*b)->Commit());
+  auto r = store_->Read(d);
+  EXPECT_TRUE(r.status().IsCorruption());
+  EXPECT_NE(r.status().message().find(d.str()), std::string::npos);
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  ASSERT_EQ(audit->faults.size(), 1u);
+  EXPECT_EQ(audit->faults[0].digest, d);
+}
+
+TEST_F(StoreTest, ResolveByDigestPrefixAndAmbiguity) {
+  std::map<std::string, std::vector<Digest>> by_prefix;
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    for (int i = 0; i < 1500; ++i) {
+      auto r = (*b)->PutBlob("blob number " + std::to_string(i), "text/plain");
+      ASSERT_OK(r);
+      by_prefix[r->digest.hex().substr(0, 4)].push_back(r->digest);
+    }
+    ASSERT_OK((*b)->Commit());
+  }
+  const Digest* unique = nullptr;
+  std::string ambiguous;
+  for (auto& [p, ds] : by_prefix) {
+    if (ds.size() == 1 && !unique) unique = &ds[0];
+    if (ds.size() > 1 && ambiguous.empty()) ambiguous = p;
+  }
+  ASSERT_NE(unique, nullptr);
+  ASSERT_FALSE(ambiguous.empty()) << "1500 blobs should share some 4-digit prefix";
+
+  for (std::string ref : {unique->str(), unique->hex(), unique->hex().substr(0, 12),
+                          "sha256:" + unique->hex().substr(0, 9)}) {
+    auto r = store_->Resolve(ref);
+    ASSERT_OK(r);
+    EXPECT_EQ(*r, *unique) << ref;
+  }
+  auto amb = store_->Resolve(ambiguous);
+  EXPECT_EQ(amb.status().code(), Code::kAmbiguous);
+  for (const Digest& d : by_prefix[ambiguous]) EXPECT_NE(amb.status().message().find(d.str()), std::string::npos);
+
+  auto short_prefix = store_->Resolve(unique->hex().substr(0, 3));
+  EXPECT_TRUE(short_prefix.status().IsInvalidInput());
+  EXPECT_NE(short_prefix.status().message().find("at least 4"), std::string::npos);
+  EXPECT_TRUE(store_->Resolve("sha256:abc").status().IsInvalidInput());
+  EXPECT_TRUE(store_->Resolve("sha256:" + std::string(64, '0')).status().IsNotFound());
+  EXPECT_TRUE(store_->Resolve("no-such-name").status().IsNotFound());
+}
+
+TEST_F(StoreTest, AuditReindexRebuildsDerivedTables) {
+  Digest a = PutBlob("one");
+  Digest b = PutBlob(RandomText(90000, 6));
+  // Wipe a derived table: audit then finds objects without index entries.
+  {
+    auto batch = store_->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->Delete(odb::kMeta, a.raw()));
+    ASSERT_OK((*batch)->Delete(odb::kMeta, b.raw()));
+    ASSERT_OK((*batch)->Commit());
+  }
+  auto before = store_->Audit();
+  ASSERT_OK(before);
+  EXPECT_TRUE(before->HasFaults());
+  auto after = store_->Reindex();
+  ASSERT_OK(after);
+  EXPECT_FALSE(after->HasFaults());
+  EXPECT_EQ(after->objects, 2u);
+  EXPECT_EQ(*store_->Read(a), "one");
+  auto info = store_->Stat(b);
+  ASSERT_OK(info);
+  ASSERT_TRUE(info->has_value());
+  EXPECT_EQ((*info)->location, Location::kLoose);
+}
+
+TEST_F(StoreTest, ReindexAdoptsOrphanLooseFileAndDropsTemporaries) {
+  // What a kill -9 between the loose file's rename and the index commit leaves.
+  std::string big = RandomText(70000, 7);
+  Digest d = Sha256Of(big);
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+    // Keep the file: copy it aside before the batch is dropped, then restore it.
+    std::string frame = test::ReadFileOrDie(odb::LoosePath(store_->path(), d));
+    b->reset();
+    test::WriteFileOrDie(odb::LoosePath(store_->path(), d), frame);
+    test::WriteFileOrDie(odb::LoosePath(store_->path(), d) + ".tmp-1-0", "partial");
+  }
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+  EXPECT_EQ(audit->notes.size(), 2u);
+  auto re = store_->Reindex();
+  ASSERT_OK(re);
+  EXPECT_FALSE(re->HasFaults());
+  EXPECT_TRUE(re->notes.empty());
+  EXPECT_EQ(*store_->Read(d), big);
+}
+
+TEST_F(StoreTest, AbsentObjectsAreKnownButNotReadable) {
+  Digest d = Sha256Of("never published");
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->RecordAbsent({d, "text/plain", 15, "kernelindex:artifact/" + d.str()}));
+    ASSERT_OK((*b)->Commit());
+  }
+  auto r = store_->Resolve(d.hex().substr(0, 8));
+  ASSERT_OK(r);
+  EXPECT_EQ(*r, d);
+  EXPECT_TRUE(store_->Read(d).status().IsNotFound());
+  auto a = store_->StatAbsent(d);
+  ASSERT_OK(a);
+  ASSERT_TRUE(a->has_value());
+  EXPECT_EQ((*a)->media_type, "text/plain");
+  EXPECT_EQ(*(*a)->size, 15u);
+}
+
+TEST_F(StoreTest, UnsupportedFormatVersionIsRefused) {
+  store_.reset();
+  test::WriteFileOrDie(dir_.Join(".ki/FORMAT"), "ki-store 9\n");
+  auto s = Store::Open(dir_.Join(".ki"), OpenMode::kReadOnly);
+  EXPECT_TRUE(s.status().IsInvalidInput());
+  EXPECT_NE(s.status().message().find("ki-store 9"), std::string::npos);
+}
+
+TEST_F(StoreTest, DiscoverFindsNearestStoreUpward) {
+  std::filesystem::create_directories(dir_.Join("a/b/c"));
+  auto found = Store::Discover(dir_.Join("a/b/c"));
+  ASSERT_OK(found);
+  EXPECT_EQ(std::filesystem::canonical(*found), std::filesystem::canonical(dir_.Join(".ki")));
+}
+
+// ---- manifests (seed record) ----
+
+class SeedTest : public StoreTest {
+ protected:
+  std::vector<AddedObject> AddSeed() {
+    AddInput in;
+    in.source = "seed.manifest.json";
+    in.bytes = test::ReadFileOrDie(
+        test::DataPath("kernelindex/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"));
+    auto r = AddInputs(*store_, {in});
+    EXPECT_OK(r);
+    return r.ok() ? *r : std::vector<AddedObject>{};
+  }
+};
+
+TEST_F(SeedTest, BundleSplitsNamesResolveAndMissingRefsAreMissing) {
+  auto added = AddSeed();
+  ASSERT_EQ(added.size(), 3u);
+  EXPECT_EQ(added[0].kind, "BenchmarkRun");
+  EXPECT_EQ(added[1].digest.str(), "sha256:7d44d206ad086b4bece35ce31f6531ebb11f07e0d9dcfb74c75be86d3ec02095");
+  EXPECT_EQ(added[2].digest.str(), "sha256:f4292a8be127b7230cd3995c1d605fb6c644e2c2f94566e1d28cc1be766ca5d5");
+  Digest run = added[0].digest;
+
+  auto byname = store_->Resolve("BenchmarkRun/sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a");
+  ASSERT_OK(byname);
+  EXPECT_EQ(*byname, run);
+  auto bare = store_->Resolve("flashinfer-bench-trace");
+  ASSERT_OK(bare);
+  EXPECT_EQ(*bare, added[1].digest);
+
+  // Stored bytes re-hash to the digest.
+  auto bytes = store_->Read(run);
+  ASSERT_OK(bytes);
+  EXPECT_EQ(Sha256Of(*bytes), run);
+  auto doc = store_->ReadDocument(run);
+  ASSERT_OK(doc);
+  ASSERT_TRUE(doc->has_value());
+  EXPECT_EQ((**doc)["metadata"]["name"], "sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a");
+
+  auto v = store_->Verify(run);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
+  std::set<std::string> missing;
+  for (const auto& e : v->entries)
+    if (e.state == CheckState::kMissing) missing.insert(e.digest.str());
+  EXPECT_EQ(missing, (std::set<std::string>{
+                         "sha256:9065668f65f0c70486702b4d7105d2a2da70e1aebd03314d68ffce9743ed081e",
+                         "sha256:fcf16458148fc0adb1372367ac83b468de3af7a4009854a2980b9096ec1e0088",
+                         "sha256:7e90ce0aebbdc3c556c70bd8bc23755a6ced33f9edacfdd06be74d2c2515a872"}));
+
+  auto refs = store_->Referrers(added[1].digest);
+  ASSERT_OK(refs);
+  ASSERT_EQ(refs->size(), 1u);
+  EXPECT_EQ((*refs)[0].first, run);
+  EXPECT_EQ((*refs)[0].second, "/spec/protocolDigest");
+
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+  EXPECT_EQ(audit->missing.size(), 3u);
+
+  // Adding again stores nothing new.
+  auto again = AddSeed();
+  ASSERT_EQ(again.size(), 3u);
+  for (const auto& a : again) EXPECT_TRUE(a.existed);
+}
+
+TEST_F(SeedTest, MismatchedBundleStoresNothing) {
+  std::string text = test::ReadFileOrDie(
+      test::DataPath("kernelindex/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"));
+  auto pos = text.find("\"cudaToolkit\": \"12.8\"");
+  ASSERT_NE(pos, std::string::npos);
+  text.replace(pos, 21, "\"cudaToolkit\": \"12.9\"");
+  AddInput in{"bad.json", text};
+  auto r = AddInputs(*store_, {in});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput());
+  EXPECT_NE(r.status().message().find("sha256:f4292a8be127b7230cd3995c1d605fb6c644e2c2f94566e1d28cc1be766ca5d5"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(CountObjects(), 0u);
+}
+
+TEST_F(SeedTest, ReindexKeepsManifestsAndReferences) {
+  auto added = AddSeed();
+  ASSERT_EQ(added.size(), 3u);
+  auto re = store_->Reindex();
+  ASSERT_OK(re);
+  EXPECT_FALSE(re->HasFaults());
+  EXPECT_EQ(re->missing.size(), 3u);
+  size_t runs = 0;
+  ASSERT_OK(store_->ForEachOfKind(Kind::kBenchmarkRun, [&](const Digest&) { return ++runs, true; }));
+  EXPECT_EQ(runs, 1u);
+  auto refs = store_->Referrers(added[2].digest);
+  ASSERT_OK(refs);
+  EXPECT_EQ(refs->size(), 1u);
+}
+
+}  // namespace
+}  // namespace ki
