@@ -23,5 +23,6 @@ int main(int argc, char** argv) {
   for (int i = 0; i < reps; ++i) d = ki::Sha256Of(*data);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%.2f\n", double(data->size()) * reps / s / 1e9);
-  return d.bytes[0] == 0xff && d.bytes[1] == 0xff ? 0 : 0;  // keep d alive
+  std::fprintf(stderr, "%s\n", d.str().c_str());  // uses the result, so the hashing stays
+  return 0;
 }
