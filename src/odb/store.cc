@@ -353,7 +353,8 @@ class LmdbStore final : public Store {
 LmdbBatch::~LmdbBatch() {
   if (!committed_) {
     txn_.Abort();
-    for (const auto& f : new_loose_files_) store_->env()->RemoveFile(f);
+    // Best effort: a file left behind is an unindexed orphan audit reports.
+    for (const auto& f : new_loose_files_) (void)store_->env()->RemoveFile(f);
   }
 }
 
