@@ -1,0 +1,179 @@
+// The local trust list ($KI_HOME/trust.json; docs/format.md, "Trust").
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "ki/sign.h"
+#include "sign/internal.h"
+
+namespace ki {
+
+namespace sign_internal {
+
+std::string NowRfc3339() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace sign_internal
+
+std::string_view RoleName(Role r) { return r == Role::kRunner ? "runner" : "reviewer"; }
+
+std::optional<Role> ParseRole(std::string_view s) {
+  if (s == "runner") return Role::kRunner;
+  if (s == "reviewer") return Role::kReviewer;
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr std::string_view kTrustFormat = "ki-trust/v1";
+
+Result<TrustEntry> EntryFromJson(const Json& j, const std::string& path, bool revoked) {
+  if (!j.is_object() || !j.contains("publicKey") || !j["publicKey"].is_string() || !j.contains("name") ||
+      !j["name"].is_string()) {
+    return Status::InvalidInput(path + ": a trust entry lacks publicKey or name");
+  }
+  KI_ASSIGN_OR_RETURN(PublicKey key, PublicKey::Parse(j["publicKey"].get<std::string>()));
+  TrustEntry e;
+  e.key = key;
+  e.keyid = key.KeyId();
+  if (j.contains("keyid") && j["keyid"] != e.keyid) {
+    return Status::InvalidInput(path + ": entry `" + j["name"].get<std::string>() +
+                                "`: keyid does not match its public key");
+  }
+  e.name = j["name"].get<std::string>();
+  std::string role = j.value("role", "reviewer");
+  auto r = ParseRole(role);
+  if (!r) return Status::InvalidInput(path + ": unknown role `" + role + "`");
+  e.role = *r;
+  e.when = j.value(revoked ? "removedAt" : "addedAt", "");
+  return e;
+}
+
+Json EntryToJson(const TrustEntry& e, bool revoked) {
+  return {{"keyid", e.keyid},
+          {"publicKey", e.key.ToString()},
+          {"name", e.name},
+          {"role", std::string(RoleName(e.role))},
+          {revoked ? "removedAt" : "addedAt", e.when}};
+}
+
+}  // namespace
+
+Result<TrustStore> TrustStore::Load(const std::string& path) {
+  TrustStore ts;
+  ts.path_ = path;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return ts;  // no file yet: nothing is trusted
+  // Whoever can write the trust list decides what counts as verified.
+  if ((st.st_mode & 022) != 0) {
+    return Status::IOError("refusing to use the trust list " + path +
+                           ": it is writable by group or others; run `chmod go-w " + path + "`");
+  }
+  KI_ASSIGN_OR_RETURN(std::string text, Env::Default()->ReadFile(path, 16 << 20));
+  ParseLimits limits;
+  limits.max_bytes = 16 << 20;
+  KI_ASSIGN_OR_RETURN(Json doc, ParseDocument(text, DocFormat::kJson, path, limits));
+  if (!doc.is_object() || doc.value("format", "") != kTrustFormat) {
+    return Status::InvalidInput(path + ": not a ki trust list, or a version this ki does not know");
+  }
+  for (const char* list : {"keys", "revoked"}) {
+    if (!doc.contains(list)) continue;
+    if (!doc[list].is_array()) return Status::InvalidInput(path + ": `" + list + "` is not an array");
+    for (const Json& j : doc[list]) {
+      KI_ASSIGN_OR_RETURN(TrustEntry e, EntryFromJson(j, path, list[0] == 'r'));
+      (list[0] == 'r' ? ts.revoked_ : ts.trusted_).push_back(std::move(e));
+    }
+  }
+  return ts;
+}
+
+Result<TrustStore> TrustStore::LoadDefault() {
+  auto home = KiHome();
+  if (!home.ok()) {
+    TrustStore empty;
+    return empty;
+  }
+  return Load(DefaultPath(*home));
+}
+
+const TrustEntry* TrustStore::FindTrusted(std::string_view keyid) const {
+  for (const auto& e : trusted_)
+    if (e.keyid == keyid) return &e;
+  return nullptr;
+}
+
+const TrustEntry* TrustStore::FindRevoked(std::string_view keyid) const {
+  for (const auto& e : revoked_)
+    if (e.keyid == keyid) return &e;
+  return nullptr;
+}
+
+Result<bool> TrustStore::Add(const PublicKey& key, std::string_view name, Role role) {
+  if (!IsValidKeyName(name)) {
+    return Status::InvalidInput("trust name `" + std::string(name) +
+                                "`: use 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-'");
+  }
+  std::string keyid = key.KeyId();
+  for (const auto& e : trusted_) {
+    if (e.name == name && e.keyid != keyid) {
+      return Status::InvalidInput("the name `" + std::string(name) + "` is already trusted for key " +
+                                  ShortKeyId(e.keyid) + " (remove it first)");
+    }
+  }
+  revoked_.erase(std::remove_if(revoked_.begin(), revoked_.end(), [&](const auto& e) { return e.keyid == keyid; }),
+                 revoked_.end());
+  for (auto& e : trusted_) {
+    if (e.keyid == keyid) {
+      e.name = std::string(name);
+      e.role = role;
+      return false;
+    }
+  }
+  trusted_.push_back({key, keyid, std::string(name), role, sign_internal::NowRfc3339()});
+  return true;
+}
+
+Result<TrustEntry> TrustStore::Remove(std::string_view who) {
+  std::vector<size_t> hits;
+  for (size_t i = 0; i < trusted_.size(); ++i) {
+    const auto& e = trusted_[i];
+    bool prefix = who.size() >= 8 && e.keyid.compare(0, who.size(), who) == 0;
+    if (e.name == who || e.keyid == who || prefix) hits.push_back(i);
+  }
+  if (hits.empty()) return Status::NotFound("no trusted key named or with key id `" + std::string(who) + "`");
+  if (hits.size() > 1) {
+    std::string list;
+    for (size_t i : hits) list += "\n  " + ShortKeyId(trusted_[i].keyid) + "  " + trusted_[i].name;
+    return Status::Ambiguous("`" + std::string(who) + "` matches several trusted keys:" + list);
+  }
+  TrustEntry e = trusted_[hits[0]];
+  trusted_.erase(trusted_.begin() + long(hits[0]));
+  e.when = sign_internal::NowRfc3339();
+  revoked_.erase(std::remove_if(revoked_.begin(), revoked_.end(), [&](const auto& r) { return r.keyid == e.keyid; }),
+                 revoked_.end());
+  revoked_.push_back(e);
+  return e;
+}
+
+Status TrustStore::Save() const {
+  if (path_.empty()) return Status::IOError("the trust list has no file (set KI_HOME)");
+  Json keys = Json::array(), revoked = Json::array();
+  for (const auto& e : trusted_) keys.push_back(EntryToJson(e, false));
+  for (const auto& e : revoked_) revoked.push_back(EntryToJson(e, true));
+  Json doc = {{"format", kTrustFormat}, {"keys", keys}, {"revoked", revoked}};
+  size_t slash = path_.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash);
+  Env* env = Env::Default();
+  KI_RETURN_IF_ERROR(env->CreateDirs(dir));
+  KI_RETURN_IF_ERROR(env->WriteFileAtomic(path_, doc.dump(2) + "\n", Durability::kSync));
+  return env->SyncDir(dir);
+}
+
+}  // namespace ki
