@@ -1,0 +1,540 @@
+// Fast GQA paged decode for sm_90a / sm_100a (any sm_80+ part runs it).
+//
+// Design (see docs/kernel-abi.md for the calling convention):
+// - One block per (work item, KV head). A work item is one chunk of one
+//   sequence; a sequence of len tokens gets n = max(1, ceil(len / chunk))
+//   balanced chunks. The host knows only batch and the total token count
+//   (num_kv_indices), so it launches an upper bound of work items
+//   (ceil(total / chunk) + batch) and each block finds its (sequence, chunk)
+//   by scanning kv_indptr; surplus blocks exit at once. No host reads of
+//   device data, no memset, no allocation: the call is graph-capturable.
+// - The 8 query heads of a KV head share every K/V tile, read once from
+//   memory. Each of the 4 warps streams its own 16-token tiles through a
+//   private cp.async pipeline (16-byte copies, STAGES deep), with the page
+//   indices of the tile after next already in registers.
+// - Tensor cores with the 8 heads as the narrow (n = 8) dimension:
+//   S^T[16 tokens x 8 heads] = K[16 x 128] * Q^T, and
+//   O^T[128 x 8] += V^T[128 x 16] * P^T[16 x 8], via mma.m16n8k16 (bf16 in,
+//   fp32 accumulate). P^T's B fragment comes from S^T's accumulator
+//   fragment by an in-register transpose (movmatrix), so P never touches
+//   shared memory. Shared tiles are XOR-swizzled per 16-byte chunk so
+//   ldmatrix is free of bank conflicts.
+// - Base-2 online softmax: logits are scaled by sm_scale * log2(e) once, and
+//   exp2 is a single ex2.approx instruction.
+// - Split-KV merge in the same launch: a block of a split sequence writes its
+//   normalised partial output and lse to the workspace, fences, and bumps the
+//   sequence's counter; the block that sees the count complete merges all
+//   partials and resets the counter to zero, so the workspace is all-zero
+//   again after every launch (the ABI's workspace contract).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+
+#include "gqa_paged_decode/launch.h"
+
+namespace ki::gqa {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTile = 16;                          // tokens per warp tile
+constexpr int kRowBytes = kHeadDim * 2;            // one token of one KV head: 256 B
+constexpr int kTileBytes = kTile * kRowBytes;      // 4 KiB
+constexpr int kMergeStride = kHeadDim + 4;         // floats per head row in the merge buffer (bank padding)
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct Params {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  const int32_t* indptr;
+  const int32_t* indices;
+  __nv_bfloat16* out;
+  float* lse;
+  float* part_o;      // [max_work * 4][8][128]
+  float* part_lse;    // [max_work * 4][8]
+  int32_t* counters;  // [batch * 4]
+  int batch;
+  int chunk;
+  float scale_log2;
+};
+
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void CpAsync16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ uint32_t MovMatrixTrans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+// D += A * B, m16n8k16, bf16 inputs, fp32 accumulators.
+__device__ __forceinline__ void Mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ float Exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
+__device__ __forceinline__ uint32_t Swz(int row, int chunk) {
+  return static_cast<uint32_t>(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
+}
+
+template <int STAGES>
+__global__ void __launch_bounds__(kThreads) GqaDecodeFast(Params p) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int s_scan[kWarps];
+  __shared__ int s_work[4];  // sequence, chunk, chunks of the sequence, first work item of the sequence
+  __shared__ int s_last;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int work = blockIdx.x;
+  const int kvh = blockIdx.y;
+  const int g = lane >> 2;  // accumulator row group
+  const int c = lane & 3;   // accumulator column pair
+  constexpr unsigned kFull = 0xffffffffu;
+
+  // ---- which (sequence, chunk) is this block? ----
+  if (tid == 0) s_work[0] = -1;
+  int base_work = 0;
+  for (int base = 0; base < p.batch; base += kThreads) {
+    const int i = base + tid;
+    int cnt = 0;
+    if (i < p.batch) {
+      const int len = __ldg(p.indptr + i + 1) - __ldg(p.indptr + i);
+      cnt = len <= 0 ? 1 : (len + p.chunk - 1) / p.chunk;
+    }
+    int x = cnt;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int y = __shfl_up_sync(kFull, x, o);
+      if (lane >= o) x += y;
+    }
+    if (lane == 31) s_scan[warp] = x;
+    __syncthreads();
+    int warp_off = 0, total = 0;
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) {
+      const int t = s_scan[k];
+      warp_off += k < warp ? t : 0;
+      total += t;
+    }
+    const int incl = base_work + warp_off + x;
+    const int excl = incl - cnt;
+    if (i < p.batch && work >= excl && work < incl) {
+      s_work[0] = i;
+      s_work[1] = work - excl;
+      s_work[2] = cnt;
+      s_work[3] = excl;
+    }
+    __syncthreads();
+    base_work += total;
+    if (s_work[0] >= 0 || work < base_work) break;
+  }
+  const int b = s_work[0];
+  if (b < 0) return;  // surplus block: uniform exit
+  const int chunk_idx = s_work[1];
+  const int nchunks = s_work[2];
+  const int first_work = s_work[3];
+
+  const int seq_start = __ldg(p.indptr + b);
+  const int len = max(0, __ldg(p.indptr + b + 1) - seq_start);
+  const int c_begin = static_cast<int>(static_cast<long long>(len) * chunk_idx / nchunks);
+  const int c_end = static_cast<int>(static_cast<long long>(len) * (chunk_idx + 1) / nchunks);
+  const int ntok = c_end - c_begin;
+  const int ntiles = (ntok + kTile - 1) / kTile;
+  const int32_t* idx = p.indices + seq_start + c_begin;
+  const int my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
+
+  // Page index of row (lane % 16) of this warp's k-th tile, or -1.
+  auto load_index = [&](int k) -> int {
+    const int t = (warp + k * kWarps) * kTile + (lane & 15);
+    return (k < my_tiles && t < ntok) ? __ldg(idx + t) : -1;
+  };
+
+  int pidx[STAGES];
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) pidx[s] = load_index(s);
+
+  // Q^T as B fragments: b0 = Q[head g][16ks + 2c .. +1], b1 = the same + 8.
+  uint32_t qf[kHeadDim / 16][2];
+  {
+    const uint32_t* qrow = reinterpret_cast<const uint32_t*>(
+        p.q + (static_cast<size_t>(b) * kNumQoHeads + kvh * kGroup + g) * kHeadDim + 2 * c);
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+      qf[ks][0] = __ldg(qrow + ks * 8);
+      qf[ks][1] = __ldg(qrow + ks * 8 + 4);
+    }
+  }
+
+  uint8_t* wsm = smem + warp * (STAGES * 2 * kTileBytes);
+  const uint32_t wsm_addr = SmemAddr(wsm);
+  const __nv_bfloat16* kbase = p.k + kvh * kHeadDim;
+  const __nv_bfloat16* vbase = p.v + kvh * kHeadDim;
+
+  // Copies the warp's tile whose row pages are in `page` (row = lane % 16)
+  // into stage `stage`. Rows past the chunk are zero-filled, so their
+  // (zero) probabilities never meet garbage.
+  auto issue = [&](int stage, int page) {
+    const uint32_t kdst = wsm_addr + stage * 2 * kTileBytes;
+    const uint32_t vdst = kdst + kTileBytes;
+    const int cc = lane & 15;
+#pragma unroll
+    for (int i = 0; i < kTile / 2; ++i) {
+      const int r = (lane >> 4) + 2 * i;
+      const int pg = __shfl_sync(kFull, page, r);
+      const bool valid = pg >= 0;
+      const size_t off = valid ? static_cast<size_t>(pg) * (kNumKvHeads * kHeadDim) + cc * 8 : 0;
+      CpAsync16(kdst + Swz(r, cc), kbase + off, valid ? 16 : 0);
+      CpAsync16(vdst + Swz(r, cc), vbase + off, valid ? 16 : 0);
+    }
+  };
+
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+    if (s < my_tiles) issue(s, pidx[s]);
+    CpAsyncCommit();
+  }
+  int pnext = load_index(STAGES);
+
+  float m0 = -INFINITY, m1 = -INFINITY;  // running max of heads 2c, 2c+1 (log2 units)
+  float l0 = 0.f, l1 = 0.f;              // this thread's share of the running sums
+  float acc[kHeadDim / 16][4];
+#pragma unroll
+  for (int mt = 0; mt < kHeadDim / 16; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+
+  const int krow = (lane & 7) | (((lane >> 3) & 1) << 3);  // ldmatrix row for K (non-transposed)
+  const int khalf = lane >> 4;
+  const int vrow = (lane & 7) | ((lane >> 4) << 3);     // ldmatrix row for V (transposed)
+  const int vhalf = (lane >> 3) & 1;
+
+  for (int k = 0; k < my_tiles; ++k) {
+    const int stage = k % STAGES;
+    CpAsyncWait<STAGES - 1>();
+    __syncwarp();
+    const uint32_t ks_addr = wsm_addr + stage * 2 * kTileBytes;
+    const uint32_t vs_addr = ks_addr + kTileBytes;
+
+    // S^T = K Q^T: rows = tokens, columns = heads.
+    float s[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+      uint32_t a[4];
+      LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
+      Mma16816(s, a, qf[ks][0], qf[ks][1]);
+    }
+    const int t0 = (warp + k * kWarps) * kTile;
+    const bool lo_ok = t0 + g < ntok;
+    const bool hi_ok = t0 + g + 8 < ntok;
+    s[0] = lo_ok ? s[0] * p.scale_log2 : -INFINITY;
+    s[1] = lo_ok ? s[1] * p.scale_log2 : -INFINITY;
+    s[2] = hi_ok ? s[2] * p.scale_log2 : -INFINITY;
+    s[3] = hi_ok ? s[3] * p.scale_log2 : -INFINITY;
+    float mx0 = fmaxf(s[0], s[2]);
+    float mx1 = fmaxf(s[1], s[3]);
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(kFull, mx0, o));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(kFull, mx1, o));
+    }
+    // Row 0 of every tile is a real token, so mx0 and mx1 are finite.
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    const float al0 = Exp2(m0 - n0), al1 = Exp2(m1 - n1);
+    const float p0 = Exp2(s[0] - n0), p1 = Exp2(s[1] - n1);
+    const float p2 = Exp2(s[2] - n0), p3 = Exp2(s[3] - n1);
+    l0 = l0 * al0 + p0 + p2;
+    l1 = l1 * al1 + p1 + p3;
+    m0 = n0;
+    m1 = n1;
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      acc[mt][0] *= al0;
+      acc[mt][1] *= al1;
+      acc[mt][2] *= al0;
+      acc[mt][3] *= al1;
+    }
+    // P^T as the B fragment: transpose each 8x8 bf16 quarter in registers.
+    const uint32_t b0 = MovMatrixTrans(PackBf16(p0, p1));
+    const uint32_t b1 = MovMatrixTrans(PackBf16(p2, p3));
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      uint32_t a[4];
+      LdMatrixX4Trans(a, vs_addr + Swz(vrow, 2 * mt + vhalf));
+      Mma16816(acc[mt], a, b0, b1);
+    }
+    __syncwarp();
+    if (k + STAGES < my_tiles) issue(stage, pnext);
+    CpAsyncCommit();
+    pnext = load_index(k + STAGES + 1);
+  }
+  CpAsyncWait<0>();
+#pragma unroll
+  for (int o = 4; o < 32; o <<= 1) {
+    l0 += __shfl_xor_sync(kFull, l0, o);
+    l1 += __shfl_xor_sync(kFull, l1, o);
+  }
+
+  // ---- merge the 4 warps (each writes into its own pipeline region) ----
+  float* mo = reinterpret_cast<float*>(wsm);  // [8 heads][kMergeStride]
+  float* mm = mo + kGroup * kMergeStride;     // [8] max
+  float* ml = mm + kGroup;                    // [8] sum
+  __syncwarp();
+#pragma unroll
+  for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+    const int d = mt * 16 + g;
+    mo[(2 * c) * kMergeStride + d] = acc[mt][0];
+    mo[(2 * c + 1) * kMergeStride + d] = acc[mt][1];
+    mo[(2 * c) * kMergeStride + d + 8] = acc[mt][2];
+    mo[(2 * c + 1) * kMergeStride + d + 8] = acc[mt][3];
+  }
+  if (g == 0) {
+    mm[2 * c] = m0;
+    mm[2 * c + 1] = m1;
+    ml[2 * c] = l0;
+    ml[2 * c + 1] = l1;
+  }
+  __syncthreads();
+
+  const int hd = tid >> 4;         // head within the group
+  const int d0 = (tid & 15) * 8;   // 8 dimensions per thread
+  constexpr int kRegion = STAGES * 2 * kTileBytes / 4;  // floats per warp region
+  const float* all = reinterpret_cast<const float*>(smem);
+  float M = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) M = fmaxf(M, all[w * kRegion + kGroup * kMergeStride + hd]);
+  float L = 0.f;
+  float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float* reg = all + w * kRegion;
+    const float mw = reg[kGroup * kMergeStride + hd];
+    if (mw == -INFINITY) continue;
+    const float f = Exp2(mw - M);
+    L += f * reg[kGroup * kMergeStride + kGroup + hd];
+    const float4 x0 = *reinterpret_cast<const float4*>(reg + hd * kMergeStride + d0);
+    const float4 x1 = *reinterpret_cast<const float4*>(reg + hd * kMergeStride + d0 + 4);
+    o[0] += f * x0.x; o[1] += f * x0.y; o[2] += f * x0.z; o[3] += f * x0.w;
+    o[4] += f * x1.x; o[5] += f * x1.y; o[6] += f * x1.z; o[7] += f * x1.w;
+  }
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  const float my_lse = L > 0.f ? M + __log2f(L) : -INFINITY;
+  const size_t row = static_cast<size_t>(b) * kNumQoHeads + kvh * kGroup + hd;
+
+  auto store_out = [&](const float (&v)[8], float scale, float lse_value) {
+    uint4 packed;
+    packed.x = PackBf16(v[0] * scale, v[1] * scale);
+    packed.y = PackBf16(v[2] * scale, v[3] * scale);
+    packed.z = PackBf16(v[4] * scale, v[5] * scale);
+    packed.w = PackBf16(v[6] * scale, v[7] * scale);
+    *reinterpret_cast<uint4*>(p.out + row * kHeadDim + d0) = packed;
+    if ((tid & 15) == 0) p.lse[row] = lse_value;
+  };
+
+  if (nchunks == 1) {
+    store_out(o, inv, my_lse);
+    return;
+  }
+
+  // ---- split sequence: publish the partial, the last block merges ----
+  {
+    const size_t slot = static_cast<size_t>(work) * kNumKvHeads + kvh;
+    float* po = p.part_o + (slot * kGroup + hd) * kHeadDim + d0;
+    *reinterpret_cast<float4*>(po) = make_float4(o[0] * inv, o[1] * inv, o[2] * inv, o[3] * inv);
+    *reinterpret_cast<float4*>(po + 4) = make_float4(o[4] * inv, o[5] * inv, o[6] * inv, o[7] * inv);
+    if ((tid & 15) == 0) p.part_lse[slot * kGroup + hd] = my_lse;
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    const int prev = atomicAdd(p.counters + b * kNumKvHeads + kvh, 1);
+    s_last = prev == nchunks - 1;
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+
+  float Mp = -INFINITY;
+  for (int j = 0; j < nchunks; ++j) {
+    const size_t slot = static_cast<size_t>(first_work + j) * kNumKvHeads + kvh;
+    Mp = fmaxf(Mp, __ldcg(p.part_lse + slot * kGroup + hd));
+  }
+  float Lp = 0.f;
+  float r[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+  for (int j = 0; j < nchunks; ++j) {
+    const size_t slot = static_cast<size_t>(first_work + j) * kNumKvHeads + kvh;
+    const float lj = __ldcg(p.part_lse + slot * kGroup + hd);
+    const float f = lj == -INFINITY ? 0.f : Exp2(lj - Mp);
+    const float4* src = reinterpret_cast<const float4*>(p.part_o + (slot * kGroup + hd) * kHeadDim + d0);
+    const float4 x0 = __ldcg(src);
+    const float4 x1 = __ldcg(src + 1);
+    Lp += f;
+    r[0] += f * x0.x; r[1] += f * x0.y; r[2] += f * x0.z; r[3] += f * x0.w;
+    r[4] += f * x1.x; r[5] += f * x1.y; r[6] += f * x1.z; r[7] += f * x1.w;
+  }
+  store_out(r, Lp > 0.f ? 1.f / Lp : 0.f, Lp > 0.f ? Mp + __log2f(Lp) : -INFINITY);
+  if (tid == 0) p.counters[b * kNumKvHeads + kvh] = 0;  // workspace all-zero again
+}
+
+// ---- host side ----
+
+std::mutex g_tuning_mu;
+FastTuning g_tuning;
+
+constexpr int kMaxDevices = 64;
+struct DeviceInfo {
+  std::once_flag once;
+  int num_sms = 0;
+  int blocks_per_sm[5] = {0, 0, 0, 0, 0};  // by stages
+  cudaError_t error = cudaSuccess;
+};
+DeviceInfo g_devices[kMaxDevices];
+
+size_t SmemBytes(int stages) { return static_cast<size_t>(kWarps) * stages * 2 * kTileBytes; }
+
+template <int S>
+cudaError_t Configure(int* blocks_per_sm) {
+  cudaError_t e = cudaFuncSetAttribute(GqaDecodeFast<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(SmemBytes(S)));
+  if (e != cudaSuccess) return e;
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, GqaDecodeFast<S>, kThreads, SmemBytes(S));
+}
+
+const DeviceInfo* GetDeviceInfo(int* device) {
+  if (cudaGetDevice(device) != cudaSuccess || *device < 0 || *device >= kMaxDevices) return nullptr;
+  DeviceInfo& d = g_devices[*device];
+  std::call_once(d.once, [&] {
+    d.error = cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, *device);
+    if (d.error == cudaSuccess) d.error = Configure<2>(&d.blocks_per_sm[2]);
+    if (d.error == cudaSuccess) d.error = Configure<3>(&d.blocks_per_sm[3]);
+    if (d.error == cudaSuccess) d.error = Configure<4>(&d.blocks_per_sm[4]);
+  });
+  return d.error == cudaSuccess ? &d : nullptr;
+}
+
+uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+struct WorkspaceLayout {
+  uint64_t counters = 0, part_lse = 0, part_o = 0, total = 0;
+};
+WorkspaceLayout Layout(int64_t batch, int64_t max_work) {
+  WorkspaceLayout l;
+  l.counters = 0;
+  l.part_lse = AlignUp(static_cast<uint64_t>(batch) * kNumKvHeads * 4, 256);
+  l.part_o = l.part_lse + AlignUp(static_cast<uint64_t>(max_work) * kNumKvHeads * kGroup * 4, 256);
+  l.total = l.part_o + static_cast<uint64_t>(max_work) * kNumKvHeads * kGroup * kHeadDim * 4;
+  return l;
+}
+
+}  // namespace
+
+void SetFastTuning(const FastTuning& tuning) {
+  std::lock_guard<std::mutex> lock(g_tuning_mu);
+  g_tuning = tuning;
+}
+FastTuning GetFastTuning() {
+  std::lock_guard<std::mutex> lock(g_tuning_mu);
+  return g_tuning;
+}
+
+int32_t PlanFast(const Args& args, FastPlan* plan) {
+  int device = 0;
+  const DeviceInfo* info = GetDeviceInfo(&device);
+  if (!info) return KI_ERR_LAUNCH;
+  const FastTuning t = GetFastTuning();
+  const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 3;
+  const int per_sm = std::max(1, info->blocks_per_sm[stages]);
+  const int64_t total = args.num_kv_indices;
+  const int64_t batch = args.batch;
+  int64_t chunk = t.chunk_tokens;
+  if (chunk <= 0) {
+    // Aim for `waves` GPU-fulls of blocks over the 4 KV heads, balanced by
+    // tokens; small problems stop at min_chunk tokens per block (4 warps x
+    // 16-token tiles), where more blocks only add merge work.
+    const int64_t waves = t.waves > 0 ? t.waves : 2;
+    const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : 64;
+    const int64_t blocks = static_cast<int64_t>(info->num_sms) * per_sm * waves / kNumKvHeads;
+    chunk = (total + blocks - 1) / std::max<int64_t>(1, blocks);
+    chunk = std::max<int64_t>(min_chunk, (chunk + kTile - 1) / kTile * kTile);
+  }
+  chunk = std::min<int64_t>(chunk, int64_t{1} << 30);
+  const int64_t max_work = (total + chunk - 1) / chunk + batch;
+  if (max_work > (int64_t{1} << 31) - 1) return KI_ERR_UNSUPPORTED;
+  plan->chunk = static_cast<int>(chunk);
+  plan->max_work = static_cast<int>(max_work);
+  plan->stages = stages;
+  plan->num_sms = info->num_sms;
+  plan->blocks_per_sm = per_sm;
+  plan->workspace_bytes = Layout(batch, max_work).total;
+  return KI_OK;
+}
+
+int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint64_t workspace_bytes,
+                   void* stream) {
+  if (args.batch == 0) return KI_OK;
+  if (workspace_bytes < plan.workspace_bytes || (!workspace && plan.workspace_bytes > 0))
+    return KI_ERR_WORKSPACE_TOO_SMALL;
+  const WorkspaceLayout l = Layout(args.batch, plan.max_work);
+  uint8_t* ws = static_cast<uint8_t*>(workspace);
+  Params p;
+  p.q = static_cast<const __nv_bfloat16*>(args.q);
+  p.k = static_cast<const __nv_bfloat16*>(args.k_cache);
+  p.v = static_cast<const __nv_bfloat16*>(args.v_cache);
+  p.indptr = args.kv_indptr;
+  p.indices = args.kv_indices;
+  p.out = static_cast<__nv_bfloat16*>(args.out);
+  p.lse = args.lse;
+  p.counters = reinterpret_cast<int32_t*>(ws + l.counters);
+  p.part_lse = reinterpret_cast<float*>(ws + l.part_lse);
+  p.part_o = reinterpret_cast<float*>(ws + l.part_o);
+  p.batch = static_cast<int>(args.batch);
+  p.chunk = plan.chunk;
+  p.scale_log2 = args.sm_scale * kLog2e;
+  const dim3 grid(static_cast<unsigned>(plan.max_work), kNumKvHeads);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  switch (plan.stages) {
+    case 2: GqaDecodeFast<2><<<grid, kThreads, SmemBytes(2), s>>>(p); break;
+    case 3: GqaDecodeFast<3><<<grid, kThreads, SmemBytes(3), s>>>(p); break;
+    case 4: GqaDecodeFast<4><<<grid, kThreads, SmemBytes(4), s>>>(p); break;
+    default: return KI_ERR_INTERNAL;
+  }
+  return cudaGetLastError() == cudaSuccess ? KI_OK : KI_ERR_LAUNCH;
+}
+
+}  // namespace ki::gqa

@@ -1,0 +1,382 @@
+// RunWorkload: inputs, reference, poisoned checked calls, timing.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "ki/harness.h"
+
+namespace ki::harness {
+namespace {
+
+constexpr uint8_t kPoison = 0xFF;  // all-ones: NaN in bf16, f16, f32 and f64; -1 in integers
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+ki_tensor Describe(const std::string& name, ki_dtype dtype, const std::vector<int64_t>& shape, void* data,
+                   int32_t device) {
+  ki_tensor t;
+  std::memset(&t, 0, sizeof(t));
+  t.name = name.c_str();
+  t.data = data;
+  t.dtype = dtype;
+  t.device = device;
+  t.ndim = static_cast<int32_t>(shape.size());
+  for (size_t i = 0; i < shape.size() && i < KI_MAX_DIMS; ++i) t.shape[i] = shape[i];
+  return t;
+}
+
+ki_call MakeCall(const std::vector<ki_tensor>& in, const std::vector<ki_tensor>& out) {
+  ki_call c;
+  std::memset(&c, 0, sizeof(c));
+  c.abi_version = KI_ABI_VERSION;
+  c.struct_size = sizeof(ki_call);
+  c.inputs = in.data();
+  c.num_inputs = static_cast<int32_t>(in.size());
+  c.outputs = out.data();
+  c.num_outputs = static_cast<int32_t>(out.size());
+  return c;
+}
+
+// Device memory owned for the length of one run.
+class DeviceBuffers {
+ public:
+  explicit DeviceBuffers(gpu::Backend* be) : be_(be) {}
+  ~DeviceBuffers() {
+    for (void* p : ptrs_) be_->Free(p);
+  }
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+  Result<void*> Alloc(uint64_t bytes) {
+    KI_ASSIGN_OR_RETURN(void* p, be_->Alloc(bytes));
+    if (p) ptrs_.push_back(p);
+    return p;
+  }
+
+ private:
+  gpu::Backend* be_;
+  std::vector<void*> ptrs_;
+};
+
+void Fail(RunResult* r, RunStatus s, std::string msg) {
+  r->status = s;
+  r->message = std::move(msg);
+}
+
+RunStatus FromOutcome(const gpu::CallOutcome& o) {
+  return o.kind == gpu::CallOutcome::Kind::kTimeout ? RunStatus::kTimeout : RunStatus::kRuntimeError;
+}
+
+// Folds one checked run into the result; returns false when it failed.
+bool Judge(const std::vector<HostTensor>& got, const std::vector<HostTensor>& ref, const Tolerance& tol,
+           RunResult* r) {
+  std::vector<TensorCheck> checks;
+  for (size_t i = 0; i < ref.size(); ++i) checks.push_back(CompareTensors(got[i], ref[i], tol));
+  Correctness& c = r->correctness;
+  auto badness = [](const std::vector<TensorCheck>& v) {
+    int64_t m = 0;
+    double e = 0;
+    for (const auto& t : v) {
+      m += t.mismatched + (t.shape_ok && t.dtype_ok ? 0 : 1);
+      e = std::max(e, t.max_abs_error);
+    }
+    return std::make_pair(m, e);
+  };
+  if (c.runs == 0 || badness(checks) > badness(c.tensors)) c.tensors = checks;
+  ++c.runs;
+  c.max_abs_error = c.max_rel_error = 0;
+  c.matched_ratio = 1.0;
+  for (const auto& t : c.tensors) {
+    c.max_abs_error = std::max(c.max_abs_error, t.max_abs_error);
+    c.max_rel_error = std::max(c.max_rel_error, t.max_rel_error);
+    c.matched_ratio = std::min(c.matched_ratio, t.matched_ratio);
+  }
+  for (const auto& t : checks) {
+    if (!t.shape_ok) return Fail(r, RunStatus::kIncorrectShape, t.name + ": wrong shape"), false;
+    if (!t.dtype_ok) return Fail(r, RunStatus::kIncorrectDtype, t.name + ": wrong dtype"), false;
+  }
+  for (const auto& t : checks) {
+    if (!t.passed()) {
+      Fail(r, RunStatus::kIncorrectNumerical,
+           t.name + ": " + std::to_string(t.mismatched) + " of " + std::to_string(t.numel) +
+               " elements outside tolerance (" + std::to_string(t.nonfinite) + " non-finite)");
+      return false;
+    }
+  }
+  return true;
+}
+
+void FillTiming(const gpu::TimingOptions& opt, std::vector<std::vector<double>> samples, const std::string& timer,
+                Timing* t) {
+  t->measured = true;
+  t->timer = timer;
+  t->warmup = opt.warmup;
+  t->iterations = opt.iterations;
+  t->trials = opt.trials;
+  t->samples_us = std::move(samples);
+  std::vector<double> all;
+  double sum = 0;
+  for (const auto& trial : t->samples_us) {
+    const double m = Median(trial);
+    t->trial_medians_us.push_back(m);
+    sum += m;
+    all.insert(all.end(), trial.begin(), trial.end());
+  }
+  t->latency_us = t->trial_medians_us.empty() ? NAN : sum / static_cast<double>(t->trial_medians_us.size());
+  t->stats = Summarize(std::move(all));
+}
+
+const ki_kernel* PickReference(const ki_kernel& kernel, const Definition& def, const RunOptions& opt) {
+  if (opt.reference) return opt.reference;
+  if (kernel.info.device == KI_DEVICE_CUDA) {
+    if (gpu::Backend* be = gpu::CudaBackend())
+      for (int i = 0; const ki_kernel* k = be->BuiltinKernel(i); ++i)
+        if (def.name == k->info.definition && Lower(k->info.name).find("reference") != std::string::npos &&
+            k != &kernel)
+          return k;
+  }
+  return CpuReferenceKernel(def.name);
+}
+
+// Runs a CPU kernel on host inputs into fresh outputs.
+Result<std::vector<HostTensor>> RunOnHost(const ki_kernel& k, const Definition& def,
+                                          const std::map<std::string, int64_t>& axes,
+                                          std::vector<HostTensor>& inputs) {
+  KI_ASSIGN_OR_RETURN(auto outputs, MakeOutputs(def, axes, kPoison));
+  std::vector<ki_tensor> in, out;
+  for (auto& t : inputs) in.push_back(Describe(t.name, t.dtype, t.shape, t.bytes.data(), KI_DEVICE_CPU));
+  for (auto& t : outputs) out.push_back(Describe(t.name, t.dtype, t.shape, t.bytes.data(), KI_DEVICE_CPU));
+  ki_call call = MakeCall(in, out);
+  char err[512] = {0};
+  call.error = err;
+  call.error_capacity = sizeof(err);
+  const int32_t rc = k.run(&call);
+  if (rc != KI_OK)
+    return Status::InvalidInput(std::string(k.info.name) + " failed (" + std::to_string(rc) + "): " + err);
+  return outputs;
+}
+
+void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std::string, int64_t>& axes,
+             std::vector<TensorPlan>& plans, const RunOptions& opt, RunResult* r) {
+  gpu::Backend* be = gpu::CudaBackend();
+  if (!be) return Fail(r, RunStatus::kRuntimeError, "ki was built without CUDA");
+  if (be->DeviceCount() == 0) return Fail(r, RunStatus::kRuntimeError, "no CUDA device");
+  auto env = be->Environment();
+  if (!env.ok()) return Fail(r, RunStatus::kRuntimeError, env.status().message());
+  r->environment.gpu = true;
+  r->environment.device = *env;
+
+  DeviceBuffers mem(be);
+  std::vector<ki_tensor> in, out;
+  for (TensorPlan& p : plans) {
+    if (p.shape.empty()) {  // scalars stay in host memory (the ABI's rule)
+      in.push_back(Describe(p.name, p.dtype, p.shape, p.bytes.data(), KI_DEVICE_CPU));
+      continue;
+    }
+    auto buf = mem.Alloc(p.nbytes());
+    if (!buf.ok()) return Fail(r, RunStatus::kRuntimeError, buf.status().message());
+    Status s = p.random ? be->FillRandom(*buf, p.dtype, static_cast<uint64_t>(p.numel()), p.key)
+                        : be->CopyToDevice(*buf, p.bytes.data(), p.nbytes());
+    if (!s.ok()) return Fail(r, RunStatus::kRuntimeError, p.name + ": " + s.message());
+    in.push_back(Describe(p.name, p.dtype, p.shape, *buf, KI_DEVICE_CUDA));
+  }
+  auto host_out = MakeOutputs(def, axes, kPoison);
+  if (!host_out.ok()) return Fail(r, RunStatus::kInvalidWorkload, host_out.status().message());
+  for (HostTensor& t : *host_out) {
+    auto buf = mem.Alloc(t.bytes.size());
+    if (!buf.ok()) return Fail(r, RunStatus::kRuntimeError, buf.status().message());
+    out.push_back(Describe(t.name, t.dtype, t.shape, *buf, KI_DEVICE_CUDA));
+  }
+  ki_call call = MakeCall(in, out);
+
+  auto with_workspace = [&](const ki_kernel& k, ki_call* c) -> Status {
+    c->workspace = nullptr;
+    c->workspace_bytes = 0;
+    if (!k.workspace_size) return Status::OK();
+    uint64_t bytes = 0;
+    char err[512] = {0};
+    ki_call q = *c;
+    q.error = err;
+    q.error_capacity = sizeof(err);
+    if (const int32_t rc = k.workspace_size(&q, &bytes); rc != KI_OK)
+      return Status::InvalidInput(std::string(k.info.name) + ": workspace_size failed (" + std::to_string(rc) +
+                                  "): " + err);
+    KI_ASSIGN_OR_RETURN(void* ws, mem.Alloc(bytes));
+    KI_RETURN_IF_ERROR(be->Fill(ws, 0, bytes));  // zeroed once; kernels leave it zeroed
+    c->workspace = ws;
+    c->workspace_bytes = bytes;
+    return Status::OK();
+  };
+  if (Status s = with_workspace(kernel, &call); !s.ok()) return Fail(r, RunStatus::kRuntimeError, s.message());
+
+  auto download = [&](const std::vector<ki_tensor>& dev) -> Result<std::vector<HostTensor>> {
+    KI_ASSIGN_OR_RETURN(auto host, MakeOutputs(def, axes, 0));
+    for (size_t i = 0; i < host.size(); ++i)
+      KI_RETURN_IF_ERROR(be->CopyToHost(host[i].bytes.data(), dev[i].data, host[i].bytes.size()));
+    return host;
+  };
+
+  if (opt.check) {
+    const ki_kernel* ref = PickReference(kernel, def, opt);
+    if (!ref) return Fail(r, RunStatus::kRuntimeError, "no reference kernel for " + def.name);
+    r->correctness.checked = true;
+    r->correctness.reference = ref->info.name;
+    r->correctness.tolerance = opt.tolerance;
+    std::vector<HostTensor> ref_out;
+    if (ref->info.device == KI_DEVICE_CUDA) {
+      std::vector<ki_tensor> rout;
+      for (const HostTensor& t : *host_out) {
+        auto buf = mem.Alloc(t.bytes.size());
+        if (!buf.ok()) return Fail(r, RunStatus::kRuntimeError, buf.status().message());
+        if (Status s = be->Fill(*buf, kPoison, t.bytes.size()); !s.ok())
+          return Fail(r, RunStatus::kRuntimeError, s.message());
+        rout.push_back(Describe(t.name, t.dtype, t.shape, *buf, KI_DEVICE_CUDA));
+      }
+      ki_call rc = MakeCall(in, rout);
+      if (Status s = with_workspace(*ref, &rc); !s.ok()) return Fail(r, RunStatus::kRuntimeError, s.message());
+      const gpu::CallOutcome o = be->Run(*ref, rc, opt.timeout_s);
+      if (!o.ok()) return Fail(r, RunStatus::kRuntimeError, "reference " + std::string(ref->info.name) + ": " + o.message);
+      auto got = download(rout);
+      if (!got.ok()) return Fail(r, RunStatus::kRuntimeError, got.status().message());
+      ref_out = std::move(*got);
+    } else {
+      std::vector<HostTensor> host_in;
+      for (const TensorPlan& p : plans) host_in.push_back(Materialize(p));
+      auto got = RunOnHost(*ref, def, axes, host_in);
+      if (!got.ok()) return Fail(r, RunStatus::kRuntimeError, got.status().message());
+      ref_out = std::move(*got);
+    }
+    for (int i = 0; i < std::max(1, opt.check_runs); ++i) {
+      for (const ki_tensor& t : out) {
+        Status s = be->Fill(t.data, kPoison, (*host_out)[&t - out.data()].bytes.size());
+        if (!s.ok()) return Fail(r, RunStatus::kRuntimeError, s.message());
+      }
+      const gpu::CallOutcome o = be->Run(kernel, call, opt.timeout_s);
+      if (!o.ok()) return Fail(r, FromOutcome(o), o.message);
+      auto got = download(out);
+      if (!got.ok()) return Fail(r, RunStatus::kRuntimeError, got.status().message());
+      if (!Judge(*got, ref_out, opt.tolerance, r)) return;
+    }
+  }
+
+  if (opt.time) {
+    gpu::TimingOptions topt = opt.timing;
+    topt.timeout_s = opt.timeout_s;
+    gpu::TimingSamples ts = be->Time(kernel, call, topt);
+    if (!ts.outcome.ok()) return Fail(r, FromOutcome(ts.outcome), "timing: " + ts.outcome.message);
+    FillTiming(topt, std::move(ts.trials_us), ts.timer, &r->timing);
+    r->timing.timer_note = ts.timer_note;
+    r->timing.l2_flush = topt.flush_l2;
+    r->timing.flush_bytes = ts.flush_bytes;
+    r->timing.graph_per_call_us = ts.graph_per_call_us;
+    r->timing.graph_calls = ts.graph_calls;
+    r->timing.graph_note = ts.graph_note;
+  }
+  r->environment.clocks_end = be->ReadClocks();
+  r->status = RunStatus::kPassed;
+}
+
+void RunCpu(const ki_kernel& kernel, const Definition& def, const std::map<std::string, int64_t>& axes,
+            std::vector<TensorPlan>& plans, const RunOptions& opt, RunResult* r) {
+  std::vector<HostTensor> inputs;
+  for (const TensorPlan& p : plans) inputs.push_back(Materialize(p));
+  if (kernel.workspace_size) {
+    // CPU kernels get no workspace in ABI v1 (they can allocate outside `run`).
+    return Fail(r, RunStatus::kRuntimeError, "CPU kernels with a workspace are not supported");
+  }
+  if (opt.check) {
+    const ki_kernel* ref = opt.reference ? opt.reference : CpuReferenceKernel(def.name);
+    if (!ref || ref->info.device != KI_DEVICE_CPU)
+      return Fail(r, RunStatus::kRuntimeError, "no CPU reference kernel for " + def.name);
+    r->correctness.checked = true;
+    r->correctness.reference = ref->info.name;
+    r->correctness.tolerance = opt.tolerance;
+    auto ref_out = RunOnHost(*ref, def, axes, inputs);
+    if (!ref_out.ok()) return Fail(r, RunStatus::kRuntimeError, ref_out.status().message());
+    for (int i = 0; i < std::max(1, opt.check_runs); ++i) {
+      auto got = RunOnHost(kernel, def, axes, inputs);  // fresh poisoned outputs each run
+      if (!got.ok()) return Fail(r, RunStatus::kRuntimeError, got.status().message());
+      if (!Judge(*got, *ref_out, opt.tolerance, r)) return;
+    }
+  }
+  if (opt.time) {
+    auto outputs = MakeOutputs(def, axes, kPoison);
+    if (!outputs.ok()) return Fail(r, RunStatus::kInvalidWorkload, outputs.status().message());
+    std::vector<ki_tensor> in, out;
+    for (auto& t : inputs) in.push_back(Describe(t.name, t.dtype, t.shape, t.bytes.data(), KI_DEVICE_CPU));
+    for (auto& t : *outputs) out.push_back(Describe(t.name, t.dtype, t.shape, t.bytes.data(), KI_DEVICE_CPU));
+    const ki_call call = MakeCall(in, out);
+    std::vector<std::vector<double>> trials;
+    for (int trial = 0; trial < opt.timing.trials; ++trial) {
+      for (int i = 0; i < opt.timing.warmup; ++i) kernel.run(&call);
+      std::vector<double> s;
+      for (int i = 0; i < opt.timing.iterations; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const int32_t rc = kernel.run(&call);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (rc != KI_OK) return Fail(r, RunStatus::kRuntimeError, "kernel returned " + std::to_string(rc));
+        s.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      trials.push_back(std::move(s));
+    }
+    FillTiming(opt.timing, std::move(trials), "host_steady_clock", &r->timing);
+    r->timing.timer_note = "CPU kernel: wall clock around each call, no cache flush";
+  }
+  r->status = RunStatus::kPassed;
+}
+
+}  // namespace
+
+const char* RunStatusName(RunStatus s) {
+  switch (s) {
+    case RunStatus::kPassed: return "passed";
+    case RunStatus::kIncorrectShape: return "incorrect_shape";
+    case RunStatus::kIncorrectDtype: return "incorrect_dtype";
+    case RunStatus::kIncorrectNumerical: return "incorrect_numerical";
+    case RunStatus::kRuntimeError: return "runtime_error";
+    case RunStatus::kTimeout: return "timeout";
+    case RunStatus::kInvalidWorkload: return "invalid_workload";
+  }
+  return "unknown";
+}
+
+RunResult RunWorkload(const ki_kernel& kernel, const Definition& def, const Workload& workload,
+                      const RunOptions& opt) {
+  RunResult r;
+  r.kernel = kernel.info.name ? kernel.info.name : "";
+  r.definition = def.name;
+  r.workload_uuid = workload.uuid;
+  r.seed = opt.generator.seed;
+  r.environment = CaptureHostEnvironment();
+  if (kernel.info.abi_version != KI_ABI_VERSION || !kernel.run) {
+    Fail(&r, RunStatus::kRuntimeError, "kernel table has another ABI version");
+    return r;
+  }
+  if (kernel.info.definition && def.name != kernel.info.definition) {
+    Fail(&r, RunStatus::kInvalidWorkload,
+         "kernel " + r.kernel + " implements " + kernel.info.definition + ", not " + def.name);
+    return r;
+  }
+  auto axes = ResolveAxes(def, workload);
+  if (!axes.ok()) {
+    Fail(&r, RunStatus::kInvalidWorkload, axes.status().message());
+    return r;
+  }
+  r.axes = *axes;
+  r.minimum_bytes = MinimumBytes(def, *axes);
+  auto plans = PlanInputs(def, workload, opt.generator);
+  if (!plans.ok()) {
+    Fail(&r, RunStatus::kInvalidWorkload, plans.status().message());
+    return r;
+  }
+  if (kernel.info.device == KI_DEVICE_CUDA) RunCuda(kernel, def, *axes, *plans, opt, &r);
+  else if (kernel.info.device == KI_DEVICE_CPU) RunCpu(kernel, def, *axes, *plans, opt, &r);
+  else Fail(&r, RunStatus::kRuntimeError, "unknown kernel device");
+  return r;
+}
+
+}  // namespace ki::harness
