@@ -59,6 +59,8 @@ struct Manifest {
 // JSON Schema (strict: unknown fields are rejected), normalises, and computes
 // canonical bytes and digest. `source` prefixes error messages.
 Result<Manifest> ManifestFromJson(const Json& doc, std::string_view source);
+// The same, consuming `doc` (saves a copy of a large document).
+Result<Manifest> ManifestFromJson(Json&& doc, std::string_view source);
 
 // Re-reads a stored manifest object (canonical identity body, no metadata).
 Result<Manifest> ManifestFromCanonical(std::string_view canonical, std::string_view source);
