@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "ki/sign.h"
 
 namespace ki::cli {
 namespace {
@@ -20,6 +21,43 @@ void PrintEntry(const CheckEntry& e) {
   std::cout << "\n";
 }
 
+// Attestations (docs/cli.md, "Signing"): one line each, printed after the
+// digest checks so that their output stays as it was.
+std::string AttestationState(const AttestationReport& a) {
+  if (a.fault()) return "fault";
+  if (a.TrustedBy()) return "trusted";
+  return "untrusted";
+}
+
+void PrintAttestation(const AttestationReport& a) {
+  std::string pred = a.predicate ? std::string(PredicateName(*a.predicate))
+                                 : (a.predicate_type.empty() ? "?" : a.predicate_type);
+  std::cout << "attestation\t" << AttestationState(a) << "\t" << a.envelope.str() << "\t" << pred << "\t"
+            << a.subject.str();
+  for (const auto& s : a.signatures) {
+    std::cout << "\t" << SignatureStateName(s.state) << " " << (s.signer.empty() ? "-" : s.signer) << " "
+              << ShortKeyId(s.keyid);
+    if (s.role) std::cout << " " << RoleName(*s.role);
+  }
+  if (a.fault()) std::cout << "\t" << a.problem();
+  std::cout << "\n";
+}
+
+struct AttestationCounts {
+  size_t trusted = 0, untrusted = 0, faults = 0;
+  void Add(const AttestationReport& a) {
+    if (a.fault()) ++faults;
+    else if (a.TrustedBy()) ++trusted;
+    else ++untrusted;
+  }
+  Json ToJson() const { return {{"trusted", trusted}, {"untrusted", untrusted}, {"fault", faults}}; }
+};
+
+void PrintAttestationSummary(size_t n, const AttestationCounts& c) {
+  std::cout << n << " attestations: " << c.trusted << " trusted, " << c.untrusted << " not trusted, " << c.faults
+            << " faults\n";
+}
+
 RunFn SetupVerify(CLI::App* sub, GlobalOptions* g) {
   auto ref = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
@@ -31,16 +69,30 @@ RunFn SetupVerify(CLI::App* sub, GlobalOptions* g) {
     KI_ASSIGN_OR_RETURN(VerifyReport report, store->Verify(d));
     size_t n[3] = {0, 0, 0};
     for (const auto& e : report.entries) n[int(e.state)]++;
+    // Keys and trust are only loaded when there is something signed.
+    std::vector<AttestationReport> atts;
+    KI_ASSIGN_OR_RETURN(auto envelopes, ListAttestations(*store, d));
+    if (!envelopes.empty()) {
+      KI_ASSIGN_OR_RETURN(KeySources keys, KeySources::LoadDefault());
+      KI_ASSIGN_OR_RETURN(atts, VerifyAttestations(*store, d, keys));
+    }
+    AttestationCounts ac;
+    for (const auto& a : atts) ac.Add(a);
+    bool faults = report.HasFaults() || ac.faults > 0;
     if (*json) {
-      Json arr = Json::array();
+      Json arr = Json::array(), att_arr = Json::array();
       for (const auto& e : report.entries) arr.push_back(EntryJson(e));
-      PrintJson({{"root", d.str()}, {"ok", !report.HasFaults()}, {"objects", arr},
-                 {"counts", {{"ok", n[0]}, {"corrupt", n[1]}, {"missing", n[2]}}}});
+      for (const auto& a : atts) att_arr.push_back(a.ToJson());
+      Json counts = {{"ok", n[0]}, {"corrupt", n[1]}, {"missing", n[2]}};
+      PrintJson({{"root", d.str()}, {"ok", !faults}, {"objects", arr}, {"counts", counts},
+                 {"attestations", att_arr}, {"attestationCounts", ac.ToJson()}});
     } else {
       for (const auto& e : report.entries) PrintEntry(e);
       std::cout << n[0] << " ok, " << n[2] << " missing, " << n[1] << " corrupt\n";
+      for (const auto& a : atts) PrintAttestation(a);
+      if (!atts.empty()) PrintAttestationSummary(atts.size(), ac);
     }
-    return report.HasFaults() ? 1 : 0;
+    return faults ? 1 : 0;
   };
 }
 
@@ -54,20 +106,42 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
     Result<AuditReport> r = *reindex ? store->Reindex() : store->Audit();
     if (!r.ok()) return r.status();
     const AuditReport& report = *r;
+    // Every attestation in the store, checked as `ki verify` checks them.
+    AttestationAudit att;
+    bool any_signed = false;
+    KI_RETURN_IF_ERROR(store->Scan(kAttestationTable, "", [&](std::string_view, std::string_view) {
+      any_signed = true;
+      return false;
+    }));
+    if (any_signed) {
+      KI_ASSIGN_OR_RETURN(KeySources keys, KeySources::LoadDefault());
+      KI_ASSIGN_OR_RETURN(att, AuditAttestations(*store, keys));
+    } else {
+      KI_ASSIGN_OR_RETURN(att, AuditAttestations(*store, KeySources{}));
+    }
+    AttestationCounts ac;
+    for (const auto& a : att.reports) ac.Add(a);
+    bool faults = report.HasFaults() || ac.faults > 0;
     if (*json) {
-      Json faults = Json::array(), missing = Json::array();
-      for (const auto& e : report.faults) faults.push_back(EntryJson(e));
+      Json faults_j = Json::array(), missing = Json::array(), atts = Json::array();
+      for (const auto& e : report.faults) faults_j.push_back(EntryJson(e));
       for (const auto& e : report.missing) missing.push_back(EntryJson(e));
-      PrintJson({{"ok", !report.HasFaults()}, {"objects", report.objects}, {"bytes", report.bytes},
-                 {"faults", faults}, {"missing", missing}, {"notes", report.notes}});
+      for (const auto& a : att.reports) atts.push_back(a.ToJson());
+      PrintJson({{"ok", !faults}, {"objects", report.objects}, {"bytes", report.bytes},
+                 {"faults", faults_j}, {"missing", missing}, {"notes", report.notes},
+                 {"attestations", atts}, {"attestationCounts", ac.ToJson()}, {"attestationNotes", att.notes}});
     } else {
       for (const auto& e : report.faults) PrintEntry(e);
       for (const auto& e : report.missing) PrintEntry(e);
       for (const auto& n : report.notes) std::cout << "note\t" << n << "\n";
       std::cout << report.objects << " objects (" << report.bytes << " bytes) checked: " << report.faults.size()
                 << " faults, " << report.missing.size() << " missing references\n";
+      for (const auto& a : att.reports)
+        if (a.fault()) PrintAttestation(a);
+      for (const auto& n : att.notes) std::cout << "note\t" << n << "\n";
+      if (!att.reports.empty() || !att.notes.empty()) PrintAttestationSummary(att.reports.size(), ac);
     }
-    return report.HasFaults() ? 1 : 0;
+    return faults ? 1 : 0;
   };
 }
 

@@ -1,0 +1,82 @@
+// ki trust add PUBKEY --name N [--role runner|reviewer] | ki trust list [--json] | ki trust remove WHO
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "ki/sign.h"
+
+namespace ki::cli {
+namespace {
+
+// PUBKEY is the `ed25519:...` text itself, `-` for a line on stdin, or a
+// file holding that line (what `ki key export NAME > FILE` writes).
+Result<PublicKey> ReadPublicKeyArg(const std::string& arg) {
+  std::string text = arg;
+  if (arg == "-") {
+    std::getline(std::cin, text);
+  } else if (arg.rfind("ed25519:", 0) != 0 && Env::Default()->Exists(arg)) {
+    std::ifstream in(arg);
+    std::getline(in, text);
+  }
+  return PublicKey::Parse(text);
+}
+
+Json EntryJson(const TrustEntry& e, bool revoked) {
+  return {{"name", e.name},
+          {"keyid", e.keyid},
+          {"publicKey", e.key.ToString()},
+          {"role", std::string(RoleName(e.role))},
+          {revoked ? "removedAt" : "addedAt", e.when}};
+}
+
+RunFn Setup(CLI::App* sub, GlobalOptions*) {
+  sub->require_subcommand(1);
+  auto key = std::make_shared<std::string>();
+  auto name = std::make_shared<std::string>();
+  auto role = std::make_shared<std::string>("reviewer");
+  auto json = std::make_shared<bool>(false);
+  CLI::App* add = sub->add_subcommand("add", "Trust a public key");
+  add->add_option("pubkey", *key, "ed25519:<base64>, a file holding it, or - for stdin")->required();
+  add->add_option("--name", *name, "a name for the key's owner")->required();
+  add->add_option("--role", *role, "runner (re-runs count toward verified) or reviewer (default)")
+      ->check(CLI::IsMember({"runner", "reviewer"}));
+  CLI::App* list = sub->add_subcommand("list", "List trusted and revoked keys");
+  list->add_flag("--json", *json, "print as JSON");
+  CLI::App* rm = sub->add_subcommand("remove", "Stop trusting a key (its signatures then count as revoked)");
+  rm->add_option("who", *name, "the trust name, or the key id (at least 8 hex digits)")->required();
+
+  return [=]() -> Result<int> {
+    KI_ASSIGN_OR_RETURN(std::string home, KiHome());
+    KI_ASSIGN_OR_RETURN(TrustStore trust, TrustStore::Load(TrustStore::DefaultPath(home)));
+    if (add->parsed()) {
+      KI_ASSIGN_OR_RETURN(PublicKey pk, ReadPublicKeyArg(*key));
+      KI_ASSIGN_OR_RETURN(bool added, trust.Add(pk, *name, *ParseRole(*role)));
+      KI_RETURN_IF_ERROR(trust.Save());
+      std::cout << (added ? "trusted " : "updated ") << *name << "\t" << pk.KeyId() << "\t" << *role << "\n";
+      return 0;
+    }
+    if (rm->parsed()) {
+      KI_ASSIGN_OR_RETURN(TrustEntry e, trust.Remove(*name));
+      KI_RETURN_IF_ERROR(trust.Save());
+      std::cout << "removed " << e.name << "\t" << e.keyid << "\t(its signatures now count as revoked)\n";
+      return 0;
+    }
+    if (*json) {
+      Json keys = Json::array(), revoked = Json::array();
+      for (const auto& e : trust.trusted()) keys.push_back(EntryJson(e, false));
+      for (const auto& e : trust.revoked()) revoked.push_back(EntryJson(e, true));
+      PrintJson({{"path", trust.path()}, {"trusted", keys}, {"revoked", revoked}});
+    } else {
+      for (const auto& e : trust.trusted())
+        std::cout << e.name << "\t" << RoleName(e.role) << "\t" << e.keyid << "\t" << e.when << "\n";
+      for (const auto& e : trust.revoked())
+        std::cout << e.name << "\trevoked\t" << e.keyid << "\t" << e.when << "\n";
+    }
+    return 0;
+  };
+}
+
+KI_REGISTER_COMMAND(trust, {"trust", "Decide whose signatures count (add, list, remove)", Setup, 71});
+
+}  // namespace
+}  // namespace ki::cli
