@@ -71,8 +71,17 @@ class Txn {
 
   static Result<Txn> Begin(Environment& env, bool write);
   Status Commit();
+  // Ends the transaction without writing. A read-only transaction is ended
+  // with commit, not abort: LMDB closes table handles opened inside an
+  // aborted transaction, and read paths cache the handles they open.
   void Abort() {
-    if (txn_) mdb_txn_abort(txn_);
+    if (txn_) {
+      if (write_) {
+        mdb_txn_abort(txn_);
+      } else {
+        mdb_txn_commit(txn_);
+      }
+    }
     txn_ = nullptr;
   }
   MDB_txn* get() const { return txn_; }

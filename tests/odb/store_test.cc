@@ -315,7 +315,7 @@ class SeedTest : public StoreTest {
     AddInput in;
     in.source = "seed.manifest.json";
     in.bytes = test::ReadFileOrDie(
-        test::DataPath("kernelindex/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"));
+        test::DataPath("kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"));
     auto r = AddInputs(*store_, {in});
     EXPECT_OK(r);
     return r.ok() ? *r : std::vector<AddedObject>{};
@@ -376,7 +376,7 @@ TEST_F(SeedTest, BundleSplitsNamesResolveAndMissingRefsAreMissing) {
 
 TEST_F(SeedTest, MismatchedBundleStoresNothing) {
   std::string text = test::ReadFileOrDie(
-      test::DataPath("kernelindex/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"));
+      test::DataPath("kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"));
   auto pos = text.find("\"cudaToolkit\": \"12.8\"");
   ASSERT_NE(pos, std::string::npos);
   text.replace(pos, 21, "\"cudaToolkit\": \"12.9\"");
