@@ -1,0 +1,189 @@
+// Remote: ki push / ki pull over OCI registries and OCI image layouts.
+//
+// A remote is an OCI distribution-spec registry (`oci://HOST[:PORT]/REPO`,
+// https unless marked insecure, which is allowed for loopback hosts only) or
+// an OCI image layout directory (`oci-layout:DIR`). The mapping of ki
+// objects onto OCI blobs and image manifests is normative and written down
+// in docs/format.md ("Remotes: the OCI mapping"); the constants below are
+// the names it uses.
+//
+// Push uploads what the remote lacks (HEAD first), blobs in parallel over
+// kept-alive connections, the image manifest last, so that a failed push is
+// never visible under its tag and a re-run resumes from the blobs already
+// there. Pull fetches the image manifest and every blob it lists that the
+// store lacks, checks each digest and size, and stores everything in one
+// Batch: nothing unverified enters the store.
+//
+// Thread-safety: Push and Pull use worker threads internally; the Store
+// passed in must not be written by anybody else meanwhile (one Batch at a
+// time, as store.h says). The functions themselves may not be called
+// concurrently on one Store.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ki/digest.h"
+#include "ki/status.h"
+#include "ki/store.h"
+
+namespace ki {
+
+// ---------------------------------------------------------------- names
+
+// The artifactType of the image manifest that carries a ki object closure.
+inline constexpr std::string_view kOciArtifactType = "application/vnd.kernelindex.ki.closure.v1+json";
+// The artifactType of a referrer manifest that attaches one DSSE envelope.
+inline constexpr std::string_view kDsseMediaType = "application/vnd.dsse.envelope.v1+json";
+// ki's media type of a stored manifest object (what Store records).
+inline constexpr std::string_view kManifestObjectMediaType = "application/vnd.kernelindex.manifest+json";
+// The store table that indexes attestations (owned by the signing module):
+// subject digest (32 raw bytes) + envelope digest (32 raw bytes) -> value.
+inline constexpr std::string_view kRemoteAttestationTable = "sign.attestations";
+// The store table of configured remotes: name -> JSON {"url", "insecure"}.
+inline constexpr std::string_view kRemoteConfigTable = "remote.config";
+
+// Annotation keys (docs/format.md lists them all).
+inline constexpr std::string_view kAnnTitle = "org.opencontainers.image.title";
+inline constexpr std::string_view kAnnRefName = "org.opencontainers.image.ref.name";
+inline constexpr std::string_view kAnnRole = "dev.kernelindex.ki.role";        // manifest|document|blob|attestation
+inline constexpr std::string_view kAnnKind = "dev.kernelindex.ki.kind";        // KernelIndex kind
+inline constexpr std::string_view kAnnMediaType = "dev.kernelindex.ki.media-type";
+inline constexpr std::string_view kAnnDocumentOf = "dev.kernelindex.ki.document-of";
+inline constexpr std::string_view kAnnSubject = "dev.kernelindex.ki.subject";
+inline constexpr std::string_view kAnnIndexValue = "dev.kernelindex.ki.index-value";  // hex
+inline constexpr std::string_view kAnnRoot = "dev.kernelindex.ki.root";
+inline constexpr std::string_view kAnnName = "dev.kernelindex.ki.name";
+inline constexpr std::string_view kAnnFormat = "dev.kernelindex.ki.format";
+
+// ---------------------------------------------------------------- URLs
+
+struct RemoteUrl {
+  enum class Scheme { kRegistry, kLayout };
+  Scheme scheme = Scheme::kRegistry;
+  std::string host;        // registry: "host" or "host:port" (IPv6 in brackets)
+  std::string repository;  // registry: "team/evidence"
+  std::string dir;         // layout: the directory
+  bool insecure = false;   // registry: plain http (loopback hosts only)
+
+  std::string str() const;   // the URL as the user writes it
+  std::string base() const;  // "https://host:port" or "http://..." (registry only)
+};
+
+// Parses `oci://HOST[:PORT]/REPO` or `oci-layout:DIR`. `insecure` asks for
+// plain http and is refused unless HOST is loopback (localhost, 127.x, ::1).
+Result<RemoteUrl> ParseRemoteUrl(std::string_view url, bool insecure);
+
+// True for localhost, 127.0.0.0/8 and [::1] (with or without a port).
+bool IsLoopbackHost(std::string_view host_port);
+
+// The OCI tag for a ki name: "<Kind>/<name>" becomes "<Kind>.<name>",
+// characters outside the tag grammar [A-Za-z0-9_][A-Za-z0-9._-]{0,127}
+// become '_', and a name that had to be cut to 128 characters ends in
+// '-' + 12 hex digits of its SHA-256 so that two long names stay apart.
+std::string SanitizeTag(std::string_view ki_name);
+bool IsValidTag(std::string_view tag);
+
+// A title annotation is used as a relative file name by standard clients
+// (and by anything that writes layers to files). Safe: non-empty, at most
+// 255 bytes, relative, no "." or ".." component, no backslash, no control
+// characters, no empty component.
+bool IsSafeTitle(std::string_view title);
+
+// ---------------------------------------------------------------- config
+
+struct RemoteConfig {
+  std::string name;
+  std::string url;
+  bool insecure = false;
+};
+
+// Remotes live in the store (table remote.config), so they are written
+// atomically with everything else and travel with the store directory.
+Status AddRemote(Store& store, const RemoteConfig& remote);  // InvalidInput if the name exists
+Status RemoveRemote(Store& store, std::string_view name);    // NotFound if absent
+Result<std::vector<RemoteConfig>> ListRemotes(Store& store);
+// A configured name, or else a URL given directly on the command line.
+Result<RemoteUrl> LookupRemote(Store& store, std::string_view name_or_url, bool insecure);
+
+// ---------------------------------------------------------------- credentials
+
+struct Credentials {
+  std::string username, password;  // both empty: anonymous
+  bool empty() const { return username.empty() && password.empty(); }
+};
+
+// KI_REGISTRY_USER / KI_REGISTRY_PASSWORD, else the docker config file
+// ($DOCKER_CONFIG/config.json, else ~/.docker/config.json) entry for `host`
+// ("auth" base64 or "username"/"password"; credential helpers are not run).
+Result<Credentials> FindCredentials(std::string_view host);
+// Parses a docker config.json text for `host` (exposed for tests).
+Result<Credentials> CredentialsFromDockerConfig(std::string_view config_json, std::string_view host);
+
+// ---------------------------------------------------------------- transfer
+
+struct TransferProgress {
+  uint64_t objects_done = 0, objects_total = 0;
+  uint64_t bytes_done = 0;
+};
+
+struct TransferOptions {
+  int parallelism = 4;                       // connections / worker threads
+  uint64_t max_blob_size = 4ull << 30;       // refuse larger blobs (announced or received)
+  uint64_t max_manifest_size = 4ull << 20;   // OCI manifests and indexes
+  uint64_t max_layers = 1000000;
+  uint64_t chunk_size = 16ull << 20;         // PATCH chunk when a monolithic PUT is refused
+  bool force_chunked = false;                // tests: always use PATCH
+  int max_attempts = 5;                      // per request, on 5xx / connection failure
+  int backoff_initial_ms = 200;              // doubled per attempt
+  long connect_timeout_s = 15;
+  long stall_timeout_s = 60;                 // abort a transfer stalled this long
+  std::optional<Credentials> credentials;    // unset: FindCredentials(host)
+  std::function<void(const TransferProgress&)> progress;  // called from worker threads, serialised
+};
+
+struct PushedRef {
+  std::string ref;          // what the user named
+  Digest root;              // the ki object
+  std::string tag;          // the OCI tag written
+  Digest manifest;          // the OCI image manifest's digest
+  uint64_t objects = 0;     // layers in the closure
+  uint64_t sent = 0, skipped = 0, bytes_sent = 0;
+  uint64_t attestations = 0;
+};
+
+struct PushReport {
+  std::vector<PushedRef> refs;
+  uint64_t http_requests = 0;
+};
+
+struct PulledRef {
+  std::string ref;
+  Digest manifest;          // the OCI image manifest pulled
+  std::optional<Digest> root;
+  uint64_t objects = 0, received = 0, present = 0, bytes_received = 0;
+  uint64_t attestations = 0;
+  std::vector<std::string> warnings;  // e.g. the tag moved during the pull
+};
+
+struct PullReport {
+  std::vector<PulledRef> refs;
+  uint64_t http_requests = 0;
+};
+
+// Pushes each REF (anything Store::Resolve accepts) with its closure.
+// On failure the Status says how far it got (blobs uploaded, manifest not
+// written) and that a re-run resumes.
+Result<PushReport> Push(Store& store, const RemoteUrl& remote, const std::vector<std::string>& refs,
+                        const TransferOptions& opts = {});
+
+// Pulls each REF: a tag, a ki name (sanitised as push does), or an OCI
+// manifest digest `sha256:...`.
+Result<PullReport> Pull(Store& store, const RemoteUrl& remote, const std::vector<std::string>& refs,
+                        const TransferOptions& opts = {});
+
+}  // namespace ki

@@ -1,0 +1,242 @@
+// Remote URLs, tag and title rules, the remote.config table, credentials.
+#include <cstdlib>
+
+#include "ki/env.h"
+#include "ki/json.h"
+#include "ki/remote.h"
+#include "remote/http.h"
+
+namespace ki {
+
+namespace {
+
+bool IsTagChar(char c, bool first) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') return true;
+  return !first && (c == '.' || c == '-');
+}
+
+// Distribution-spec repository name: path components of [a-z0-9]+ joined by
+// one '.', '_', '__' or any number of '-', separated by '/'.
+bool IsValidRepository(std::string_view repo) {
+  if (repo.empty() || repo.size() > 255) return false;
+  size_t start = 0;
+  while (start <= repo.size()) {
+    size_t end = repo.find('/', start);
+    if (end == std::string_view::npos) end = repo.size();
+    std::string_view comp = repo.substr(start, end - start);
+    if (comp.empty()) return false;
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+    if (!alnum(comp.front()) || !alnum(comp.back())) return false;
+    for (size_t i = 0; i < comp.size(); ++i) {
+      char c = comp[i];
+      if (alnum(c) || c == '-') continue;
+      if (c == '.' && alnum(comp[i + 1])) continue;
+      if (c == '_' && (alnum(comp[i + 1]) || (comp[i + 1] == '_' && alnum(comp[i + 2])))) {
+        if (comp[i + 1] == '_') ++i;
+        continue;
+      }
+      return false;
+    }
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string RemoteUrl::str() const {
+  if (scheme == Scheme::kLayout) return "oci-layout:" + dir;
+  return "oci://" + host + "/" + repository;
+}
+
+std::string RemoteUrl::base() const { return (insecure ? "http://" : "https://") + host; }
+
+bool IsLoopbackHost(std::string_view host_port) {
+  std::string_view host = host_port;
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(0, host.find(']') + 1);
+    return host == "[::1]";
+  }
+  host = host.substr(0, host.find(':'));
+  if (host == "localhost") return true;
+  if (host.substr(0, 4) != "127.") return false;
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.') dots++;
+    else if (c < '0' || c > '9') return false;
+  }
+  return dots == 3;
+}
+
+Result<RemoteUrl> ParseRemoteUrl(std::string_view url, bool insecure) {
+  RemoteUrl r;
+  if (url.substr(0, 11) == "oci-layout:") {
+    r.scheme = RemoteUrl::Scheme::kLayout;
+    r.dir = std::string(url.substr(11));
+    if (r.dir.empty()) return Status::Usage("'" + std::string(url) + "': oci-layout: needs a directory");
+    if (insecure) return Status::Usage("--insecure applies to oci:// remotes only");
+    return r;
+  }
+  if (url.substr(0, 6) != "oci://") {
+    return Status::Usage("'" + std::string(url) + "' is not a remote URL (oci://HOST[:PORT]/REPO or oci-layout:DIR)");
+  }
+  std::string_view rest = url.substr(6);
+  auto slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0) {
+    return Status::Usage("'" + std::string(url) + "': expected oci://HOST[:PORT]/REPO");
+  }
+  r.host = std::string(rest.substr(0, slash));
+  r.repository = std::string(rest.substr(slash + 1));
+  for (char c : r.host) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '-' || c == ':' || c == '[' || c == ']';
+    if (!ok) return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
+  }
+  for (auto& c : r.host) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (!IsValidRepository(r.repository)) {
+    return Status::Usage("'" + std::string(url) + "': bad repository name '" + r.repository +
+                         "' (lower-case letters, digits and . _ - separators, components joined by /)");
+  }
+  if (insecure && !IsLoopbackHost(r.host)) {
+    return Status::Usage("--insecure (plain http) is allowed for loopback registries only, not " + r.host);
+  }
+  r.insecure = insecure;
+  return r;
+}
+
+bool IsValidTag(std::string_view tag) {
+  if (tag.empty() || tag.size() > 128) return false;
+  for (size_t i = 0; i < tag.size(); ++i)
+    if (!IsTagChar(tag[i], i == 0)) return false;
+  return true;
+}
+
+std::string SanitizeTag(std::string_view ki_name) {
+  std::string out;
+  for (size_t i = 0; i < ki_name.size(); ++i) {
+    char c = ki_name[i] == '/' ? '.' : ki_name[i];
+    out.push_back(IsTagChar(c, out.empty()) ? c : '_');
+  }
+  if (out.empty()) out = "_";
+  if (out.size() > 128) {
+    out = out.substr(0, 115) + "-" + Sha256Of(ki_name).hex().substr(0, 12);
+  }
+  return out;
+}
+
+bool IsSafeTitle(std::string_view title) {
+  if (title.empty() || title.size() > 255 || title.front() == '/') return false;
+  size_t start = 0;
+  while (start <= title.size()) {
+    size_t end = title.find('/', start);
+    if (end == std::string_view::npos) end = title.size();
+    std::string_view comp = title.substr(start, end - start);
+    if (comp.empty() || comp == "." || comp == "..") return false;
+    start = end + 1;
+  }
+  for (unsigned char c : title)
+    if (c < 0x20 || c == 0x7f || c == '\\' || c == ':') return false;
+  return true;
+}
+
+// ---------------------------------------------------------------- config
+
+Status AddRemote(Store& store, const RemoteConfig& remote) {
+  if (remote.name.empty() || remote.name.size() > 100 ||
+      remote.name.find_first_of("/: \t\n") != std::string::npos) {
+    return Status::Usage("'" + remote.name + "' is not a usable remote name");
+  }
+  KI_RETURN_IF_ERROR(ParseRemoteUrl(remote.url, remote.insecure).status());
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  KI_ASSIGN_OR_RETURN(auto old, batch->Get(kRemoteConfigTable, remote.name));
+  if (old) return Status::InvalidInput("a remote named '" + remote.name + "' exists already (ki remote remove it first)");
+  Json v = {{"url", remote.url}, {"insecure", remote.insecure}};
+  KI_RETURN_IF_ERROR(batch->Put(kRemoteConfigTable, remote.name, v.dump()));
+  return batch->Commit();
+}
+
+Status RemoveRemote(Store& store, std::string_view name) {
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  KI_ASSIGN_OR_RETURN(auto old, batch->Get(kRemoteConfigTable, name));
+  if (!old) return Status::NotFound("no remote named '" + std::string(name) + "'");
+  KI_RETURN_IF_ERROR(batch->Delete(kRemoteConfigTable, name));
+  return batch->Commit();
+}
+
+Result<std::vector<RemoteConfig>> ListRemotes(Store& store) {
+  std::vector<RemoteConfig> out;
+  KI_RETURN_IF_ERROR(store.Scan(kRemoteConfigTable, "", [&](std::string_view k, std::string_view v) {
+    Json j = Json::parse(v, nullptr, false);
+    RemoteConfig c;
+    c.name = std::string(k);
+    if (j.is_object()) {
+      c.url = j.value("url", std::string());
+      c.insecure = j.value("insecure", false);
+    }
+    out.push_back(std::move(c));
+    return true;
+  }));
+  return out;
+}
+
+Result<RemoteUrl> LookupRemote(Store& store, std::string_view name_or_url, bool insecure) {
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(kRemoteConfigTable, name_or_url));
+  if (v) {
+    Json j = Json::parse(*v, nullptr, false);
+    if (!j.is_object() || !j.contains("url") || !j["url"].is_string()) {
+      return Status::Corruption("remote '" + std::string(name_or_url) + "': malformed configuration");
+    }
+    return ParseRemoteUrl(j["url"].get<std::string>(), insecure || j.value("insecure", false));
+  }
+  if (name_or_url.substr(0, 6) == "oci://" || name_or_url.substr(0, 11) == "oci-layout:") {
+    return ParseRemoteUrl(name_or_url, insecure);
+  }
+  return Status::NotFound("no remote named '" + std::string(name_or_url) + "' (ki remote list shows them)");
+}
+
+// ---------------------------------------------------------------- credentials
+
+Result<Credentials> CredentialsFromDockerConfig(std::string_view config_json, std::string_view host) {
+  Json j = Json::parse(config_json, nullptr, false);
+  if (!j.is_object()) return Status::InvalidInput("docker config: not a JSON object");
+  Credentials c;
+  if (!j.contains("auths") || !j["auths"].is_object()) return c;
+  const std::string h(host);
+  for (const std::string& key : {h, "https://" + h, "http://" + h, "https://" + h + "/v2/", "https://" + h + "/v1/"}) {
+    if (!j["auths"].contains(key) || !j["auths"][key].is_object()) continue;
+    const Json& e = j["auths"][key];
+    if (e.contains("auth") && e["auth"].is_string() && !e["auth"].get<std::string>().empty()) {
+      std::string decoded;
+      if (!remote::Base64Decode(e["auth"].get<std::string>(), &decoded) || decoded.find(':') == std::string::npos) {
+        return Status::InvalidInput("docker config: the auth entry for " + h + " is not base64 of user:password");
+      }
+      c.username = decoded.substr(0, decoded.find(':'));
+      c.password = decoded.substr(decoded.find(':') + 1);
+      return c;
+    }
+    if (e.contains("username") && e["username"].is_string()) c.username = e["username"];
+    if (e.contains("password") && e["password"].is_string()) c.password = e["password"];
+    if (!c.empty()) return c;
+  }
+  return c;
+}
+
+Result<Credentials> FindCredentials(std::string_view host) {
+  const char* user = std::getenv("KI_REGISTRY_USER");
+  const char* pass = std::getenv("KI_REGISTRY_PASSWORD");
+  if ((user && *user) || (pass && *pass)) return Credentials{user ? user : "", pass ? pass : ""};
+  std::string path;
+  if (const char* dc = std::getenv("DOCKER_CONFIG"); dc && *dc) {
+    path = std::string(dc) + "/config.json";
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    path = std::string(home) + "/.docker/config.json";
+  }
+  Env* env = Env::Default();
+  if (path.empty() || !env->Exists(path)) return Credentials{};
+  KI_ASSIGN_OR_RETURN(std::string text, env->ReadFile(path, 1 << 20));
+  auto c = CredentialsFromDockerConfig(text, host);
+  if (!c.ok()) return c.status().WithContext(path);
+  return c;
+}
+
+}  // namespace ki

@@ -1,0 +1,262 @@
+// HttpClient over libcurl (see http.h).
+#include "remote/http.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+
+namespace ki::remote {
+
+namespace {
+
+std::once_flag g_curl_once;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+struct Sink {
+  HttpResponse* resp;
+  uint64_t max_body;
+  bool over_limit = false;
+  bool head = false;
+};
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  std::string_view line(data, size * n);
+  if (line.substr(0, 5) == "HTTP/") {
+    sink->resp->headers.clear();  // a new response (after 100 Continue)
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos) return size * n;
+  std::string name = Lower(Trim(line.substr(0, colon)));
+  std::string value(Trim(line.substr(colon + 1)));
+  if (name == "content-length" && !sink->head) {
+    // An announced body over the cap is refused before a byte of it arrives.
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+    if (v > sink->max_body) {
+      sink->over_limit = true;
+      return 0;
+    }
+  }
+  sink->resp->headers.emplace(std::move(name), std::move(value));
+  return size * n;
+}
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  size_t len = size * n;
+  if (sink->resp->body.size() + len > sink->max_body) {
+    sink->over_limit = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  sink->resp->body.append(data, len);
+  return len;
+}
+
+}  // namespace
+
+std::string HttpResponse::Header(std::string_view name) const {
+  auto it = headers.find(Lower(name));
+  return it == headers.end() ? std::string() : it->second;
+}
+
+HttpClient::HttpClient(HttpLimits limits) : limits_(limits) {
+  std::call_once(g_curl_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  curl_ = curl_easy_init();
+}
+
+HttpClient::~HttpClient() {
+  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* transport) {
+  *transport = Transport::kFatal;
+  CURL* h = static_cast<CURL*>(curl_);
+  if (!h) return Status::IOError("cannot initialise libcurl");
+  curl_easy_reset(h);  // keeps the connection cache: keep-alive across requests
+  HttpResponse resp;
+  Sink sink{&resp, req.max_body};
+  sink.head = req.method == "HEAD";
+  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, limits_.connect_timeout_s);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, limits_.stall_timeout_s);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "ki/" KI_VERSION);
+  // Proxies from the environment do not apply: a registry is reached directly.
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+
+  struct curl_slist* hdrs = nullptr;
+  bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+  bool has_ct = false;
+  for (const auto& [k, v] : req.headers) {
+    if (Lower(k) == "content-type") has_ct = true;
+    hdrs = curl_slist_append(hdrs, (k + ": " + v).c_str());
+  }
+  if (has_body) {
+    if (!has_ct) hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+    hdrs = curl_slist_append(hdrs, "Expect:");  // no 100-continue round trip
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(req.body.size()));
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.empty() ? "" : req.body.data());
+    if (req.method != "POST") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  } else if (req.method == "HEAD") {
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  } else if (req.method != "GET") {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  }
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  CURLcode rc = curl_easy_perform(h);
+  curl_slist_free_all(hdrs);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
+  std::string where = req.method + " " + req.url;
+  if (sink.over_limit) {
+    return Status::Corruption(where + ": response body is larger than the limit of " +
+                              std::to_string(req.max_body) + " bytes");
+  }
+  if (rc != CURLE_OK) {
+    switch (rc) {
+      case CURLE_COULDNT_CONNECT:
+      case CURLE_SEND_ERROR:
+      case CURLE_RECV_ERROR:
+      case CURLE_PARTIAL_FILE:
+      case CURLE_GOT_NOTHING:
+      case CURLE_OPERATION_TIMEDOUT:
+        *transport = Transport::kRetryable;
+        break;
+      default:
+        break;
+    }
+    std::string what = curl_easy_strerror(rc);
+    if (rc == CURLE_PARTIAL_FILE) what = "truncated response body (the connection closed early)";
+    return Status::IOError(where + ": " + what);
+  }
+  *transport = Transport::kOk;
+  return resp;
+}
+
+bool ParseHttpUrl(std::string_view url, UrlParts* out) {
+  auto sep = url.find("://");
+  if (sep == std::string_view::npos) return false;
+  out->scheme = Lower(url.substr(0, sep));
+  if (out->scheme != "http" && out->scheme != "https") return false;
+  std::string_view rest = url.substr(sep + 3);
+  auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  out->path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (authority.find('@') != std::string_view::npos || authority.empty()) return false;
+  std::string_view host = authority, port;
+  if (authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    host = authority.substr(0, close + 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') return false;
+      port = authority.substr(close + 2);
+    }
+  } else if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  out->host = Lower(host);
+  out->port = port.empty() ? (out->scheme == "https" ? "443" : "80") : std::string(port);
+  return !out->host.empty();
+}
+
+std::string ResolveLocation(std::string_view base_url, std::string_view location) {
+  if (location.find("://") != std::string_view::npos) return std::string(location);
+  UrlParts base;
+  if (!ParseHttpUrl(base_url, &base)) return std::string(location);
+  std::string prefix = base.scheme + "://" + base.host + ":" + base.port;
+  if (location.substr(0, 2) == "//") return base.scheme + ":" + std::string(location);
+  if (!location.empty() && location.front() == '/') return prefix + std::string(location);
+  std::string dir = base.path.substr(0, base.path.find('?'));
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  return prefix + dir + std::string(location);
+}
+
+std::string UrlEscape(std::string_view s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(char(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string Base64Encode(std::string_view in) {
+  static const char* kAlpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = uint8_t(in[i]) << 16 | uint8_t(in[i + 1]) << 8 | uint8_t(in[i + 2]);
+    out += {kAlpha[v >> 18], kAlpha[(v >> 12) & 63], kAlpha[(v >> 6) & 63], kAlpha[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += {kAlpha[v >> 18], kAlpha[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16 | uint8_t(in[i + 1]) << 8;
+    out += {kAlpha[v >> 18], kAlpha[(v >> 12) & 63], kAlpha[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+bool Base64Decode(std::string_view in, std::string* out) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  out->clear();
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (char c : in) {
+    if (c == '=') {
+      pad++;
+      continue;
+    }
+    if (pad) return false;  // data after padding
+    int v = val(c);
+    if (v < 0) return false;
+    acc = acc << 6 | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(char((acc >> bits) & 0xff));
+    }
+  }
+  return pad <= 2;
+}
+
+}  // namespace ki::remote

@@ -1,0 +1,72 @@
+// A small HTTP/1.1 client over one libcurl easy handle.
+//
+// One HttpClient belongs to one thread and keeps its connection alive
+// between requests (curl_easy_reset keeps the connection cache). Redirects
+// are not followed here: the registry layer decides, per hop, whether the
+// new origin may see credentials. Response bodies are capped while they
+// arrive, so a hostile server cannot make us allocate what it announces.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ki/status.h"
+
+namespace ki::remote {
+
+struct HttpRequest {
+  std::string method = "GET";  // GET, HEAD, POST, PUT, PATCH, DELETE
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string_view body;      // sent for POST/PUT/PATCH (may be empty)
+  uint64_t max_body = 4 << 20;  // a longer response body is refused
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names; repeated headers keep the first
+  std::string body;
+  std::string Header(std::string_view name) const;  // "" when absent
+};
+
+// Why a request failed without an HTTP status.
+enum class Transport { kOk, kRetryable, kFatal };
+
+struct HttpLimits {
+  long connect_timeout_s = 15;
+  long stall_timeout_s = 60;
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(HttpLimits limits);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Performs one request. On transport failure (refused, reset, truncated,
+  // stalled, over max_body) returns IOError/Corruption and sets *transport.
+  Result<HttpResponse> Perform(const HttpRequest& req, Transport* transport);
+
+ private:
+  void* curl_;  // CURL*
+  HttpLimits limits_;
+};
+
+// URL pieces for origin checks and resolving Location headers.
+struct UrlParts {
+  std::string scheme, host, port, path;  // port always filled (80/443 defaults)
+  std::string origin() const { return scheme + "://" + host + ":" + port; }
+};
+bool ParseHttpUrl(std::string_view url, UrlParts* out);
+// Resolves a Location header against the URL of the request that got it.
+std::string ResolveLocation(std::string_view base_url, std::string_view location);
+std::string UrlEscape(std::string_view s);  // for query values
+std::string Base64Encode(std::string_view in);
+bool Base64Decode(std::string_view in, std::string* out);
+
+}  // namespace ki::remote

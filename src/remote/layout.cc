@@ -1,0 +1,216 @@
+// An OCI image layout directory as a remote (target.h): `oci-layout`,
+// `index.json` and `blobs/sha256/<hex>`, as the image-spec defines them.
+//
+// File names come only from validated digests, never from annotations, so
+// nothing a layout says can make ki write outside it. Blobs are written
+// through AtomicFile (fsync + rename): a blob file is complete or absent.
+// index.json is rewritten once, atomically, in Finish(), after every blob
+// and manifest it names is on disk.
+#include <mutex>
+
+#include "ki/json.h"
+#include "remote/target.h"
+
+namespace ki::remote {
+
+namespace {
+
+constexpr std::string_view kLayoutFile = "oci-layout";
+constexpr std::string_view kLayoutVersion = "1.0.0";
+
+class LayoutTarget;
+
+class LayoutConn final : public Conn {
+ public:
+  explicit LayoutConn(LayoutTarget* t) : t_(t) {}
+  Result<bool> HasBlob(const Digest& d, uint64_t size) override;
+  Status PutBlob(const Digest& d, std::string_view bytes) override;
+  Result<std::string> GetBlob(const Digest& d, uint64_t size) override;
+  Result<FetchedManifest> GetManifest(std::string_view ref) override;
+  Result<std::optional<Digest>> ResolveTag(std::string_view tag) override;
+  Status PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
+                     bool* subject_indexed) override;
+  Result<std::optional<std::string>> Referrers(const Digest&) override { return std::optional<std::string>(); }
+
+ private:
+  LayoutTarget* t_;
+};
+
+class LayoutTarget final : public Target {
+ public:
+  LayoutTarget(RemoteUrl url, TransferOptions opts) : url_(std::move(url)), opts_(std::move(opts)), env_(Env::Default()) {}
+
+  Status Init(Access access) {
+    const std::string& dir = url_.dir;
+    std::string layout = dir + "/" + std::string(kLayoutFile);
+    if (!env_->Exists(layout)) {
+      if (access == Access::kPull) return Status::NotFound(dir + " is not an OCI image layout (no oci-layout file)");
+      KI_RETURN_IF_ERROR(env_->CreateDirs(dir + "/blobs/sha256"));
+      Json j = {{"imageLayoutVersion", kLayoutVersion}};
+      KI_RETURN_IF_ERROR(env_->WriteFileAtomic(layout, j.dump(), Durability::kSync));
+      index_ = {{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}};
+      dirty_ = true;
+      return Status::OK();
+    }
+    KI_ASSIGN_OR_RETURN(std::string text, env_->ReadFile(layout, 4096));
+    Json j = Json::parse(text, nullptr, false);
+    if (!j.is_object() || !j.contains("imageLayoutVersion") || j["imageLayoutVersion"] != kLayoutVersion) {
+      return Status::InvalidInput(layout + ": unsupported image layout version (ki reads 1.0.0)");
+    }
+    std::string index_path = dir + "/index.json";
+    if (!env_->Exists(index_path)) {
+      index_ = {{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}};
+      return Status::OK();
+    }
+    KI_ASSIGN_OR_RETURN(std::string idx, env_->ReadFile(index_path, opts_.max_manifest_size));
+    index_ = Json::parse(idx, nullptr, false);
+    if (!index_.is_object() || index_.value("schemaVersion", 0) != 2 || !index_.contains("manifests") ||
+        !index_["manifests"].is_array()) {
+      return Status::InvalidInput(index_path + ": not an OCI image index");
+    }
+    return Status::OK();
+  }
+
+  Result<std::unique_ptr<Conn>> Connect() override { return std::unique_ptr<Conn>(new LayoutConn(this)); }
+  uint64_t requests() const override { return 0; }
+  std::string describe() const override { return url_.str(); }
+
+  Status Finish() override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!dirty_) return Status::OK();
+    KI_RETURN_IF_ERROR(env_->SyncDir(url_.dir + "/blobs/sha256"));
+    KI_RETURN_IF_ERROR(env_->WriteFileAtomic(url_.dir + "/index.json", index_.dump(), Durability::kSync));
+    KI_RETURN_IF_ERROR(env_->SyncDir(url_.dir));
+    dirty_ = false;
+    return Status::OK();
+  }
+
+  std::string BlobPath(const Digest& d) const { return url_.dir + "/blobs/sha256/" + d.hex(); }
+
+  // The descriptor index.json has for a tag.
+  std::optional<Json> FindTag(std::string_view tag) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const Json& m : index_["manifests"]) {
+      if (!m.is_object() || !m.contains("annotations") || !m["annotations"].is_object()) continue;
+      const Json& a = m["annotations"];
+      if (a.contains(kAnnRefName) && a[kAnnRefName].is_string() && a[kAnnRefName].get<std::string>() == tag) return m;
+    }
+    return std::nullopt;
+  }
+
+  void Record(std::string_view ref, const Json& descriptor) {
+    std::lock_guard<std::mutex> l(mu_);
+    Json& list = index_["manifests"];
+    bool is_tag = !Digest::IsValid(ref);
+    Json out = Json::array();
+    for (Json& m : list) {
+      bool same_tag = is_tag && m.is_object() && m.contains("annotations") && m["annotations"].is_object() &&
+                      m["annotations"].value(std::string(kAnnRefName), std::string()) == ref;
+      bool same_untagged = !is_tag && m.is_object() && m.value("digest", std::string()) == descriptor["digest"];
+      if (!same_tag && !same_untagged) out.push_back(std::move(m));
+    }
+    Json d = descriptor;
+    if (is_tag) d["annotations"] = {{kAnnRefName, ref}};
+    out.push_back(std::move(d));
+    list = std::move(out);
+    dirty_ = true;
+  }
+
+  RemoteUrl url_;
+  TransferOptions opts_;
+  Env* env_;
+
+ private:
+  std::mutex mu_;
+  Json index_;
+  bool dirty_ = false;
+};
+
+Result<bool> LayoutConn::HasBlob(const Digest& d, uint64_t size) {
+  std::string path = t_->BlobPath(d);
+  if (!t_->env_->Exists(path)) return false;
+  KI_ASSIGN_OR_RETURN(uint64_t have, t_->env_->FileSize(path));
+  return have == size;
+}
+
+Status LayoutConn::PutBlob(const Digest& d, std::string_view bytes) {
+  return t_->env_->WriteFileAtomic(t_->BlobPath(d), bytes, Durability::kSync);
+}
+
+Result<std::string> LayoutConn::GetBlob(const Digest& d, uint64_t size) {
+  if (size > t_->opts_.max_blob_size) {
+    return Status::InvalidInput("blob " + d.str() + " is announced at " + std::to_string(size) +
+                                " bytes, over the limit of " + std::to_string(t_->opts_.max_blob_size));
+  }
+  auto bytes = t_->env_->ReadFile(t_->BlobPath(d), size);
+  if (!bytes.ok()) {
+    if (bytes.status().IsInvalidInput()) {
+      return Status::Corruption("blob " + d.str() + " in " + t_->url_.str() + " is larger than announced");
+    }
+    return bytes.status();
+  }
+  if (bytes->size() != size) {
+    return Status::Corruption("blob " + d.str() + " in " + t_->url_.str() + " has " + std::to_string(bytes->size()) +
+                              " bytes, the manifest announces " + std::to_string(size));
+  }
+  Digest got = Sha256Of(*bytes);
+  if (got != d) return Status::Corruption("blob " + d.str() + " in " + t_->url_.str() + " hashes to " + got.str());
+  return bytes;
+}
+
+Result<FetchedManifest> LayoutConn::GetManifest(std::string_view ref) {
+  FetchedManifest m;
+  Digest want;
+  if (Digest::IsValid(ref)) {
+    KI_ASSIGN_OR_RETURN(want, Digest::Parse(ref));
+  } else {
+    auto desc = t_->FindTag(ref);
+    if (!desc) return Status::NotFound(t_->url_.str() + " has no tag '" + std::string(ref) + "'");
+    auto d = Digest::Parse(desc->value("digest", std::string()));
+    if (!d.ok()) return Status::InvalidInput(t_->url_.str() + ": index.json entry for '" + std::string(ref) + "' has a bad digest");
+    want = *d;
+    m.media_type = desc->value("mediaType", std::string());
+  }
+  if (!t_->env_->Exists(t_->BlobPath(want))) {
+    return Status::NotFound(t_->url_.str() + " has no manifest " + want.str());
+  }
+  KI_ASSIGN_OR_RETURN(uint64_t size, t_->env_->FileSize(t_->BlobPath(want)));
+  if (size > t_->opts_.max_manifest_size) {
+    return Status::InvalidInput("manifest " + want.str() + " is over the limit of " + std::to_string(t_->opts_.max_manifest_size) + " bytes");
+  }
+  KI_ASSIGN_OR_RETURN(m.bytes, GetBlob(want, size));
+  m.digest = want;
+  return m;
+}
+
+Result<std::optional<Digest>> LayoutConn::ResolveTag(std::string_view tag) {
+  auto desc = t_->FindTag(tag);
+  if (!desc) return std::optional<Digest>();
+  auto d = Digest::Parse(desc->value("digest", std::string()));
+  if (!d.ok()) return std::optional<Digest>();
+  return std::optional<Digest>(*d);
+}
+
+Status LayoutConn::PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
+                               bool* subject_indexed) {
+  Digest d = Sha256Of(bytes);
+  KI_RETURN_IF_ERROR(PutBlob(d, bytes));
+  Json desc = {{"mediaType", media_type}, {"digest", d.str()}, {"size", bytes.size()}};
+  Json parsed = Json::parse(bytes, nullptr, false);
+  if (parsed.is_object() && parsed.contains("artifactType") && parsed["artifactType"].is_string()) {
+    desc["artifactType"] = parsed["artifactType"];
+  }
+  t_->Record(ref, desc);
+  if (subject_indexed) *subject_indexed = false;
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Target>> OpenLayout(const RemoteUrl& url, const TransferOptions& opts, Access access) {
+  auto t = std::make_unique<LayoutTarget>(url, opts);
+  KI_RETURN_IF_ERROR(t->Init(access));
+  return std::unique_ptr<Target>(std::move(t));
+}
+
+}  // namespace ki::remote

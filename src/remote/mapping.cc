@@ -1,0 +1,361 @@
+// The OCI mapping (mapping.h; normative text in docs/format.md).
+#include "remote/mapping.h"
+
+#include <deque>
+#include <unordered_set>
+
+#include "ki/json.h"
+#include "remote/http.h"
+#include "remote/target.h"
+
+namespace ki::remote {
+
+namespace {
+
+constexpr std::string_view kFormatVersion = "1";
+
+std::string ExtensionFor(std::string_view media_type) {
+  static const std::pair<const char*, const char*> kExt[] = {
+      {"text/plain", ".txt"},        {"text/markdown", ".md"},   {"application/json", ".json"},
+      {"application/jsonl", ".jsonl"}, {"application/yaml", ".yaml"}, {"text/csv", ".csv"},
+      {"text/x-cuda", ".cu"},        {"text/x-c++", ".cc"},      {"text/x-c", ".c"},
+      {"text/x-python", ".py"},      {"application/zstd", ".zst"}, {"application/gzip", ".gz"},
+      {"application/x-tar", ".tar"}, {"text/html", ".html"},     {"application/x-npy", ".npy"},
+      {"application/vnd.safetensors", ".safetensors"},
+  };
+  for (const auto& [t, e] : kExt)
+    if (media_type == t) return e;
+  return ".bin";
+}
+
+// A media type we are willing to record: RFC 6838-ish printable ASCII.
+bool SaneMediaType(std::string_view t) {
+  if (t.empty() || t.size() > 255 || t.find('/') == std::string_view::npos) return false;
+  for (unsigned char c : t)
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') return false;
+  return true;
+}
+
+Status Bad(std::string_view what) { return Status::InvalidInput("remote manifest: " + std::string(what)); }
+
+}  // namespace
+
+std::string_view RoleName(Role r) {
+  switch (r) {
+    case Role::kManifest: return "manifest";
+    case Role::kDocument: return "document";
+    case Role::kBlob: return "blob";
+    case Role::kAttestation: return "attestation";
+  }
+  return "?";
+}
+
+std::string HexEncode(std::string_view raw) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+bool HexDecode(std::string_view hex, std::string* out) {
+  if (hex.size() % 2) return false;
+  auto nib = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  out->clear();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int a = nib(hex[i]), b = nib(hex[i + 1]);
+    if (a < 0 || b < 0) return false;
+    out->push_back(char(a << 4 | b));
+  }
+  return true;
+}
+
+std::string_view EmptyConfig() { return "{}"; }
+Digest EmptyConfigDigest() {
+  static const Digest d = Sha256Of(EmptyConfig());
+  return d;
+}
+
+Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_view preferred_name) {
+  Closure c;
+  c.root = root;
+  KI_ASSIGN_OR_RETURN(auto root_info, store.Stat(root));
+  if (!root_info) return Status::NotFound(root.str() + " is not held by this store (only its digest is known)");
+  KI_ASSIGN_OR_RETURN(auto names, store.NamesOf(root));
+  for (const auto& n : names)
+    if (n == preferred_name) c.name = n;
+  if (c.name.empty() && !names.empty()) c.name = names.front();
+  c.root_kind = root_info->kind;
+
+  std::unordered_set<Digest> seen{root};
+  std::deque<Digest> queue{root};
+  std::vector<Layer> attestations;
+  std::unordered_set<Digest> layered;
+  auto add_layer = [&](Layer l) {
+    if (layered.insert(l.digest).second) c.layers.push_back(std::move(l));
+  };
+  while (!queue.empty()) {
+    Digest d = queue.front();
+    queue.pop_front();
+    KI_ASSIGN_OR_RETURN(auto info, store.Stat(d));
+    if (!info) {
+      c.missing.push_back(d);
+      continue;
+    }
+    Layer l;
+    l.digest = d;
+    l.size = info->size;
+    l.media_type = info->media_type;
+    if (info->type == ObjectType::kManifest) {
+      l.role = Role::kManifest;
+      l.kind = info->kind;
+      l.title = std::string(KindName(*info->kind)) + "-" + d.hex() + ".json";
+      KI_ASSIGN_OR_RETURN(Manifest m, store.ReadManifest(d));
+      add_layer(std::move(l));
+      for (const Reference& ref : ExtractReferences(m)) {
+        if (seen.insert(ref.target).second) queue.push_back(ref.target);
+      }
+      KI_ASSIGN_OR_RETURN(auto doc, store.DocumentOf(d));
+      if (doc && !layered.count(*doc)) {
+        KI_ASSIGN_OR_RETURN(auto dinfo, store.Stat(*doc));
+        if (dinfo) {
+          seen.insert(*doc);
+          Layer dl;
+          dl.digest = *doc;
+          dl.size = dinfo->size;
+          dl.role = Role::kDocument;
+          dl.media_type = dinfo->media_type;
+          dl.kind = info->kind;
+          dl.document_of = d;
+          bool yaml = dinfo->media_type == kDocumentMediaTypeYaml;
+          dl.title = std::string(KindName(*info->kind)) + "-" + d.hex() + ".document" + (yaml ? ".yaml" : ".json");
+          add_layer(std::move(dl));
+        }
+      }
+    } else {
+      l.role = Role::kBlob;
+      l.title = "blob-" + d.hex() + ExtensionFor(info->media_type);
+      add_layer(std::move(l));
+    }
+    // Attestations filed under this object travel with it.
+    std::vector<std::pair<Digest, std::string>> envs;
+    KI_RETURN_IF_ERROR(store.Scan(kRemoteAttestationTable, d.raw(), [&](std::string_view k, std::string_view v) {
+      if (k.size() == 64) envs.emplace_back(Digest::FromRaw(k.substr(32)), std::string(v));
+      return true;
+    }));
+    for (auto& [env, value] : envs) {
+      KI_ASSIGN_OR_RETURN(auto einfo, store.Stat(env));
+      if (!einfo) continue;
+      Layer al;
+      al.digest = env;
+      al.size = einfo->size;
+      al.role = Role::kAttestation;
+      al.media_type = einfo->media_type.empty() ? std::string(kDsseMediaType) : einfo->media_type;
+      al.subject = d;
+      al.index_value = value;
+      al.title = "attestation-" + env.hex() + ".dsse.json";
+      attestations.push_back(std::move(al));
+    }
+  }
+  for (auto& a : attestations) {
+    if (layered.count(a.digest)) continue;  // an envelope filed under two subjects travels once
+    add_layer(std::move(a));
+  }
+  return c;
+}
+
+namespace {
+
+Json LayerJson(const Layer& l) {
+  Json ann = {{std::string(kAnnTitle), l.title},
+              {std::string(kAnnRole), RoleName(l.role)},
+              {std::string(kAnnMediaType), l.media_type}};
+  if (l.kind) ann[std::string(kAnnKind)] = KindName(*l.kind);
+  if (l.document_of) ann[std::string(kAnnDocumentOf)] = l.document_of->str();
+  if (l.subject) ann[std::string(kAnnSubject)] = l.subject->str();
+  if (!l.index_value.empty()) ann[std::string(kAnnIndexValue)] = HexEncode(l.index_value);
+  return {{"mediaType", SaneMediaType(l.media_type) ? l.media_type : "application/octet-stream"},
+          {"digest", l.digest.str()},
+          {"size", l.size},
+          {"annotations", ann}};
+}
+
+Json ConfigJson() {
+  return {{"mediaType", kOciEmptyType}, {"digest", EmptyConfigDigest().str()}, {"size", 2}, {"data", "e30="}};
+}
+
+}  // namespace
+
+std::string ImageManifest(const Closure& c) {
+  Json layers = Json::array();
+  for (const Layer& l : c.layers) layers.push_back(LayerJson(l));
+  Json ann = {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnRoot), c.root.str()}};
+  if (!c.name.empty()) ann[std::string(kAnnName)] = c.name;
+  if (c.root_kind) ann[std::string(kAnnKind)] = KindName(*c.root_kind);
+  Json m = {{"schemaVersion", 2},
+            {"mediaType", kOciManifestType},
+            {"artifactType", kOciArtifactType},
+            {"config", ConfigJson()},
+            {"layers", layers},
+            {"annotations", ann}};
+  return m.dump();
+}
+
+std::string AttestationManifest(const Layer& att, const Digest& subject_manifest, uint64_t subject_size) {
+  Json m = {{"schemaVersion", 2},
+            {"mediaType", kOciManifestType},
+            {"artifactType", kDsseMediaType},
+            {"config", ConfigJson()},
+            {"layers", Json::array({LayerJson(att)})},
+            {"subject", {{"mediaType", kOciManifestType}, {"digest", subject_manifest.str()}, {"size", subject_size}}},
+            {"annotations", {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnSubject), att.subject->str()}}}};
+  return m.dump();
+}
+
+namespace {
+
+Result<Json> ParseRemoteJson(std::string_view bytes, std::string_view content_type, const TransferOptions& opts) {
+  if (!content_type.empty() && content_type != kOciManifestType) {
+    return Bad("the remote calls it '" + std::string(content_type.substr(0, 100)) + "', not " +
+               std::string(kOciManifestType));
+  }
+  ParseLimits limits;
+  limits.max_bytes = opts.max_manifest_size;
+  limits.max_depth = 16;
+  KI_ASSIGN_OR_RETURN(Json j, ParseDocument(bytes, DocFormat::kJson, "remote manifest", limits));
+  if (!j.is_object()) return Bad("not a JSON object");
+  if (!j.contains("schemaVersion") || j["schemaVersion"] != 2) return Bad("schemaVersion is not 2");
+  if (!j.contains("mediaType") || j["mediaType"] != kOciManifestType) {
+    return Bad("its mediaType field is not " + std::string(kOciManifestType) + " (it says " +
+               (j.contains("mediaType") ? j["mediaType"].dump().substr(0, 100) : std::string("nothing")) + ")");
+  }
+  if (!j.contains("layers") || !j["layers"].is_array()) return Bad("no layers");
+  if (j["layers"].size() > opts.max_layers) return Bad("more layers than the limit");
+  return j;
+}
+
+std::string Ann(const Json& ann, std::string_view key) {
+  if (!ann.is_object() || !ann.contains(key) || !ann[std::string(key)].is_string()) return "";
+  return ann[std::string(key)].get<std::string>();
+}
+
+Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
+  std::string where = "layer " + std::to_string(i);
+  if (!d.is_object() || !d.contains("digest") || !d["digest"].is_string() || !d.contains("size") ||
+      !d["size"].is_number_unsigned() || !d.contains("mediaType") || !d["mediaType"].is_string()) {
+    return Bad(where + ": not a descriptor {mediaType, digest, size}");
+  }
+  Layer l;
+  auto dg = Digest::Parse(d["digest"].get<std::string>());
+  if (!dg.ok()) return Bad(where + ": digest is not sha256:<64 hex>");
+  l.digest = *dg;
+  l.size = d["size"].get<uint64_t>();
+  if (l.size > opts.max_blob_size) {
+    return Status::InvalidInput("remote manifest: " + where + " (" + l.digest.str() + ") announces " +
+                                std::to_string(l.size) + " bytes, over the limit of " + std::to_string(opts.max_blob_size));
+  }
+  const Json ann = d.contains("annotations") ? d["annotations"] : Json();
+  l.title = Ann(ann, kAnnTitle);
+  if (!l.title.empty() && !IsSafeTitle(l.title)) {
+    return Bad(where + ": title annotation '" + l.title.substr(0, 100) + "' is not a safe relative file name");
+  }
+  std::string role = Ann(ann, kAnnRole);
+  l.media_type = Ann(ann, kAnnMediaType);
+  if (l.media_type.empty()) l.media_type = d["mediaType"].get<std::string>();
+  if (!SaneMediaType(l.media_type)) return Bad(where + ": unusable media type");
+  std::string kind = Ann(ann, kAnnKind);
+  if (!kind.empty()) {
+    auto k = ParseKind(kind);
+    if (!k) return Bad(where + ": unknown kind '" + kind.substr(0, 60) + "'");
+    l.kind = *k;
+  }
+  if (role == "manifest") {
+    l.role = Role::kManifest;
+    if (!l.kind) return Bad(where + ": a manifest layer without a kind");
+  } else if (role == "document") {
+    l.role = Role::kDocument;
+    auto of = Digest::Parse(Ann(ann, kAnnDocumentOf));
+    if (!of.ok()) return Bad(where + ": a document layer without document-of");
+    l.document_of = *of;
+    if (l.media_type != kDocumentMediaTypeJson && l.media_type != kDocumentMediaTypeYaml) {
+      return Bad(where + ": a document layer with media type " + l.media_type);
+    }
+  } else if (role == "blob" || role.empty()) {
+    l.role = Role::kBlob;
+  } else if (role == "attestation") {
+    l.role = Role::kAttestation;
+    auto s = Digest::Parse(Ann(ann, kAnnSubject));
+    if (!s.ok()) return Bad(where + ": an attestation layer without a subject");
+    l.subject = *s;
+    std::string hex = Ann(ann, kAnnIndexValue);
+    if (hex.size() > 4096 || !HexDecode(hex, &l.index_value)) return Bad(where + ": bad index-value");
+  } else {
+    return Bad(where + ": unknown role '" + role.substr(0, 60) + "'");
+  }
+  return l;
+}
+
+}  // namespace
+
+Result<Closure> ParseImageManifest(std::string_view bytes, std::string_view content_type, const TransferOptions& opts) {
+  KI_ASSIGN_OR_RETURN(Json j, ParseRemoteJson(bytes, content_type, opts));
+  if (!j.contains("artifactType") || j["artifactType"] != kOciArtifactType) {
+    return Bad("not a ki artifact (artifactType is not " + std::string(kOciArtifactType) + ")");
+  }
+  const Json ann = j.contains("annotations") ? j["annotations"] : Json();
+  if (Ann(ann, kAnnFormat) != kFormatVersion) {
+    return Bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
+  }
+  Closure c;
+  auto root = Digest::Parse(Ann(ann, kAnnRoot));
+  if (!root.ok()) return Bad("no root annotation");
+  c.root = *root;
+  c.name = Ann(ann, kAnnName);
+  std::unordered_set<Digest> seen;
+  bool root_listed = false;
+  for (size_t i = 0; i < j["layers"].size(); ++i) {
+    KI_ASSIGN_OR_RETURN(Layer l, ParseLayer(j["layers"][i], opts, i));
+    if (!seen.insert(l.digest).second) return Bad("layer " + std::to_string(i) + " repeats " + l.digest.str());
+    if (l.digest == c.root) root_listed = true;
+    c.layers.push_back(std::move(l));
+  }
+  if (!root_listed) return Bad("the root " + c.root.str() + " is not among the layers");
+  return c;
+}
+
+Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view content_type,
+                                       const Digest& subject_manifest, const TransferOptions& opts) {
+  KI_ASSIGN_OR_RETURN(Json j, ParseRemoteJson(bytes, content_type, opts));
+  if (!j.contains("artifactType") || j["artifactType"] != kDsseMediaType) return Bad("referrer is not a DSSE attestation");
+  if (!j.contains("subject") || !j["subject"].is_object() || j["subject"].value("digest", std::string()) != subject_manifest.str()) {
+    return Bad("referrer's subject is not " + subject_manifest.str());
+  }
+  if (j["layers"].size() != 1) return Bad("an attestation referrer must have exactly one layer");
+  KI_ASSIGN_OR_RETURN(Layer l, ParseLayer(j["layers"][0], opts, 0));
+  if (l.role != Role::kAttestation) return Bad("the referrer's layer is not an attestation");
+  return l;
+}
+
+bool EnvelopeNamesSubject(std::string_view envelope, const Digest& subject) {
+  Json env = Json::parse(envelope, nullptr, false);
+  if (!env.is_object() || !env.contains("payload") || !env["payload"].is_string()) return false;
+  std::string payload;
+  if (!Base64Decode(env["payload"].get<std::string>(), &payload)) return false;
+  Json st = Json::parse(payload, nullptr, false);
+  if (!st.is_object() || !st.contains("subject") || !st["subject"].is_array()) return false;
+  for (const Json& s : st["subject"]) {
+    if (s.is_object() && s.contains("digest") && s["digest"].is_object() &&
+        s["digest"].value("sha256", std::string()) == subject.hex()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace ki::remote

@@ -1,0 +1,68 @@
+// The OCI mapping of ki objects (docs/format.md, "Remotes: the OCI mapping"):
+// which objects travel with a ref, how each becomes an image-manifest layer,
+// and the strict reading of what a remote sends back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ki/digest.h"
+#include "ki/remote.h"
+#include "ki/store.h"
+
+namespace ki::remote {
+
+enum class Role { kManifest, kDocument, kBlob, kAttestation };
+std::string_view RoleName(Role r);
+
+struct Layer {
+  Digest digest;
+  uint64_t size = 0;
+  Role role = Role::kBlob;
+  std::string media_type;             // ki's media type of the object
+  std::optional<Kind> kind;           // manifests and documents
+  std::optional<Digest> document_of;  // documents: the manifest they describe
+  std::optional<Digest> subject;      // attestations: the ki object signed
+  std::string index_value;            // attestations: the index row's value (raw bytes)
+  std::string title;
+};
+
+struct Closure {
+  Digest root;
+  std::string name;                   // "<Kind>/<name>", or "" when unnamed
+  std::optional<Kind> root_kind;
+  std::vector<Layer> layers;          // root first; one layer per digest
+  std::vector<Digest> missing;        // referenced, not held locally (not pushed)
+};
+
+// The root and everything it reaches (references, document links) that the
+// store holds, plus the attestations filed under any of them.
+Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_view preferred_name);
+
+// The empty config blob "{}" every ki image manifest uses.
+std::string_view EmptyConfig();
+Digest EmptyConfigDigest();
+
+// Serialised image manifest (keys sorted, no whitespace: deterministic, so a
+// re-push of the same closure writes the same digest).
+std::string ImageManifest(const Closure& c);
+// A referrer manifest attaching one attestation to `subject_manifest`.
+std::string AttestationManifest(const Layer& att, const Digest& subject_manifest, uint64_t subject_size);
+
+// Parses and checks an image manifest from a remote. `content_type` is what
+// the remote declared ("" when it declared nothing).
+Result<Closure> ParseImageManifest(std::string_view bytes, std::string_view content_type,
+                                   const TransferOptions& opts);
+// Parses a referrer manifest; returns its attestation layer.
+Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view content_type,
+                                       const Digest& subject_manifest, const TransferOptions& opts);
+
+// True when a DSSE envelope's in-toto statement names `subject` (sha256).
+bool EnvelopeNamesSubject(std::string_view envelope, const Digest& subject);
+
+std::string HexEncode(std::string_view raw);
+bool HexDecode(std::string_view hex, std::string* out);
+
+}  // namespace ki::remote

@@ -1,0 +1,452 @@
+// An OCI distribution-spec registry as a remote (target.h).
+//
+// Requests go through RegistryConn::Send, which adds credentials only for
+// the registry's own origin (scheme, host and port), follows at most a few
+// redirects, refuses an https -> http downgrade, and answers a 401 by
+// running the Basic or Bearer handshake once. Operations retry on 5xx, 429
+// and connection failures with exponential backoff, then fail saying how
+// many attempts were made.
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "ki/json.h"
+#include "remote/http.h"
+#include "remote/target.h"
+
+namespace ki::remote {
+
+namespace {
+
+bool Retryable(long status) { return status >= 500 || status == 429 || status == 408; }
+
+std::string Snippet(const std::string& body) {
+  std::string s = body.substr(0, 200);
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  return s;
+}
+
+Status HttpStatusError(const std::string& what, const HttpResponse& r) {
+  std::string msg = what + ": HTTP " + std::to_string(r.status);
+  if (!r.body.empty()) msg += " (" + Snippet(r.body) + ")";
+  if (r.status == 401) return Status::IOError(msg + "; authentication failed (set KI_REGISTRY_USER/KI_REGISTRY_PASSWORD or docker login)");
+  if (r.status == 403) return Status::IOError(msg + "; access denied");
+  if (r.status == 404) return Status::NotFound(msg);
+  return Status::IOError(msg);
+}
+
+// The last two labels of a DNS name ("auth.docker.io" -> "docker.io").
+std::string SiteOf(const std::string& host) {
+  auto last = host.rfind('.');
+  if (last == std::string::npos || last == 0) return host;
+  auto prev = host.rfind('.', last - 1);
+  return prev == std::string::npos ? host : host.substr(prev + 1);
+}
+
+class RegistryTarget;
+
+class RegistryConn final : public Conn {
+ public:
+  explicit RegistryConn(RegistryTarget* t);
+
+  Result<bool> HasBlob(const Digest& d, uint64_t size) override;
+  Status PutBlob(const Digest& d, std::string_view bytes) override;
+  Result<std::string> GetBlob(const Digest& d, uint64_t size) override;
+  Result<FetchedManifest> GetManifest(std::string_view ref) override;
+  Result<std::optional<Digest>> ResolveTag(std::string_view tag) override;
+  Status PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
+                     bool* subject_indexed) override;
+  Result<std::optional<std::string>> Referrers(const Digest& subject) override;
+
+ private:
+  // One logical request: credentials, redirects, one authentication round.
+  Result<HttpResponse> Send(HttpRequest req, Transport* tr);
+  // Send, retried on 5xx/429/connection failure. A non-retryable HTTP
+  // status is returned as a response for the caller to judge.
+  Result<HttpResponse> SendRetry(const HttpRequest& req, const std::string& what);
+  // Runs `attempt` (which sets *retry when it failed transiently) up to
+  // max_attempts times with backoff.
+  Status Retry(const std::string& what, const std::function<Status(bool* retry)>& attempt);
+  void Backoff(int attempt);
+  Status Upload(const Digest& d, std::string_view bytes, bool chunked, bool* retry, bool* refused);
+
+  RegistryTarget* t_;
+  HttpClient http_;
+};
+
+class RegistryTarget final : public Target {
+ public:
+  RegistryTarget(RemoteUrl url, TransferOptions opts, Access access)
+      : url_(std::move(url)), opts_(std::move(opts)), access_(access) {
+    ParseHttpUrl(url_.base() + "/", &origin_);
+  }
+
+  Status Init() {
+    if (opts_.credentials) {
+      creds_ = *opts_.credentials;
+    } else {
+      KI_ASSIGN_OR_RETURN(creds_, FindCredentials(url_.host));
+    }
+    return Status::OK();
+  }
+
+  Result<std::unique_ptr<Conn>> Connect() override { return std::unique_ptr<Conn>(new RegistryConn(this)); }
+  uint64_t requests() const override { return requests_.load(); }
+  std::string describe() const override { return url_.str(); }
+  Status Finish() override { return Status::OK(); }
+
+  std::string RepoUrl(std::string_view tail) const { return url_.base() + "/v2/" + url_.repository + "/" + std::string(tail); }
+
+  // The Authorization value to send now ("" for none) and its generation.
+  std::pair<std::string, uint64_t> Auth() {
+    std::lock_guard<std::mutex> l(mu_);
+    return {auth_, auth_gen_};
+  }
+
+  // Answers a 401 whose request carried generation `gen`.
+  Status Authenticate(const std::string& www_authenticate, uint64_t gen) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (gen != auth_gen_) return Status::OK();  // another thread already did
+    Challenge ch;
+    if (!ParseChallenge(www_authenticate, &ch)) {
+      return Status::IOError(url_.host + " asks for authentication with an unsupported challenge '" +
+                             Snippet(www_authenticate) + "'");
+    }
+    if (ch.scheme == "basic") {
+      if (creds_.empty()) {
+        return Status::IOError(url_.host + " requires a login: set KI_REGISTRY_USER and KI_REGISTRY_PASSWORD, or docker login");
+      }
+      auth_ = "Basic " + Base64Encode(creds_.username + ":" + creds_.password);
+      auth_gen_++;
+      return Status::OK();
+    }
+    // Bearer: fetch a token from the realm the registry names.
+    UrlParts realm;
+    if (!ParseHttpUrl(ch.realm, &realm)) return Status::IOError(url_.host + ": bad token realm '" + Snippet(ch.realm) + "'");
+    if (realm.scheme == "http" && !(url_.insecure && IsLoopbackHost(realm.host + ":" + realm.port))) {
+      return Status::IOError(url_.host + ": refusing a token realm over plain http (" + ch.realm + ")");
+    }
+    std::string scope = access_ == Access::kPush ? "repository:" + url_.repository + ":pull,push"
+                        : !ch.scope.empty()      ? ch.scope
+                                                 : "repository:" + url_.repository + ":pull";
+    std::string q = ch.realm + (ch.realm.find('?') == std::string::npos ? "?" : "&");
+    if (!ch.service.empty()) q += "service=" + UrlEscape(ch.service) + "&";
+    q += "scope=" + UrlEscape(scope);
+    HttpRequest req;
+    req.url = q;
+    req.max_body = 1 << 20;
+    // Credentials go to the realm only when it belongs to the registry's own
+    // site (registry-1.docker.io -> auth.docker.io); anything else gets an
+    // anonymous token request.
+    if (!creds_.empty() && SiteOf(realm.host) == SiteOf(origin_.host)) {
+      req.headers.emplace_back("Authorization", "Basic " + Base64Encode(creds_.username + ":" + creds_.password));
+    }
+    HttpClient client({opts_.connect_timeout_s, opts_.stall_timeout_s});
+    Transport tr;
+    requests_++;
+    KI_ASSIGN_OR_RETURN(HttpResponse r, client.Perform(req, &tr));
+    if (r.status != 200) return HttpStatusError("token request to " + realm.host, r);
+    Json j = Json::parse(r.body, nullptr, false);
+    std::string token;
+    if (j.is_object()) {
+      if (j.contains("token") && j["token"].is_string()) token = j["token"];
+      else if (j.contains("access_token") && j["access_token"].is_string()) token = j["access_token"];
+    }
+    if (token.empty() || token.find_first_of("\r\n") != std::string::npos) {
+      return Status::IOError("token request to " + realm.host + ": no usable token in the response");
+    }
+    auth_ = "Bearer " + token;
+    auth_gen_++;
+    return Status::OK();
+  }
+
+  RemoteUrl url_;
+  TransferOptions opts_;
+  Access access_;
+  UrlParts origin_;
+  Credentials creds_;
+  std::atomic<uint64_t> requests_{0};
+
+ private:
+  std::mutex mu_;
+  std::string auth_;
+  uint64_t auth_gen_ = 0;
+};
+
+RegistryConn::RegistryConn(RegistryTarget* t) : t_(t), http_({t->opts_.connect_timeout_s, t->opts_.stall_timeout_s}) {}
+
+Result<HttpResponse> RegistryConn::Send(HttpRequest req, Transport* tr) {
+  bool authenticated = false;
+  for (int hop = 0; hop < 6; ++hop) {
+    UrlParts p;
+    if (!ParseHttpUrl(req.url, &p)) return Status::IOError("the registry sent an unusable URL '" + Snippet(req.url) + "'");
+    bool same_origin = p.origin() == t_->origin_.origin();
+    if (t_->origin_.scheme == "https" && p.scheme != "https") {
+      return Status::IOError("refusing to follow " + req.url + ": it downgrades https to http");
+    }
+    HttpRequest sent = req;
+    auto [auth, gen] = t_->Auth();
+    // Credentials (and tokens) never leave the registry's origin: an upload
+    // Location or a redirect may name a storage backend or another host.
+    if (same_origin && !auth.empty()) sent.headers.emplace_back("Authorization", auth);
+    t_->requests_++;
+    KI_ASSIGN_OR_RETURN(HttpResponse r, http_.Perform(sent, tr));
+    if (r.status == 401 && same_origin && !authenticated && !r.Header("www-authenticate").empty()) {
+      authenticated = true;
+      KI_RETURN_IF_ERROR(t_->Authenticate(r.Header("www-authenticate"), gen));
+      --hop;
+      continue;
+    }
+    if ((r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308) &&
+        !r.Header("location").empty()) {
+      req.url = ResolveLocation(req.url, r.Header("location"));
+      if (r.status == 303) {
+        req.method = "GET";
+        req.body = {};
+      }
+      continue;
+    }
+    return r;
+  }
+  *tr = Transport::kFatal;
+  return Status::IOError(req.method + " " + req.url + ": too many redirects");
+}
+
+void RegistryConn::Backoff(int attempt) {
+  int ms = t_->opts_.backoff_initial_ms << std::min(attempt, 6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms, 10000)));
+}
+
+Status RegistryConn::Retry(const std::string& what, const std::function<Status(bool*)>& attempt) {
+  Status last;
+  int n = std::max(1, t_->opts_.max_attempts);
+  for (int i = 0; i < n; ++i) {
+    bool retry = false;
+    last = attempt(&retry);
+    if (last.ok() || !retry) return last;
+    if (i + 1 < n) Backoff(i);
+  }
+  return last.WithContext(what + ": gave up after " + std::to_string(n) + " attempts");
+}
+
+Result<HttpResponse> RegistryConn::SendRetry(const HttpRequest& req, const std::string& what) {
+  std::optional<HttpResponse> out;
+  Status st = Retry(what, [&](bool* retry) -> Status {
+    Transport tr;
+    auto r = Send(req, &tr);
+    if (!r.ok()) {
+      *retry = tr == Transport::kRetryable;
+      return r.status();
+    }
+    if (Retryable(r->status)) {
+      *retry = true;
+      return HttpStatusError(what, *r);
+    }
+    out = std::move(r).value();
+    return Status::OK();
+  });
+  if (!st.ok()) return st;
+  return std::move(*out);
+}
+
+Result<bool> RegistryConn::HasBlob(const Digest& d, uint64_t size) {
+  HttpRequest req;
+  req.method = "HEAD";
+  req.url = t_->RepoUrl("blobs/" + d.str());
+  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "HEAD blob " + d.str()));
+  if (r.status == 404) return false;
+  if (r.status != 200) return HttpStatusError("HEAD blob " + d.str(), r);
+  // A registry that holds other bytes under this digest is not trusted to
+  // have ours: upload again (the registry will verify the digest).
+  std::string len = r.Header("content-length");
+  if (!len.empty() && len != std::to_string(size)) return false;
+  return true;
+}
+
+Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunked, bool* retry, bool* refused) {
+  std::string what = "upload of " + d.str();
+  HttpRequest start;
+  start.method = "POST";
+  start.url = t_->RepoUrl("blobs/uploads/");
+  Transport tr;
+  auto r = Send(start, &tr);
+  if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
+  if (r->status != 202 || r->Header("location").empty()) {
+    *retry = Retryable(r->status);
+    return HttpStatusError(what + " (POST)", *r);
+  }
+  std::string loc = ResolveLocation(start.url, r->Header("location"));
+  if (chunked) {
+    uint64_t chunk = std::max<uint64_t>(1, t_->opts_.chunk_size);
+    for (uint64_t off = 0; off < bytes.size(); off += chunk) {
+      HttpRequest patch;
+      patch.method = "PATCH";
+      patch.url = loc;
+      patch.body = bytes.substr(off, chunk);
+      patch.headers.emplace_back("Content-Range", std::to_string(off) + "-" + std::to_string(off + patch.body.size() - 1));
+      r = Send(patch, &tr);
+      if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
+      if (r->status != 202 || r->Header("location").empty()) {
+        *retry = Retryable(r->status);
+        return HttpStatusError(what + " (PATCH)", *r);
+      }
+      loc = ResolveLocation(loc, r->Header("location"));
+    }
+  }
+  HttpRequest put;
+  put.method = "PUT";
+  put.url = loc + (loc.find('?') == std::string::npos ? "?" : "&") + "digest=" + UrlEscape(d.str());
+  if (!chunked) put.body = bytes;
+  r = Send(put, &tr);
+  if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
+  if (r->status != 201) {
+    *retry = Retryable(r->status);
+    // A registry that will not take the blob in one request (413, or a
+    // 4xx about the range) gets it in PATCH chunks instead.
+    *refused = !chunked && (r->status == 413 || r->status == 416 || r->status == 400 || r->status == 405);
+    return HttpStatusError(what + " (PUT)", *r);
+  }
+  return Status::OK();
+}
+
+Status RegistryConn::PutBlob(const Digest& d, std::string_view bytes) {
+  bool chunked = t_->opts_.force_chunked;
+  return Retry("upload of " + d.str(), [&](bool* retry) -> Status {
+    bool refused = false;
+    Status st = Upload(d, bytes, chunked, retry, &refused);
+    if (!st.ok() && refused) {
+      chunked = true;
+      st = Upload(d, bytes, true, retry, &refused);
+    }
+    return st;
+  });
+}
+
+Result<std::string> RegistryConn::GetBlob(const Digest& d, uint64_t size) {
+  if (size > t_->opts_.max_blob_size) {
+    return Status::InvalidInput("blob " + d.str() + " is announced at " + std::to_string(size) +
+                                " bytes, over the limit of " + std::to_string(t_->opts_.max_blob_size));
+  }
+  HttpRequest req;
+  req.url = t_->RepoUrl("blobs/" + d.str());
+  req.max_body = size;  // one byte more than announced aborts the transfer
+  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET blob " + d.str()));
+  if (r.status != 200) return HttpStatusError("GET blob " + d.str(), r);
+  if (r.body.size() != size) {
+    return Status::Corruption("blob " + d.str() + ": received " + std::to_string(r.body.size()) +
+                              " bytes, the manifest announces " + std::to_string(size));
+  }
+  Digest got = Sha256Of(r.body);
+  if (got != d) return Status::Corruption("blob " + d.str() + ": the registry sent bytes that hash to " + got.str());
+  return std::move(r.body);
+}
+
+Result<FetchedManifest> RegistryConn::GetManifest(std::string_view ref) {
+  HttpRequest req;
+  req.url = t_->RepoUrl("manifests/" + std::string(ref));
+  req.max_body = t_->opts_.max_manifest_size;
+  req.headers.emplace_back("Accept", std::string(kOciManifestType) + ", " + std::string(kOciIndexType));
+  std::string what = "GET manifest " + std::string(ref);
+  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, what));
+  if (r.status == 404) return Status::NotFound(t_->url_.str() + " has no manifest '" + std::string(ref) + "'");
+  if (r.status != 200) return HttpStatusError(what, r);
+  FetchedManifest m;
+  m.digest = Sha256Of(r.body);
+  m.media_type = r.Header("content-type");
+  if (auto semi = m.media_type.find(';'); semi != std::string::npos) m.media_type.resize(semi);
+  if (Digest::IsValid(ref) && m.digest.str() != ref) {
+    return Status::Corruption(what + ": the body hashes to " + m.digest.str());
+  }
+  std::string claimed = r.Header("docker-content-digest");
+  if (!claimed.empty() && claimed != m.digest.str()) {
+    return Status::Corruption(what + ": the registry says " + Snippet(claimed) + " but the body hashes to " + m.digest.str());
+  }
+  m.bytes = std::move(r.body);
+  return m;
+}
+
+Result<std::optional<Digest>> RegistryConn::ResolveTag(std::string_view tag) {
+  HttpRequest req;
+  req.method = "HEAD";
+  req.url = t_->RepoUrl("manifests/" + std::string(tag));
+  req.headers.emplace_back("Accept", std::string(kOciManifestType) + ", " + std::string(kOciIndexType));
+  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "HEAD manifest " + std::string(tag)));
+  if (r.status == 404) return std::optional<Digest>();
+  if (r.status != 200) return HttpStatusError("HEAD manifest " + std::string(tag), r);
+  auto d = Digest::Parse(r.Header("docker-content-digest"));
+  if (d.ok()) return std::optional<Digest>(*d);
+  auto m = GetManifest(tag);  // no digest header: hash the body
+  if (!m.ok()) return m.status();
+  return std::optional<Digest>(m->digest);
+}
+
+Status RegistryConn::PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
+                                 bool* subject_indexed) {
+  HttpRequest req;
+  req.method = "PUT";
+  req.url = t_->RepoUrl("manifests/" + std::string(ref));
+  req.body = bytes;
+  req.headers.emplace_back("Content-Type", std::string(media_type));
+  std::string what = "PUT manifest " + std::string(ref);
+  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, what));
+  if (r.status != 201 && r.status != 200) return HttpStatusError(what, r);
+  if (subject_indexed) *subject_indexed = !r.Header("oci-subject").empty();
+  return Status::OK();
+}
+
+Result<std::optional<std::string>> RegistryConn::Referrers(const Digest& subject) {
+  HttpRequest req;
+  req.url = t_->RepoUrl("referrers/" + subject.str());
+  req.max_body = t_->opts_.max_manifest_size;
+  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET referrers " + subject.str()));
+  std::string ct = r.Header("content-type");
+  if (r.status == 200 && ct.rfind(std::string(kOciIndexType), 0) == 0) return std::optional<std::string>(std::move(r.body));
+  if (r.status == 200 || r.status == 404 || r.status == 400 || r.status == 405) return std::optional<std::string>();
+  return HttpStatusError("GET referrers " + subject.str(), r);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const TransferOptions& opts, Access access) {
+  auto t = std::make_unique<RegistryTarget>(url, opts, access);
+  KI_RETURN_IF_ERROR(t->Init());
+  return std::unique_ptr<Target>(std::move(t));
+}
+
+bool ParseChallenge(std::string_view header, Challenge* out) {
+  auto sp = header.find(' ');
+  std::string scheme(header.substr(0, sp));
+  for (auto& c : scheme) c = char(std::tolower(static_cast<unsigned char>(c)));
+  out->scheme = scheme;
+  if (scheme != "basic" && scheme != "bearer") return false;
+  std::string_view rest = sp == std::string_view::npos ? std::string_view() : header.substr(sp + 1);
+  while (!rest.empty()) {
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == ',')) rest.remove_prefix(1);
+    auto eq = rest.find('=');
+    if (eq == std::string_view::npos) break;
+    std::string key(rest.substr(0, eq));
+    for (auto& c : key) c = char(std::tolower(static_cast<unsigned char>(c)));
+    rest.remove_prefix(eq + 1);
+    std::string value;
+    if (!rest.empty() && rest.front() == '"') {
+      rest.remove_prefix(1);
+      while (!rest.empty() && rest.front() != '"') {
+        if (rest.front() == '\\' && rest.size() > 1) rest.remove_prefix(1);
+        value.push_back(rest.front());
+        rest.remove_prefix(1);
+      }
+      if (!rest.empty()) rest.remove_prefix(1);
+    } else {
+      auto comma = rest.find(',');
+      value = std::string(rest.substr(0, comma));
+      rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma);
+    }
+    if (key == "realm") out->realm = value;
+    else if (key == "service") out->service = value;
+    else if (key == "scope") out->scope = value;
+  }
+  return scheme == "basic" || !out->realm.empty();
+}
+
+}  // namespace ki::remote

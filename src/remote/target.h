@@ -1,0 +1,77 @@
+// The two kinds of remote behind one interface: an OCI registry over HTTP
+// (registry.cc) and an OCI image layout directory (layout.cc).
+//
+// A Target is shared by the worker threads of one push or pull; each worker
+// opens its own Conn (for a registry: its own kept-alive connection).
+// Every Conn method verifies what it returns: GetBlob returns bytes that
+// hash to the digest asked for and have the size announced; GetManifest
+// returns the body and the digest it hashes to.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ki/digest.h"
+#include "ki/remote.h"
+#include "ki/status.h"
+
+namespace ki::remote {
+
+inline constexpr std::string_view kOciManifestType = "application/vnd.oci.image.manifest.v1+json";
+inline constexpr std::string_view kOciIndexType = "application/vnd.oci.image.index.v1+json";
+inline constexpr std::string_view kOciEmptyType = "application/vnd.oci.empty.v1+json";
+
+struct FetchedManifest {
+  std::string bytes;
+  std::string media_type;  // what the server said (Content-Type), "" for a layout
+  Digest digest;           // SHA-256 of bytes
+};
+
+class Conn {
+ public:
+  virtual ~Conn() = default;
+  virtual Result<bool> HasBlob(const Digest& d, uint64_t size) = 0;
+  virtual Status PutBlob(const Digest& d, std::string_view bytes) = 0;
+  // Bytes checked against `d` and `size` (and size against the limit).
+  virtual Result<std::string> GetBlob(const Digest& d, uint64_t size) = 0;
+  // NotFound when the remote has no such tag or digest. A digest reference
+  // is checked against the body.
+  virtual Result<FetchedManifest> GetManifest(std::string_view ref) = 0;
+  // The digest a tag points at now (nullopt: absent).
+  virtual Result<std::optional<Digest>> ResolveTag(std::string_view tag) = 0;
+  // Stores a manifest under a tag or its digest. *subject_indexed is set
+  // when the remote indexed its subject itself (OCI-Subject header).
+  virtual Status PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
+                             bool* subject_indexed) = 0;
+  // The referrers API's index for `subject`; nullopt when the remote has no
+  // referrers API (the caller then reads the sha256-<hex> tag).
+  virtual Result<std::optional<std::string>> Referrers(const Digest& subject) = 0;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual Result<std::unique_ptr<Conn>> Connect() = 0;
+  virtual uint64_t requests() const = 0;
+  virtual std::string describe() const = 0;
+  // Makes what was written durable (a layout fsyncs; a registry: nothing).
+  virtual Status Finish() = 0;
+};
+
+enum class Access { kPull, kPush };
+
+Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const TransferOptions& opts, Access access);
+Result<std::unique_ptr<Target>> OpenLayout(const RemoteUrl& url, const TransferOptions& opts, Access access);
+
+// WWW-Authenticate: `Bearer realm="...",service="...",scope="..."` or `Basic realm=...`.
+struct Challenge {
+  std::string scheme;  // lower-case: "bearer", "basic"
+  std::string realm, service, scope;
+};
+bool ParseChallenge(std::string_view header, Challenge* out);
+
+}  // namespace ki::remote

@@ -1,0 +1,455 @@
+// Push and Pull (remote.h): the order of operations that makes a failed
+// push invisible and a pull all-or-nothing.
+//
+// Push: closures of every ref -> unique blobs (HEAD, upload what is
+// missing; N workers, one connection each) -> image manifests under their
+// tags -> attestation referrers and the sha256-<hex> fallback index. The
+// manifests go last: a tag never names a manifest whose blobs are absent.
+//
+// Pull: image manifest (checked: media type, artifactType, every
+// descriptor) -> referrers -> every blob the store lacks, each checked for
+// size and digest as it arrives -> one Batch. The store is written only
+// when everything is verified.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ki/json.h"
+#include "remote/mapping.h"
+#include "remote/target.h"
+
+namespace ki {
+
+using remote::Access;
+using remote::Closure;
+using remote::Conn;
+using remote::Layer;
+using remote::Role;
+using remote::Target;
+
+namespace {
+
+Result<std::unique_ptr<Target>> OpenTarget(const RemoteUrl& url, const TransferOptions& opts, Access access) {
+  if (url.scheme == RemoteUrl::Scheme::kLayout) return remote::OpenLayout(url, opts, access);
+  return remote::OpenRegistry(url, opts, access);
+}
+
+// Serialises progress callbacks from the workers.
+class Progress {
+ public:
+  Progress(const TransferOptions& o, uint64_t total) : fn_(o.progress) { p_.objects_total = total; }
+  void Add(uint64_t objects, uint64_t bytes) {
+    if (!fn_) return;
+    std::lock_guard<std::mutex> l(mu_);
+    p_.objects_done += objects;
+    p_.bytes_done += bytes;
+    fn_(p_);
+  }
+
+ private:
+  std::function<void(const TransferProgress&)> fn_;
+  std::mutex mu_;
+  TransferProgress p_;
+};
+
+// Runs fn(conn, i) for i in [0, count) on up to `parallelism` workers, each
+// with its own connection. Stops at the first failure and returns it.
+Status RunParallel(Target& target, int parallelism, size_t count,
+                   const std::function<Status(Conn&, size_t)>& fn) {
+  if (count == 0) return Status::OK();
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  Status first;
+  auto worker = [&] {
+    auto conn = target.Connect();
+    if (!conn.ok()) {
+      std::lock_guard<std::mutex> l(mu);
+      if (first.ok()) first = conn.status();
+      stop = true;
+      return;
+    }
+    for (size_t i; !stop && (i = next++) < count;) {
+      Status st = fn(**conn, i);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> l(mu);
+        if (first.ok()) first = st;
+        stop = true;
+      }
+    }
+  };
+  int n = int(std::min<size_t>(std::max(1, parallelism), count));
+  std::vector<std::thread> threads;
+  for (int i = 1; i < n; ++i) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  return first;
+}
+
+std::string FallbackTag(const Digest& d) { return "sha256-" + d.hex(); }
+
+// Adds `desc` to the sha256-<hex> index of `subject` (the referrers tag
+// schema of the distribution-spec, for registries without the API).
+Status AddToFallbackIndex(Conn& conn, const Digest& subject, const Json& desc, const TransferOptions& opts) {
+  std::string tag = FallbackTag(subject);
+  Json index = {{"schemaVersion", 2}, {"mediaType", remote::kOciIndexType}, {"manifests", Json::array()}};
+  auto cur = conn.GetManifest(tag);
+  if (cur.ok()) {
+    ParseLimits limits;
+    limits.max_bytes = opts.max_manifest_size;
+    auto j = ParseDocument(cur->bytes, DocFormat::kJson, tag, limits);
+    if (j.ok() && j->is_object() && j->contains("manifests") && (*j)["manifests"].is_array()) index = std::move(*j);
+  } else if (!cur.status().IsNotFound()) {
+    return cur.status();
+  }
+  for (const Json& m : index["manifests"])
+    if (m.is_object() && m.value("digest", std::string()) == desc["digest"]) return Status::OK();
+  index["manifests"].push_back(desc);
+  return conn.PutManifest(tag, index.dump(), remote::kOciIndexType, nullptr);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- push
+
+Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
+                        const TransferOptions& opts) {
+  PushReport report;
+  std::vector<Closure> closures;
+  for (const auto& ref : refs) {
+    KI_ASSIGN_OR_RETURN(Digest root, store.Resolve(ref));
+    KI_ASSIGN_OR_RETURN(Closure c, remote::CollectClosure(store, root, ref));
+    PushedRef pr;
+    pr.ref = ref;
+    pr.root = root;
+    pr.tag = c.name.empty() ? "ki-" + root.hex() : SanitizeTag(c.name);
+    pr.objects = c.layers.size();
+    for (const Layer& l : c.layers) pr.attestations += l.role == Role::kAttestation;
+    report.refs.push_back(std::move(pr));
+    closures.push_back(std::move(c));
+  }
+  KI_ASSIGN_OR_RETURN(auto target, OpenTarget(url, opts, Access::kPush));
+
+  // Unique blobs over every closure, plus the empty config.
+  struct Item {
+    Digest digest;
+    uint64_t size;
+  };
+  std::vector<Item> items{{remote::EmptyConfigDigest(), 2}};
+  std::unordered_set<Digest> seen{remote::EmptyConfigDigest()};
+  for (const Closure& c : closures)
+    for (const Layer& l : c.layers)
+      if (seen.insert(l.digest).second) items.push_back({l.digest, l.size});
+  std::vector<uint8_t> sent(items.size(), 0);
+  std::atomic<uint64_t> n_sent{0}, n_skipped{0};
+  Progress progress(opts, items.size());
+  Status st = RunParallel(*target, opts.parallelism, items.size(), [&](Conn& conn, size_t i) -> Status {
+    const Item& it = items[i];
+    KI_ASSIGN_OR_RETURN(bool has, conn.HasBlob(it.digest, it.size));
+    if (has) {
+      n_skipped++;
+      progress.Add(1, 0);
+      return Status::OK();
+    }
+    std::string bytes;
+    if (i == 0) {
+      bytes = std::string(remote::EmptyConfig());
+    } else {
+      // Read re-hashes: what we upload is what the digest names.
+      KI_ASSIGN_OR_RETURN(bytes, store.Read(it.digest));
+    }
+    KI_RETURN_IF_ERROR(conn.PutBlob(it.digest, bytes));
+    sent[i] = 1;
+    n_sent++;
+    progress.Add(1, bytes.size());
+    return Status::OK();
+  });
+  report.http_requests = target->requests();
+  if (!st.ok()) {
+    (void)target->Finish();  // a layout keeps the blobs it got, so a re-run resumes
+    return st.WithContext("push to " + url.str() + " is incomplete: " + std::to_string(n_sent.load()) +
+                          " of " + std::to_string(items.size() - n_skipped.load()) +
+                          " missing objects were uploaded and no manifest or tag was written; "
+                          "run the same ki push again to resume");
+  }
+  std::unordered_map<Digest, size_t> index_of;
+  for (size_t i = 0; i < items.size(); ++i) index_of[items[i].digest] = i;
+  for (size_t r = 0; r < closures.size(); ++r) {
+    PushedRef& pr = report.refs[r];
+    for (const Layer& l : closures[r].layers) {
+      if (sent[index_of[l.digest]]) {
+        pr.sent++;
+        pr.bytes_sent += l.size;
+      } else {
+        pr.skipped++;
+      }
+    }
+  }
+
+  // Manifests last.
+  KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
+  size_t written = 0;
+  Status mst;
+  for (size_t r = 0; r < closures.size() && mst.ok(); ++r) {
+    PushedRef& pr = report.refs[r];
+    std::string manifest = remote::ImageManifest(closures[r]);
+    pr.manifest = Sha256Of(manifest);
+    mst = conn->PutManifest(pr.tag, manifest, remote::kOciManifestType, nullptr);
+    // The ki digest is a tag too, so `ki pull REMOTE <ki digest>` works.
+    std::string digest_tag = "ki-" + pr.root.hex();
+    if (mst.ok() && pr.tag != digest_tag) mst = conn->PutManifest(digest_tag, manifest, remote::kOciManifestType, nullptr);
+    for (const Layer& l : closures[r].layers) {
+      if (!mst.ok() || l.role != Role::kAttestation) continue;
+      std::string ref_manifest = remote::AttestationManifest(l, pr.manifest, manifest.size());
+      Digest rd = Sha256Of(ref_manifest);
+      bool indexed = false;
+      mst = conn->PutManifest(rd.str(), ref_manifest, remote::kOciManifestType, &indexed);
+      if (mst.ok() && !indexed) {
+        Json desc = {{"mediaType", remote::kOciManifestType},
+                     {"digest", rd.str()},
+                     {"size", ref_manifest.size()},
+                     {"artifactType", kDsseMediaType},
+                     {"annotations", {{std::string(kAnnSubject), l.subject->str()}}}};
+        mst = AddToFallbackIndex(*conn, pr.manifest, desc, opts);
+      }
+    }
+    if (mst.ok()) written++;
+  }
+  Status fin = target->Finish();
+  report.http_requests = target->requests();
+  if (!mst.ok()) {
+    return mst.WithContext("push to " + url.str() + " is incomplete: every object was uploaded, but only " +
+                           std::to_string(written) + " of " + std::to_string(closures.size()) +
+                           " refs were written; run the same ki push again to finish");
+  }
+  KI_RETURN_IF_ERROR(fin);
+  return report;
+}
+
+// ---------------------------------------------------------------- pull
+
+namespace {
+
+struct PullItem {
+  Layer layer;
+  bool present = false;   // held by the store already
+  std::string bytes;      // fetched (or read locally when needed)
+};
+
+}  // namespace
+
+Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
+                        const TransferOptions& opts) {
+  PullReport report;
+  KI_ASSIGN_OR_RETURN(auto target, OpenTarget(url, opts, Access::kPull));
+  KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
+
+  std::vector<PullItem> items;
+  std::unordered_map<Digest, size_t> item_of;
+  std::vector<std::string> tags;
+  std::vector<std::vector<Digest>> ref_layers;  // per ref: the digests its manifest lists
+  auto add_item = [&](const Layer& l) -> Status {
+    auto it = item_of.find(l.digest);
+    if (it != item_of.end()) {
+      const Layer& have = items[it->second].layer;
+      if (have.size != l.size) return Status::InvalidInput("remote manifests disagree on the size of " + l.digest.str());
+      // An envelope may be filed under several subjects; the first wins here,
+      // the others are added as index rows below.
+      return Status::OK();
+    }
+    KI_ASSIGN_OR_RETURN(auto info, store.Stat(l.digest));
+    PullItem p;
+    p.layer = l;
+    p.present = info.has_value();
+    if (info && info->size != l.size) {
+      return Status::InvalidInput("remote says " + l.digest.str() + " has " + std::to_string(l.size) +
+                                  " bytes; the local copy has " + std::to_string(info->size));
+    }
+    item_of[l.digest] = items.size();
+    items.push_back(std::move(p));
+    return Status::OK();
+  };
+  struct AttRow {
+    Digest subject, envelope;
+    std::string value;
+  };
+  std::vector<AttRow> rows;
+
+  for (const auto& ref : refs) {
+    PulledRef pr;
+    pr.ref = ref;
+    std::string want = ref;
+    if (!Digest::IsValid(ref) && !IsValidTag(ref)) want = SanitizeTag(ref);
+    auto fetched = conn->GetManifest(want);
+    if (!fetched.ok() && fetched.status().IsNotFound() && Digest::IsValid(ref)) {
+      want = "ki-" + ref.substr(7);  // a ki digest: push tags it ki-<hex>
+      fetched = conn->GetManifest(want);
+    }
+    if (!fetched.ok()) return fetched.status();
+    tags.push_back(Digest::IsValid(want) ? "" : want);
+    pr.manifest = fetched->digest;
+    auto closure = remote::ParseImageManifest(fetched->bytes, fetched->media_type, opts);
+    if (!closure.ok()) return closure.status().WithContext(url.str() + " " + ref);
+    pr.root = closure->root;
+    pr.objects = closure->layers.size();
+    ref_layers.emplace_back();
+    for (const Layer& l : closure->layers) {
+      KI_RETURN_IF_ERROR(add_item(l));
+      ref_layers.back().push_back(l.digest);
+      if (l.role == Role::kAttestation) {
+        rows.push_back({*l.subject, l.digest, l.index_value});
+        pr.attestations++;
+      }
+    }
+    // Attestations attached later, as referrers of this manifest.
+    KI_ASSIGN_OR_RETURN(auto api, conn->Referrers(pr.manifest));
+    std::string index_bytes;
+    if (api) {
+      index_bytes = std::move(*api);
+    } else {
+      auto fb = conn->GetManifest(FallbackTag(pr.manifest));
+      if (fb.ok()) index_bytes = std::move(fb->bytes);
+      else if (!fb.status().IsNotFound()) return fb.status();
+    }
+    if (!index_bytes.empty()) {
+      ParseLimits limits;
+      limits.max_bytes = opts.max_manifest_size;
+      auto idx = ParseDocument(index_bytes, DocFormat::kJson, "referrers of " + pr.manifest.str(), limits);
+      if (!idx.ok() || !idx->is_object() || !idx->contains("manifests") || !(*idx)["manifests"].is_array()) {
+        pr.warnings.push_back("ignored a malformed referrers index for " + pr.manifest.str());
+      } else {
+        for (const Json& d : (*idx)["manifests"]) {
+          if (!d.is_object() || d.value("artifactType", std::string()) != kDsseMediaType) continue;
+          auto rd = Digest::Parse(d.value("digest", std::string()));
+          if (!rd.ok()) continue;
+          auto rm = conn->GetManifest(rd->str());
+          if (!rm.ok()) {
+            pr.warnings.push_back("referrer " + rd->str() + ": " + rm.status().message());
+            continue;
+          }
+          auto att = remote::ParseAttestationManifest(rm->bytes, rm->media_type, pr.manifest, opts);
+          if (!att.ok()) {
+            pr.warnings.push_back("referrer " + rd->str() + " ignored: " + att.status().message());
+            continue;
+          }
+          bool known = false;
+          for (const auto& r : rows) known |= r.envelope == att->digest && r.subject == *att->subject;
+          if (known) continue;
+          KI_RETURN_IF_ERROR(add_item(*att));
+          ref_layers.back().push_back(att->digest);
+          rows.push_back({*att->subject, att->digest, att->index_value});
+          pr.attestations++;
+        }
+      }
+    }
+    report.refs.push_back(std::move(pr));
+  }
+
+  // Fetch what the store lacks, in parallel; each blob is checked on arrival.
+  std::vector<size_t> need;
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!items[i].present) need.push_back(i);
+  Progress progress(opts, need.size());
+  std::atomic<uint64_t> bytes_in{0};
+  Status st = RunParallel(*target, opts.parallelism, need.size(), [&](Conn& c, size_t k) -> Status {
+    PullItem& p = items[need[k]];
+    KI_ASSIGN_OR_RETURN(p.bytes, c.GetBlob(p.layer.digest, p.layer.size));
+    bytes_in += p.bytes.size();
+    progress.Add(1, p.bytes.size());
+    return Status::OK();
+  });
+  report.http_requests = target->requests();
+  if (!st.ok()) return st.WithContext("pull from " + url.str() + " failed; nothing was stored");
+
+  // A tag that moved meanwhile: what we pulled is the manifest we read
+  // first, complete and verified; say so.
+  for (size_t r = 0; r < report.refs.size(); ++r) {
+    if (tags[r].empty()) continue;
+    auto now = conn->ResolveTag(tags[r]);
+    if (now.ok() && *now && **now != report.refs[r].manifest) {
+      report.refs[r].warnings.push_back("the tag " + tags[r] + " moved during the pull (now " + (*now)->str() +
+                                        "); pulled " + report.refs[r].manifest.str());
+    }
+  }
+
+  // Everything is verified: build the batch.
+  auto bytes_of = [&](PullItem& p) -> Result<std::string*> {
+    if (p.present && p.bytes.empty() && p.layer.size > 0) {
+      KI_ASSIGN_OR_RETURN(p.bytes, store.Read(p.layer.digest));
+    }
+    return &p.bytes;
+  };
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  std::unordered_map<Digest, size_t> document_for;  // manifest digest -> item of its document
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].layer.role == Role::kDocument) document_for[*items[i].layer.document_of] = i;
+  uint64_t stored = 0;
+  for (PullItem& p : items) {
+    const Layer& l = p.layer;
+    if (l.role == Role::kBlob || l.role == Role::kAttestation) {
+      if (p.present) continue;
+      if (l.role == Role::kAttestation && !remote::EnvelopeNamesSubject(p.bytes, *l.subject)) {
+        return Status::InvalidInput("attestation " + l.digest.str() + " does not name its subject " + l.subject->str() +
+                                    "; nothing was stored");
+      }
+      KI_RETURN_IF_ERROR(batch->PutBlob(p.bytes, l.media_type).status());
+      stored++;
+      continue;
+    }
+    if (l.role != Role::kManifest) continue;  // documents go in with their manifest
+    auto doc_it = document_for.find(l.digest);
+    bool doc_needed = doc_it != document_for.end() && !items[doc_it->second].present;
+    if (p.present && !doc_needed) continue;
+    KI_ASSIGN_OR_RETURN(std::string * raw, bytes_of(p));
+    auto m = ManifestFromCanonical(*raw, l.digest.str());
+    if (!m.ok()) return m.status().WithContext("pulled manifest object " + l.digest.str());
+    if (m->digest != l.digest || m->canonical != *raw) {
+      return Status::InvalidInput("pulled manifest object " + l.digest.str() + " is not in canonical form");
+    }
+    if (doc_it == document_for.end()) {
+      KI_RETURN_IF_ERROR(batch->PutManifest(*m, std::nullopt, "").status());
+    } else {
+      PullItem& dp = items[doc_it->second];
+      KI_ASSIGN_OR_RETURN(std::string * doc, bytes_of(dp));
+      DocFormat fmt = dp.layer.media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
+      ParseLimits limits;
+      limits.max_bytes = std::max<uint64_t>(limits.max_bytes, doc->size());
+      KI_ASSIGN_OR_RETURN(Json dj, ParseDocument(*doc, fmt, dp.layer.digest.str(), limits));
+      auto full = ManifestFromJson(std::move(dj), dp.layer.digest.str());
+      if (!full.ok() || full->digest != l.digest) {
+        return Status::InvalidInput("pulled document " + dp.layer.digest.str() + " is not a document of " +
+                                    l.digest.str() + "; nothing was stored");
+      }
+      KI_RETURN_IF_ERROR(batch->PutManifest(*full, *doc, dp.layer.media_type).status());
+    }
+    if (!p.present) stored++;
+  }
+  for (const AttRow& r : rows) {
+    std::string key(r.subject.raw());
+    key.append(r.envelope.raw());
+    KI_ASSIGN_OR_RETURN(auto have, batch->Get(kRemoteAttestationTable, key));
+    if (!have) KI_RETURN_IF_ERROR(batch->Put(kRemoteAttestationTable, key, r.value));
+  }
+  KI_RETURN_IF_ERROR(batch->Commit());
+  (void)stored;
+
+  for (size_t r = 0; r < report.refs.size(); ++r) {
+    PulledRef& pr = report.refs[r];
+    for (const Digest& d : ref_layers[r]) {
+      const PullItem& p = items[item_of[d]];
+      if (p.present) {
+        pr.present++;
+      } else {
+        pr.received++;
+        pr.bytes_received += p.layer.size;
+      }
+    }
+  }
+  report.http_requests = target->requests();
+  return report;
+}
+
+}  // namespace ki
