@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# ki key / trust / sign / verify / audit: the happy path, the evidence ladder,
+# and every bad input of issue 5, each with its message and exit code.
+# Usage (ctest): bash sign_cli.sh <ki binary> <tests/data dir>
+set -u
+KI_BIN=$1
+DATA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export KI_HOME=$T/home KI_STORE=$T/store
+unset KI_PASSPHRASE
+fails=0
+
+ki() { "$KI_BIN" "$@"; }
+# expect CODE PATTERN -- command...: runs it, checks exit code and that
+# stdout+stderr match PATTERN (grep -E), and reports.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" != "$code" ]; then
+    echo "FAIL ($rc, wanted $code): $*"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
+  fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL (no /$pattern/): $*"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); return
+  fi
+  echo "ok   $*"
+}
+objects() { ki audit --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["objects"])'; }
+level() { ki show --json "$1" | python3 -c 'import json,sys; e=json.load(sys.stdin)["ki"]["evidence"]; print(e["level"] + (",disputed" if e["disputed"] else ""))'; }
+# b64edit FILE PYTHON-EXPR: rewrites the envelope JSON `e` (payload decoded as `p`).
+edit_envelope() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import base64, json, sys
+src, dst, code = sys.argv[1], sys.argv[2], sys.argv[3]
+e = json.load(open(src))
+p = base64.b64decode(e["payload"])
+exec(code)
+json.dump(e, open(dst, "w"))
+PY
+}
+
+ki init "$T/store" >/dev/null || exit 1
+ki add "$DATA/kernelindex/fixtures/"*.manifest.json >/dev/null || exit 1
+RUN=$(ki resolve BenchmarkRun/sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a)
+PROTO=$(ki resolve BenchmarkProtocol/flashinfer-bench-trace)
+
+# --- keys
+expect 0 "keyid" -- ki key generate alice --no-passphrase
+expect 0 "passphrase-protected" -- env KI_PASSPHRASE=correct-horse "$KI_BIN" key generate bob
+expect 0 "" -- ki key generate carol --no-passphrase
+expect 0 "" -- ki key generate dave --no-passphrase
+expect 4 "already exists" -- ki key generate alice --no-passphrase
+expect 4 "empty passphrase" -- env KI_PASSPHRASE= "$KI_BIN" key generate erin
+expect 4 "key name" -- ki key generate ../evil --no-passphrase
+mode=$(stat -c %a "$KI_HOME/keys/bob.key")
+[ "$mode" = 600 ] && echo "ok   secret key file mode 600" || { echo "FAIL mode $mode"; fails=$((fails + 1)); }
+grep -q "^secret: " "$KI_HOME/keys/bob.key" && ! grep -q "correct-horse" "$KI_HOME/keys/bob.key" &&
+  echo "ok   passphrase not in key file" || { echo "FAIL key file"; fails=$((fails + 1)); }
+expect 0 "^alice	[0-9a-f]{64}	none	ed25519:" -- ki key list
+expect 0 "^ed25519:[A-Za-z0-9+/]{43}=$" -- ki key export alice
+expect 3 "no key named" -- ki key export nobody
+
+# --- trust
+expect 0 "trusted alice" -- ki trust add "$(ki key export alice)" --name alice --role runner
+ki key export dave >"$T/dave.pub"
+expect 0 "trusted dave" -- ki trust add "$T/dave.pub" --name dave --role runner
+expect 0 "trusted bob" -- ki trust add "$(ki key export bob)" --name bob
+expect 4 "already trusted" -- ki trust add "$(ki key export carol)" --name bob
+expect 4 "ed25519:" -- ki trust add "not-a-key" --name x
+expect 4 "base64" -- ki trust add "ed25519:@@@@" --name x
+expect 2 "" -- ki trust add "$(ki key export carol)" --name x --role admin
+expect 0 "alice	runner" -- ki trust list
+
+# --- signing and the evidence ladder
+expect 0 "^reported$" -- level "$RUN"
+expect 0 "reviewed	$RUN	bob \(trusted\)" -- env KI_PASSPHRASE=correct-horse "$KI_BIN" sign "$RUN" --key bob --predicate reviewed --note "checked the harness"
+expect 0 "^reported$" -- level "$RUN"
+# a trusted reviewer's reproduction and an untrusted key's do not count
+expect 0 "" -- env KI_PASSPHRASE=correct-horse "$KI_BIN" sign "$RUN" --key bob --predicate reproduced --run-digest "$RUN" --latency-ns 352000 --ratio 0.997 --machine m1
+expect 0 "carol \(untrusted\)" -- ki sign "$RUN" --key carol --predicate reproduced --run-digest "$RUN" --latency-ns 352000 --ratio 0.997 --machine m1
+expect 0 "^reported$" -- level "$RUN"
+expect 0 "" -- ki sign "$RUN" --key alice --predicate reproduced --run-digest "$RUN" --latency-ns 351000 --ratio 0.994 --machine m1
+expect 0 "^verified$" -- level "$RUN"
+# the same machine twice is not a replication; another runner on another machine is
+expect 0 "" -- ki sign "$RUN" --key dave --predicate reproduced --run-digest "$RUN" --latency-ns 353000 --ratio 1.0 --machine m1
+expect 0 "^verified$" -- level "$RUN"
+expect 0 "" -- ki sign "$RUN" --key dave --predicate reproduced --run-digest "$RUN" --latency-ns 353000 --ratio 1.0 --machine m2
+expect 0 "^replicated$" -- level "$RUN"
+expect 0 "disputed" -- ki sign "$RUN" --key alice --predicate disputed --note "3x slower on m3" --run-digest "$RUN" --latency-ns 1e6 --ratio 2.8 --machine m3 --failed
+expect 0 "^replicated,disputed$" -- level "$RUN"
+expect 0 "level +replicated, disputed" -- ki show "$RUN"
+expect 0 "^attestation	trusted	.*	reproduced	$RUN	trusted alice" -- ki verify "$RUN"
+expect 0 "7 attestations: 6 trusted, 1 not trusted, 0 faults" -- ki verify "$RUN"
+expect 0 '"check": "payloadType"' -- ki verify --json "$RUN"
+expect 0 "7 attestations: 6 trusted" -- ki audit
+
+# --- usage
+expect 2 "" -- ki sign "$RUN" --key alice --predicate approved
+expect 2 "needs --run-digest" -- ki sign "$RUN" --key alice --predicate reproduced
+expect 2 "belong to reproduced" -- ki sign "$RUN" --key alice --predicate reviewed --machine m1
+
+# --- bad input: keys
+before=$(objects)
+expect 3 "no key named .nosuch." -- ki sign "$RUN" --key nosuch --predicate reviewed
+expect 4 "wrong passphrase for key .bob." -- env KI_PASSPHRASE=wrong "$KI_BIN" sign "$RUN" --key bob --predicate reviewed
+if command -v setsid >/dev/null; then
+  expect 4 "set KI_PASSPHRASE" -- setsid -w "$KI_BIN" sign "$RUN" --key bob --predicate reviewed
+fi
+chmod 644 "$KI_HOME/keys/alice.key"
+expect 5 "accessible by group or others \(mode 0644\)" -- ki sign "$RUN" --key alice --predicate reviewed
+chmod 640 "$KI_HOME/keys/alice.key"
+expect 5 "accessible by group or others" -- ki sign "$RUN" --key alice --predicate reviewed
+chmod 600 "$KI_HOME/keys/alice.key"
+expect 3 "" -- ki sign sha256:0000000000000000000000000000000000000000000000000000000000000000 --key alice --predicate reviewed
+after=$(objects)
+[ "$before" = "$after" ] && echo "ok   nothing stored by failed signs ($after objects)" ||
+  { echo "FAIL objects $before -> $after"; fails=$((fails + 1)); }
+
+# --- bad input: envelopes (filed with ki sign --envelope; nothing stored on failure)
+ENV=$(ki verify --json "$RUN" | python3 -c 'import json,sys; print([a["envelope"] for a in json.load(sys.stdin)["attestations"] if a.get("predicate")=="reviewed"][0])')
+ki cat "$ENV" >"$T/good.json"
+edit_envelope "$T/good.json" "$T/tampered-payload.json" 'e["payload"] = base64.b64encode(p.replace(b"checked the harness", b"checked the harnesS")).decode()'
+edit_envelope "$T/good.json" "$T/tampered-sig.json" 's = bytearray(base64.b64decode(e["signatures"][0]["sig"])); s[5] ^= 1; e["signatures"][0]["sig"] = base64.b64encode(bytes(s)).decode()'
+edit_envelope "$T/good.json" "$T/wrong-type.json" 'e["payloadType"] = "application/json"'
+edit_envelope "$T/good.json" "$T/truncated-sig.json" 'e["signatures"][0]["sig"] = e["signatures"][0]["sig"][:-4]'
+edit_envelope "$T/good.json" "$T/nonb64-payload.json" 'e["payload"] = "!!" + e["payload"][2:]'
+edit_envelope "$T/good.json" "$T/truncated-payload.json" 'e["payload"] = e["payload"][:-1]'
+edit_envelope "$T/good.json" "$T/no-sigs.json" 'e["signatures"] = []'
+edit_envelope "$T/good.json" "$T/moved.json" 'e["payload"] = base64.b64encode(p.replace("'"${RUN#sha256:}"'".encode(), "'"${PROTO#sha256:}"'".encode())).decode()'
+edit_envelope "$T/good.json" "$T/unknown-key.json" 'e["signatures"][0]["keyid"] = "ab" * 32'
+before=$(objects)
+expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/tampered-payload.json"
+expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/tampered-sig.json"
+expect 1 "subject: the statement is about $RUN, not $PROTO" -- ki sign "$PROTO" --envelope "$T/good.json"
+expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/moved.json"
+expect 4 "payloadType" -- ki sign --envelope "$T/wrong-type.json"
+expect 4 "sig.* (base64|64)" -- ki sign --envelope "$T/truncated-sig.json"
+expect 4 "payload.* base64" -- ki sign --envelope "$T/nonb64-payload.json"
+expect 4 "payload.* base64" -- ki sign --envelope "$T/truncated-payload.json"
+expect 4 "no signatures" -- ki sign --envelope "$T/no-sigs.json"
+echo '{"payload": "e30=", "payload": "e30=", "payloadType": "x", "signatures": []}' >"$T/dup.json"
+expect 4 "duplicate" -- ki sign --envelope "$T/dup.json"
+after=$(objects)
+[ "$before" = "$after" ] && echo "ok   nothing stored by failed imports" ||
+  { echo "FAIL objects $before -> $after"; fails=$((fails + 1)); }
+# a valid envelope whose key nobody knows is filed, reported, and never counted
+expect 0 "unknown-key" -- ki sign --envelope "$T/unknown-key.json"
+expect 0 "attestation	untrusted	.*	reviewed	.*unknown-key" -- ki verify "$RUN"
+
+# --- revocation: a removed runner key no longer counts, and says so
+expect 0 "removed dave" -- ki trust remove dave
+expect 0 "^verified,disputed$" -- level "$RUN"
+expect 0 "revoked dave" -- ki verify "$RUN"
+expect 0 "dave	revoked" -- ki trust list
+expect 0 "removed alice" -- ki trust remove alice
+expect 0 "^reported$" -- level "$RUN"
+expect 3 "no trusted key" -- ki trust remove alice
+expect 0 "trusted alice" -- ki trust add "$(ki key export alice)" --name alice --role runner
+expect 0 "^verified,disputed$" -- level "$RUN"
+chmod 666 "$KI_HOME/trust.json"
+expect 5 "writable by group or others" -- ki verify "$RUN"
+chmod 644 "$KI_HOME/trust.json"
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails failures"
+  exit 1
+fi
+echo "all sign CLI cases pass"
