@@ -1,0 +1,462 @@
+// Keys, trust, DSSE envelopes and attestation checks (src/sign/).
+#include "ki/sign.h"
+
+#include <sys/stat.h>
+
+#include "testutil/testutil.h"
+
+namespace ki {
+namespace {
+
+using test::TempDir;
+
+PassphraseSource Fixed(std::string phrase) {
+  return [phrase](std::string_view, bool) -> Result<SecretBytes> {
+    SecretBytes s(phrase.size() + 1);
+    std::memcpy(s.data(), phrase.data(), phrase.size());
+    s.Truncate(phrase.size());
+    return s;
+  };
+}
+
+// ---------------------------------------------------------------- encoding
+
+TEST(Dsse, PaeMatchesTheSpecVector) {
+  // DSSE protocol.md, "Test Vectors".
+  EXPECT_EQ(PreAuthEncoding("http://example.com/HelloWorld", "hello world"),
+            "DSSEv1 29 http://example.com/HelloWorld 11 hello world");
+  // LEN counts bytes, not characters.
+  EXPECT_EQ(PreAuthEncoding("t", "é"), "DSSEv1 1 t 2 é");
+  EXPECT_EQ(PreAuthEncoding("", ""), "DSSEv1 0  0 ");
+}
+
+TEST(Base64, RoundTripAndStrictness) {
+  std::string bytes = "\x00\xff\xfe ki \x01";
+  std::string enc = Base64Encode(bytes);
+  auto dec = Base64Decode(enc, "x");
+  ASSERT_OK(dec);
+  EXPECT_EQ(*dec, bytes);
+  EXPECT_EQ(*Base64Decode("aGVsbG8gd29ybGQ=", "x"), "hello world");
+  EXPECT_EQ(*Base64Decode("_-8=", "x"), "\xff\xef");  // URL-safe accepted
+  EXPECT_TRUE(Base64Decode("aGVsbG8gd29ybGQ", "x").status().IsInvalidInput());    // truncated padding
+  EXPECT_TRUE(Base64Decode("aGVsbG8gd29ybGQ=!", "x").status().IsInvalidInput());  // trailing garbage
+  EXPECT_TRUE(Base64Decode("aGV sbG8=", "x").status().IsInvalidInput());
+  EXPECT_TRUE(Base64Decode("a", "x").status().IsInvalidInput());
+}
+
+TEST(PublicKey, TextFormAndKeyId) {
+  SigningKey k = SigningKey::Generate("t");
+  std::string text = k.public_key().ToString();
+  EXPECT_EQ(text.rfind("ed25519:", 0), 0u);
+  auto back = PublicKey::Parse(text + "\n");
+  ASSERT_OK(back);
+  EXPECT_TRUE(*back == k.public_key());
+  std::string raw(reinterpret_cast<const char*>(k.public_key().bytes.data()), 32);
+  EXPECT_EQ(k.public_key().KeyId(), Sha256Of(raw).hex());
+  EXPECT_TRUE(PublicKey::Parse("ssh-ed25519 AAAA").status().IsInvalidInput());
+  EXPECT_TRUE(PublicKey::Parse("ed25519:" + Base64Encode(std::string(31, 'a'))).status().IsInvalidInput());
+}
+
+TEST(SecretBytes, MoveAndTruncate) {
+  SecretBytes a(16);
+  std::memset(a.data(), 7, 16);
+  SecretBytes b = std::move(a);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.data(), nullptr);
+  ASSERT_EQ(b.size(), 16u);
+  b.Truncate(4);
+  EXPECT_EQ(b.size(), 4u);
+  EXPECT_EQ(b.data()[3], 7);
+}
+
+// ---------------------------------------------------------------- keys
+
+TEST(Keyring, PassphraseKeyRoundTrip) {
+  TempDir dir;
+  Keyring ring(dir.Join("keys"));
+  auto info = ring.Generate("alice", KeyProtection::kPassphrase, Fixed("s3cret"));
+  ASSERT_OK(info);
+  struct stat st{};
+  ASSERT_EQ(::stat(info->path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(ring.dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  std::string file = test::ReadFileOrDie(info->path);
+  EXPECT_EQ(file.find("s3cret"), std::string::npos);
+  EXPECT_NE(file.find("protection: argon2id13-xsalsa20poly1305"), std::string::npos);
+
+  auto key = ring.Load("alice", Fixed("s3cret"));
+  ASSERT_OK(key);
+  EXPECT_TRUE(key->public_key() == info->key);
+  std::string sig = key->Sign("m");
+  EXPECT_EQ(sig.size(), 64u);
+
+  auto wrong = ring.Load("alice", Fixed("s3cret!"));
+  EXPECT_TRUE(wrong.status().IsInvalidInput());
+  EXPECT_NE(wrong.status().message().find("wrong passphrase"), std::string::npos);
+
+  auto list = ring.List();
+  ASSERT_OK(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].name, "alice");
+  auto found = ring.FindByKeyId(info->key.KeyId());
+  ASSERT_OK(found);
+  ASSERT_TRUE(found->has_value());
+}
+
+TEST(Keyring, RefusesLooseSecretKeyFiles) {
+  TempDir dir;
+  Keyring ring(dir.Join("keys"));
+  auto info = ring.Generate("k", KeyProtection::kNone, Fixed(""));
+  ASSERT_OK(info);
+  ASSERT_OK(ring.Load("k", Fixed("")));
+  for (mode_t m : {0644, 0640, 0604, 0660, 0620}) {
+    ASSERT_EQ(::chmod(info->path.c_str(), m), 0);
+    auto r = ring.Load("k", Fixed(""));
+    EXPECT_TRUE(r.status().IsIOError()) << m;
+    EXPECT_NE(r.status().message().find("accessible by group or others"), std::string::npos);
+  }
+  // Public facts stay readable (ki key list / export).
+  EXPECT_OK(ring.Info("k"));
+  ASSERT_EQ(::chmod(info->path.c_str(), 0600), 0);
+  EXPECT_OK(ring.Load("k", Fixed("")));
+}
+
+TEST(Keyring, NamesAndDuplicates) {
+  TempDir dir;
+  Keyring ring(dir.Join("keys"));
+  ASSERT_OK(ring.Generate("a.b_c-1", KeyProtection::kNone, Fixed("")));
+  EXPECT_TRUE(ring.Generate("a.b_c-1", KeyProtection::kNone, Fixed("")).status().IsInvalidInput());
+  for (const char* bad : {"", "../x", ".hidden", "-x", "a/b", "a b"})
+    EXPECT_TRUE(ring.Generate(bad, KeyProtection::kNone, Fixed("")).status().IsInvalidInput()) << bad;
+  EXPECT_TRUE(ring.Generate("e", KeyProtection::kPassphrase, Fixed("")).status().IsInvalidInput());
+  EXPECT_TRUE(ring.Load("nobody", Fixed("")).status().IsNotFound());
+}
+
+TEST(Keyring, DamagedKeyFiles) {
+  TempDir dir;
+  Keyring ring(dir.Join("keys"));
+  auto info = ring.Generate("k", KeyProtection::kNone, Fixed(""));
+  ASSERT_OK(info);
+  std::string text = test::ReadFileOrDie(info->path);
+  SigningKey other = SigningKey::Generate("o");
+  // A public line that does not belong to the secret.
+  std::string swapped = text;
+  size_t p = swapped.find("public: ");
+  swapped.replace(p + 8, swapped.find('\n', p) - p - 8, other.public_key().ToString());
+  size_t id = swapped.find("keyid: ");
+  swapped.replace(id + 7, 64, other.public_key().KeyId());
+  test::WriteFileOrDie(info->path, swapped);
+  ::chmod(info->path.c_str(), 0600);
+  EXPECT_TRUE(ring.Load("k", Fixed("")).status().IsInvalidInput());
+  test::WriteFileOrDie(info->path, "not a key\n");
+  ::chmod(info->path.c_str(), 0600);
+  EXPECT_TRUE(ring.Load("k", Fixed("")).status().IsInvalidInput());
+}
+
+// ---------------------------------------------------------------- trust
+
+TEST(Trust, AddRemoveRevokeAndPersist) {
+  TempDir dir;
+  std::string path = dir.Join("trust.json");
+  auto ts = TrustStore::Load(path);
+  ASSERT_OK(ts);
+  SigningKey a = SigningKey::Generate("a"), b = SigningKey::Generate("b");
+  ASSERT_TRUE(*ts->Add(a.public_key(), "alice", Role::kRunner));
+  ASSERT_TRUE(*ts->Add(b.public_key(), "bob", Role::kReviewer));
+  EXPECT_FALSE(*ts->Add(b.public_key(), "bob", Role::kRunner));  // update
+  EXPECT_TRUE(ts->Add(a.public_key(), "bob", Role::kRunner).status().IsInvalidInput());
+  ASSERT_OK(ts->Save());
+  auto again = TrustStore::Load(path);
+  ASSERT_OK(again);
+  ASSERT_EQ(again->trusted().size(), 2u);
+  EXPECT_EQ(again->FindTrusted(b.public_key().KeyId())->role, Role::kRunner);
+  auto removed = again->Remove(a.public_key().KeyId().substr(0, 10));
+  ASSERT_OK(removed);
+  EXPECT_EQ(removed->name, "alice");
+  EXPECT_TRUE(again->Remove("alice").status().IsNotFound());
+  EXPECT_TRUE(again->Remove("1234").status().IsNotFound());  // prefixes need 8 digits
+  ASSERT_OK(again->Save());
+  auto third = TrustStore::Load(path);
+  ASSERT_OK(third);
+  EXPECT_EQ(third->FindTrusted(a.public_key().KeyId()), nullptr);
+  ASSERT_NE(third->FindRevoked(a.public_key().KeyId()), nullptr);
+  // Re-adding lifts the revocation.
+  ASSERT_OK(third->Add(a.public_key(), "alice", Role::kRunner));
+  EXPECT_EQ(third->FindRevoked(a.public_key().KeyId()), nullptr);
+
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  EXPECT_TRUE(TrustStore::Load(path).status().IsIOError());
+}
+
+// ---------------------------------------------------------------- attestations
+
+class AttestationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = Store::Init(dir_.path());
+    ASSERT_OK(s);
+    store_ = std::move(s).value();
+    auto batch = store_->NewBatch();
+    ASSERT_OK(batch);
+    auto a = (*batch)->PutBlob("subject A", "text/plain");
+    auto b = (*batch)->PutBlob("subject B", "text/plain");
+    ASSERT_OK(a);
+    ASSERT_OK(b);
+    ASSERT_OK((*batch)->Commit());
+    subject_a_ = a->digest;
+    subject_b_ = b->digest;
+    auto t = TrustStore::Load(dir_.Join("trust.json"));
+    ASSERT_OK(t);
+    keys_.trust = std::move(t).value();
+    ASSERT_OK(keys_.trust.Add(runner_.public_key(), "runner", Role::kRunner));
+  }
+
+  AttestationRequest Reviewed(const Digest& d) {
+    AttestationRequest r;
+    r.subject = d;
+    r.predicate = PredicateKind::kReviewed;
+    r.note = "fine";
+    return r;
+  }
+
+  // Files raw envelope bytes under `subject`, bypassing every check (what a
+  // damaged or malicious store could hold).
+  Digest FileRaw(const Digest& subject, const std::string& bytes) {
+    auto batch = store_->NewBatch();
+    EXPECT_OK(batch);
+    auto put = (*batch)->PutBlob(bytes, kEnvelopeMediaType);
+    EXPECT_OK(put);
+    EXPECT_OK((*batch)->Put(kAttestationTable, std::string(subject.raw()) + std::string(put->digest.raw()), ""));
+    EXPECT_OK((*batch)->Commit());
+    return put->digest;
+  }
+
+  AttestationReport Only(const Digest& subject) {
+    auto r = VerifyAttestations(*store_, subject, keys_);
+    EXPECT_OK(r);
+    EXPECT_EQ(r->size(), 1u);
+    return r->empty() ? AttestationReport{} : (*r)[0];
+  }
+
+  std::string GoodEnvelope() {
+    auto b = BuildAttestation(*store_, runner_, Reviewed(subject_a_));
+    EXPECT_OK(b);
+    return *b;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  Digest subject_a_, subject_b_;
+  SigningKey runner_ = SigningKey::Generate("runner");
+  KeySources keys_;
+};
+
+TEST_F(AttestationTest, CreateStoresAndVerifies) {
+  auto put = CreateAttestation(*store_, runner_, Reviewed(subject_a_));
+  ASSERT_OK(put);
+  auto info = store_->Stat(put->digest);
+  ASSERT_OK(info);
+  ASSERT_TRUE(info->has_value());
+  EXPECT_EQ((*info)->media_type, kEnvelopeMediaType);
+  AttestationReport r = Only(subject_a_);
+  EXPECT_FALSE(r.fault()) << r.problem();
+  EXPECT_TRUE(r.TrustedBy(Role::kRunner));
+  ASSERT_EQ(r.signatures.size(), 1u);
+  EXPECT_EQ(r.signatures[0].signer, "runner");
+  EXPECT_EQ(r.predicate, PredicateKind::kReviewed);
+  EXPECT_EQ(r.predicate_body["note"], "fine");
+  // The envelope is what DSSE says: canonical JSON with a base64 statement.
+  auto bytes = store_->Read(put->digest);
+  ASSERT_OK(bytes);
+  auto env = ParseEnvelope(*bytes);
+  ASSERT_OK(env);
+  EXPECT_EQ(env->payload_type, kInTotoPayloadType);
+  auto st = ParseDocument(env->payload, DocFormat::kJson, "t");
+  ASSERT_OK(st);
+  EXPECT_EQ((*st)["_type"], kInTotoStatementType);
+  EXPECT_EQ((*st)["subject"][0]["digest"]["sha256"], subject_a_.hex());
+  EXPECT_EQ((*st)["predicateType"], PredicateTypeUri(PredicateKind::kReviewed));
+  // Nothing under the other subject.
+  auto none = VerifyAttestations(*store_, subject_b_, keys_);
+  ASSERT_OK(none);
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(AttestationTest, UntrustedRevokedAndUnknownKeys) {
+  SigningKey stranger = SigningKey::Generate("stranger");
+  ASSERT_OK(CreateAttestation(*store_, stranger, Reviewed(subject_a_)));
+  AttestationReport r = Only(subject_a_);
+  EXPECT_FALSE(r.fault());
+  EXPECT_FALSE(r.TrustedBy());
+  EXPECT_EQ(r.signatures[0].state, SignatureState::kUntrusted);
+  EXPECT_EQ(r.signatures[0].key_source, "statement");
+
+  ASSERT_OK(CreateAttestation(*store_, runner_, Reviewed(subject_b_)));
+  ASSERT_OK(keys_.trust.Remove("runner"));
+  r = Only(subject_b_);
+  EXPECT_FALSE(r.fault());
+  EXPECT_EQ(r.signatures[0].state, SignatureState::kRevoked);
+  EXPECT_FALSE(r.TrustedBy());
+
+  // A key id nobody knows and no signer key in the statement: unknown.
+  auto env = ParseEnvelope(GoodEnvelope());
+  ASSERT_OK(env);
+  Json st = *ParseDocument(env->payload, DocFormat::kJson, "t");
+  st["predicate"].erase("signer");
+  env->payload = *Canonicalize(st);
+  env->signatures[0].keyid = std::string(64, 'a');
+  env->signatures[0].sig = runner_.Sign(PreAuthEncoding(env->payload_type, env->payload));
+  std::string bytes = SerializeEnvelope(*env);
+  AttestationReport u = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+  EXPECT_FALSE(u.fault());
+  EXPECT_EQ(u.signatures[0].state, SignatureState::kUnknownKey);
+}
+
+TEST_F(AttestationTest, TamperedPayloadIsAFault) {
+  auto env = ParseEnvelope(GoodEnvelope());
+  ASSERT_OK(env);
+  size_t p = env->payload.find("fine");
+  env->payload.replace(p, 4, "FINE");
+  FileRaw(subject_a_, SerializeEnvelope(*env));
+  AttestationReport r = Only(subject_a_);
+  EXPECT_TRUE(r.fault());
+  EXPECT_EQ(r.signatures[0].state, SignatureState::kInvalid);
+  EXPECT_NE(r.problem().find("does not verify"), std::string::npos);
+}
+
+TEST_F(AttestationTest, TamperedSignatureIsAFault) {
+  auto env = ParseEnvelope(GoodEnvelope());
+  ASSERT_OK(env);
+  env->signatures[0].sig[10] ^= 0x01;
+  FileRaw(subject_a_, SerializeEnvelope(*env));
+  AttestationReport r = Only(subject_a_);
+  EXPECT_TRUE(r.fault());
+  EXPECT_EQ(r.signatures[0].state, SignatureState::kInvalid);
+}
+
+TEST_F(AttestationTest, SignatureMovedOntoAnotherSubjectIsAFault) {
+  // The same valid envelope filed under B...
+  FileRaw(subject_b_, GoodEnvelope());
+  AttestationReport r = Only(subject_b_);
+  EXPECT_TRUE(r.fault());
+  EXPECT_NE(r.problem().find("subject: the statement is about " + subject_a_.str()), std::string::npos);
+  EXPECT_EQ(r.signatures[0].state, SignatureState::kTrusted);  // valid, yet never counted
+  EXPECT_FALSE(r.TrustedBy());
+  // ...or its signature put on a statement about B.
+  auto env = ParseEnvelope(GoodEnvelope());
+  ASSERT_OK(env);
+  std::string payload = env->payload;
+  size_t p = payload.find(subject_a_.hex());
+  payload.replace(p, 64, subject_b_.hex());
+  env->payload = payload;
+  std::string bytes = SerializeEnvelope(*env);
+  AttestationReport moved = CheckEnvelope(bytes, Sha256Of(bytes), subject_b_, keys_);
+  EXPECT_TRUE(moved.fault());
+  EXPECT_EQ(moved.signatures[0].state, SignatureState::kInvalid);
+}
+
+TEST_F(AttestationTest, WrongPayloadTypeIsAFault) {
+  auto env = ParseEnvelope(GoodEnvelope());
+  ASSERT_OK(env);
+  env->payload_type = "application/json";
+  // Re-signed properly over the new type: still refused, for its type.
+  env->signatures[0].sig = runner_.Sign(PreAuthEncoding(env->payload_type, env->payload));
+  FileRaw(subject_a_, SerializeEnvelope(*env));
+  AttestationReport r = Only(subject_a_);
+  EXPECT_TRUE(r.fault());
+  EXPECT_EQ(r.problem().rfind("payloadType:", 0), 0u) << r.problem();
+}
+
+TEST_F(AttestationTest, MalformedFieldsAreFaults) {
+  Json good = *ParseDocument(GoodEnvelope(), DocFormat::kJson, "t");
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> edit;
+    const char* check;
+  } cases[] = {
+      {"truncated sig", [](Json& j) { j["signatures"][0]["sig"] = j["signatures"][0]["sig"].get<std::string>().substr(0, 40); }, "encoding"},
+      {"non-base64 sig", [](Json& j) { j["signatures"][0]["sig"] = "%%%%"; }, "encoding"},
+      {"non-base64 payload", [](Json& j) { j["payload"] = "!" + j["payload"].get<std::string>(); }, "encoding"},
+      {"truncated payload", [](Json& j) { j["payload"] = j["payload"].get<std::string>().substr(0, 21); }, "encoding"},
+      {"no signatures", [](Json& j) { j["signatures"] = Json::array(); }, "signatures"},
+      {"signatures missing", [](Json& j) { j.erase("signatures"); }, "envelope"},
+      {"payloadType missing", [](Json& j) { j.erase("payloadType"); }, "envelope"},
+      {"not an object", [](Json& j) { j = Json::array(); }, "envelope"},
+  };
+  for (const auto& c : cases) {
+    Json j = good;
+    c.edit(j);
+    std::string bytes = j.dump();
+    AttestationReport r = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+    EXPECT_TRUE(r.fault()) << c.what;
+    EXPECT_EQ(r.problem().rfind(std::string(c.check) + ":", 0), 0u) << c.what << ": " << r.problem();
+  }
+  std::string not_json = "{\"payload\": ";
+  EXPECT_TRUE(CheckEnvelope(not_json, Sha256Of(not_json), subject_a_, keys_).fault());
+}
+
+TEST_F(AttestationTest, MissingOrCorruptEnvelopeIsAFault) {
+  Digest ghost = Sha256Of("never stored");
+  auto batch = store_->NewBatch();
+  ASSERT_OK(batch);
+  ASSERT_OK((*batch)->Put(kAttestationTable, std::string(subject_a_.raw()) + std::string(ghost.raw()), ""));
+  ASSERT_OK((*batch)->Commit());
+  AttestationReport r = Only(subject_a_);
+  EXPECT_TRUE(r.fault());
+  EXPECT_EQ(r.problem().rfind("stored:", 0), 0u);
+  auto audit = AuditAttestations(*store_, keys_);
+  ASSERT_OK(audit);
+  EXPECT_EQ(audit->faults(), 1u);
+}
+
+TEST_F(AttestationTest, ImportChecksBeforeStoring) {
+  std::string good = GoodEnvelope();
+  // Filed under the wrong subject: VerifyFailed, nothing stored.
+  auto wrong = ImportAttestation(*store_, good, subject_b_, keys_);
+  EXPECT_EQ(wrong.status().code(), Code::kVerifyFailed);
+  auto env = ParseEnvelope(good);
+  env->signatures.clear();
+  Json j = *ParseDocument(SerializeEnvelope(*env), DocFormat::kJson, "t");
+  EXPECT_TRUE(ImportAttestation(*store_, j.dump(), std::nullopt, keys_).status().IsInvalidInput());
+  EXPECT_TRUE(ListAttestations(*store_, subject_a_)->empty());
+  EXPECT_TRUE(ListAttestations(*store_, subject_b_)->empty());
+  // The subject is read from the statement.
+  auto ok = ImportAttestation(*store_, good, std::nullopt, keys_);
+  ASSERT_OK(ok);
+  EXPECT_EQ(ok->second.subject, subject_a_);
+  EXPECT_EQ(ListAttestations(*store_, subject_a_)->size(), 1u);
+}
+
+TEST_F(AttestationTest, RequestsAreValidated) {
+  AttestationRequest r = Reviewed(subject_a_);
+  r.predicate = PredicateKind::kReproduced;
+  EXPECT_TRUE(CreateAttestation(*store_, runner_, r).status().IsInvalidInput());
+  r.rerun = RerunResult{subject_a_, 100, 1.0, true, "", std::nullopt};
+  EXPECT_TRUE(CreateAttestation(*store_, runner_, r).status().IsInvalidInput());  // no machine
+  r.rerun->machine = "m";
+  r.rerun->latency_ns = std::nan("");
+  EXPECT_TRUE(CreateAttestation(*store_, runner_, r).status().IsInvalidInput());
+  AttestationRequest absent = Reviewed(Sha256Of("absent"));
+  EXPECT_TRUE(CreateAttestation(*store_, runner_, absent).status().IsNotFound());
+  AttestationRequest dispute = Reviewed(subject_a_);
+  dispute.predicate = PredicateKind::kDisputed;
+  dispute.note.clear();
+  EXPECT_TRUE(CreateAttestation(*store_, runner_, dispute).status().IsInvalidInput());
+  EXPECT_TRUE(ListAttestations(*store_, subject_a_)->empty());
+}
+
+TEST_F(AttestationTest, AuditNotesUnfiledEnvelopes) {
+  auto batch = store_->NewBatch();
+  ASSERT_OK(batch);
+  ASSERT_OK((*batch)->PutBlob(GoodEnvelope(), kEnvelopeMediaType));
+  ASSERT_OK((*batch)->Commit());
+  auto audit = AuditAttestations(*store_, keys_);
+  ASSERT_OK(audit);
+  EXPECT_EQ(audit->reports.size(), 0u);
+  ASSERT_EQ(audit->notes.size(), 1u);
+  EXPECT_NE(audit->notes[0].find("not filed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ki
