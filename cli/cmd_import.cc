@@ -1,0 +1,173 @@
+// ki import SOURCE ...: bring a published catalog into the store.
+//
+// Each source is one entry of kImporters below (its options and its run
+// step); adding a source is adding an entry.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "command.h"
+#include "ki/catalog.h"
+
+namespace ki::cli {
+namespace {
+
+// --- progress on standard error: a bar on a terminal, plain lines otherwise.
+class Progress {
+ public:
+  Progress() : tty_(::isatty(STDERR_FILENO) == 1) {}
+  ~Progress() { Done(); }
+  void Update(const catalog::ImportProgress& p) {
+    if (p.lines_total == 0) return;
+    int pct = int(100 * p.lines_done / p.lines_total);
+    if (tty_) {
+      int width = 30, filled = width * pct / 100;
+      std::fprintf(stderr, "\r%-9s [%s%s] %3d%%  %llu/%llu lines", std::string(p.phase).c_str(),
+                   std::string(filled, '#').c_str(), std::string(width - filled, ' ').c_str(), pct,
+                   (unsigned long long)p.lines_done, (unsigned long long)p.lines_total);
+      std::fflush(stderr);
+      drawn_ = true;
+    } else if (pct >= next_pct_ || p.phase != last_phase_) {
+      std::fprintf(stderr, "import: %s %llu/%llu lines (%d%%)\n", std::string(p.phase).c_str(),
+                   (unsigned long long)p.lines_done, (unsigned long long)p.lines_total, pct);
+      next_pct_ = (pct / 25 + 1) * 25;
+      last_phase_ = std::string(p.phase);
+    }
+  }
+  void Done() {
+    if (tty_ && drawn_) std::fprintf(stderr, "\r\033[K");
+    drawn_ = false;
+  }
+
+ private:
+  bool tty_;
+  bool drawn_ = false;
+  int next_pct_ = 0;
+  std::string last_phase_;
+};
+
+std::string WithCommas(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+Json ReportJson(const catalog::ImportReport& r, double seconds) {
+  Json kinds = Json::object();
+  for (const auto& [k, c] : r.kinds) kinds[k] = {{"new", c.added}, {"existing", c.existing}};
+  Json mism = Json::array();
+  for (const auto& m : r.mismatches)
+    mism.push_back({{"table", m.table}, {"rowId", m.row_id}, {"field", m.field}, {"stored", m.stored},
+                    {"computed", m.computed}});
+  return {{"source", r.source},
+          {"content", r.content.str()},
+          {"lines", r.lines},
+          {"rows", r.rows},
+          {"kinds", kinds},
+          {"missingArtifacts", {{"new", r.absent.added}, {"existing", r.absent.existing}}},
+          {"keysChecked", r.keys_checked},
+          {"cohorts", r.cohorts},
+          {"servingCohorts", r.serving_cohorts},
+          {"recordEvents", r.record_events},
+          {"recordEventsReproduced", r.record_events_reproduced},
+          {"mismatches", mism},
+          {"stored", r.stored},
+          {"seconds", seconds}};
+}
+
+void PrintReport(const catalog::ImportReport& r, double seconds) {
+  std::string out;
+  for (const auto& m : r.mismatches) {
+    out += "mismatch\t" + m.table + "\t" + m.row_id + "\t" + m.field + "\tstored " + m.stored + "\tcomputed " +
+           m.computed + "\n";
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s: %s lines in %.2f s\n", r.source.c_str(), WithCommas(r.lines).c_str(), seconds);
+  out += buf;
+  std::snprintf(buf, sizeof buf, "  %-24s %8s %9s\n", "kind", "new", "existing");
+  out += buf;
+  for (const auto& [k, c] : r.kinds) {
+    std::snprintf(buf, sizeof buf, "  %-24s %8s %9s\n", k.c_str(), WithCommas(c.added).c_str(),
+                  WithCommas(c.existing).c_str());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "  %-24s %8s %9s\n", "missing artifacts", WithCommas(r.absent.added).c_str(),
+                WithCommas(r.absent.existing).c_str());
+  out += buf;
+  out += "  keys recomputed: " + WithCommas(r.keys_checked) + ", mismatches: " + WithCommas(r.mismatches.size()) + "\n";
+  out += "  comparison groups: " + WithCommas(r.cohorts - r.serving_cohorts) + " kernel, " +
+         WithCommas(r.serving_cohorts) + " serving\n";
+  out += "  record events reproduced: " + WithCommas(r.record_events_reproduced) + " of " +
+         WithCommas(r.record_events) + "\n";
+  out += r.stored ? "  stored\n" : "  nothing stored\n";
+  std::cout << out;
+}
+
+// --- ki import kernelindex FILE
+struct KernelIndexOptions {
+  std::string file;
+  bool keep_going = false;
+  bool json = false;
+  int threads = 2;
+};
+
+RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<KernelIndexOptions>();
+  sub->add_option("file", o->file, "catalog export: .jsonl.zst, .jsonl, or - for standard input")->required();
+  sub->add_flag("--keep-going", o->keep_going, "store the export even when stored digests or keys do not recompute");
+  sub->add_flag("--json", o->json, "print the summary as JSON");
+  sub->add_option("--threads", o->threads, "parsing threads (default 2)")->check(CLI::Range(1, 64));
+  return [o, g]() -> Result<int> {
+    auto t0 = std::chrono::steady_clock::now();
+    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
+    KI_ASSIGN_OR_RETURN(std::string text, catalog::ReadExport(o->file));
+    Progress progress;
+    catalog::ImportOptions opts;
+    opts.keep_going = o->keep_going;
+    opts.threads = o->threads;
+    opts.progress = [&](const catalog::ImportProgress& p) { progress.Update(p); };
+    KI_ASSIGN_OR_RETURN(auto report, catalog::ImportKernelIndex(*store, text, o->file, opts));
+    progress.Done();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (o->json) PrintJson(ReportJson(report, secs));
+    else PrintReport(report, secs);
+    if (report.mismatches.empty()) return 0;
+    if (!report.stored) {
+      return Status::InvalidInput(std::to_string(report.mismatches.size()) +
+                                  " stored digests or keys do not recompute; nothing was stored "
+                                  "(--keep-going stores the export anyway)");
+    }
+    return 1;  // stored with --keep-going, but a check found faults
+  };
+}
+
+// Sources `ki import` knows. A new one is a Setup function and a line here.
+struct Importer {
+  const char* name;
+  const char* help;
+  RunFn (*setup)(CLI::App*, GlobalOptions*);
+};
+const Importer kImporters[] = {
+    {"kernelindex", "Import a KernelIndex catalog export (JSON lines, plain or zstd)", SetupKernelIndex},
+};
+
+RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+  sub->require_subcommand(1);
+  auto runs = std::make_shared<std::vector<std::pair<CLI::App*, RunFn>>>();
+  for (const auto& imp : kImporters) {
+    CLI::App* s = sub->add_subcommand(imp.name, imp.help);
+    runs->emplace_back(s, imp.setup(s, g));
+  }
+  return [runs]() -> Result<int> {
+    for (auto& [s, run] : *runs)
+      if (s->parsed()) return run();
+    return Status::Usage("ki import: name a source (" + std::string(kImporters[0].name) + ")");
+  };
+}
+
+KI_REGISTER_COMMAND(import, {"import", "Import a published catalog into the store", Setup, 60});
+
+}  // namespace
+}  // namespace ki::cli

@@ -1,0 +1,201 @@
+// Catalog: the KernelIndex catalog export inside a ki store.
+//
+// `ImportKernelIndex` reads an export (JSON lines `{"table": T, "row": {...}}`,
+// plain or zstd-compressed), recomputes every digest and key it carries
+// (docs/kernelindex-identity.md), stores its manifests through one Batch and
+// keeps the export's own facts (sources, publication, retraction,
+// supersession, measurements, record events) in `catalog.*` tables
+// (docs/format.md, "Catalog tables"). Cohorts, ranks (policy ranking-v1) and
+// record histories are answered from those tables; `JsonPatch` and
+// `FieldDiffs` compare two manifests.
+//
+// Thread-safety: functions taking a Store follow the Store's rules (one
+// writer); the pure functions are safe to call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ki/digest.h"
+#include "ki/json.h"
+#include "ki/manifest.h"
+#include "ki/status.h"
+#include "ki/store.h"
+
+namespace ki::catalog {
+
+inline constexpr std::string_view kRankingPolicy = "ranking-v1";
+
+// ---------------------------------------------------------------- keys
+
+// digest of JCS({"correctness": <workload spec.correctness, or null>}).
+Result<Digest> CorrectnessKey(const Json& workload_spec);
+// `latency:<primaryStatistic>:ns` when the run has timing, else the first
+// measurement as `<metric>:<statistic>:<unit>`, else `none`.
+std::string MetricKey(const Json& run_spec);
+
+struct ComparisonParts {
+  std::string operation;    // the workload's spec.operationSpecDigest
+  std::string workload;     // the run's workloadDigest
+  std::string protocol;     // spec digest of the run's protocol
+  std::string environment;  // spec digest of the run's environment
+  std::string correctness;  // CorrectnessKey of the workload
+  std::string metric;       // MetricKey of the run
+};
+Result<Digest> ComparisonKey(const ComparisonParts& parts);
+
+// Serving (policy serving-v1): the cohort of a ServingRun.
+std::string ServingProtocolKey(const Json& run_spec, const Json& workload_spec);
+std::string ServingTopologyKey(const Json& run_spec);
+std::string MetricSetKey(const Json& run_spec);
+struct ServingCohortParts {
+  std::string model;  // modelDigest
+  std::optional<std::string> tokenizer;
+  std::string workload;  // serving workloadDigest
+  std::string protocol, topology, quality_policy, metric_set;
+};
+Result<Digest> ServingCohortKey(const ServingCohortParts& parts);
+
+// ---------------------------------------------------------------- import
+
+struct ImportProgress {
+  uint64_t lines_done = 0;
+  uint64_t lines_total = 0;  // known once the input is decompressed
+  std::string_view phase;    // "reading", "checking", "storing", "indexing"
+};
+
+struct ImportOptions {
+  bool keep_going = false;  // store even when stored keys do not recompute
+  int threads = 2;          // parsing threads (the writer is one more)
+  std::function<void(const ImportProgress&)> progress;
+};
+
+// A stored digest or key that did not recompute.
+struct Mismatch {
+  std::string table;     // export table, e.g. "benchmark_runs"
+  std::string row_id;    // the row's id
+  std::string field;     // e.g. "comparisonKey"
+  std::string stored;    // the export's value
+  std::string computed;  // ki's value (or why it could not be computed)
+};
+
+struct KindCount {
+  uint64_t added = 0;     // not in the store before this import
+  uint64_t existing = 0;  // already there
+};
+
+struct ImportReport {
+  std::string source;        // file name or "-"
+  Digest content;            // SHA-256 of the decompressed export
+  uint64_t lines = 0;
+  std::map<std::string, uint64_t> rows;  // per export table
+  std::map<std::string, KindCount> kinds;  // per manifest kind (unique digests)
+  KindCount absent;           // artifacts recorded as known-but-missing
+  uint64_t keys_checked = 0;  // digests and keys recomputed
+  uint64_t cohorts = 0, serving_cohorts = 0;
+  uint64_t record_events = 0, record_events_reproduced = 0;
+  std::vector<Mismatch> mismatches;
+  bool stored = false;  // false when mismatches stopped the import
+};
+
+// Reads a whole export from a file ("-" for standard input); zstd input is
+// recognised by its magic number and decompressed as a stream.
+Result<std::string> ReadExport(const std::string& path);
+
+// Imports export text (JSON lines). Everything goes into one Batch: an
+// interrupted import stores nothing, and importing the same text again adds
+// nothing. With mismatches and !keep_going, nothing is stored and the report
+// lists them (the caller decides the exit status).
+Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std::string_view source,
+                                       const ImportOptions& opts = {});
+
+// ---------------------------------------------------------------- ranks
+
+enum class Evidence : uint8_t { kReported = 1, kReproducible = 2, kVerified = 3, kReplicated = 4 };
+std::string_view EvidenceName(Evidence e);
+
+// One run of a cohort, as ranking-v1 sees it.
+struct RankEntry {
+  Digest run;
+  std::string id;        // the export's row id (display order in ties)
+  std::string name;      // the run's metadata.name
+  std::string implementation;  // the implementation's metadata.name, when known
+  std::optional<double> value;  // primary value, lower is better
+  std::string unit;             // "ns", "s", ...
+  std::optional<std::pair<double, double>> interval;  // confidence95
+  Evidence evidence = Evidence::kReported;
+  std::string observed_at;  // RFC 3339
+  std::string status;
+  bool published = false, retracted = false, superseded = false;
+  // Filled by RankV1:
+  int rank = 0;  // 1-based dense rank; 0 when ineligible
+  bool tied_with_previous = false;
+  std::vector<std::string> reasons;  // why ineligible (UNPUBLISHED, STATUS_*, ...)
+};
+
+std::vector<std::string> EligibilityReasons(const RankEntry& e);
+
+struct Ranking {
+  Digest cohort;
+  bool source_native = false;
+  std::string metric;
+  Json description;  // the cohort's parts (operation, workload, protocol, ...)
+  std::vector<RankEntry> ranked;      // display order
+  std::vector<RankEntry> ineligible;  // by id
+};
+
+// ranking-v1 over one cohort's runs: eligibility, ascending sort, tie
+// chains (equal values; outside source-native cohorts also overlapping
+// confidence intervals, with every member of the chain), dense ranks, and
+// display order inside a tie (evidence, newer observedAt, id).
+Ranking RankV1(std::vector<RankEntry> runs, bool source_native);
+
+struct RecordEvent {
+  Digest run;
+  std::string run_id;
+  std::optional<Digest> previous;
+  std::string previous_id;
+  std::string at;  // the run's observedAt
+  double value = 0;
+  std::optional<double> previous_value;
+  bool in_export = false;  // the export's record_events has this event
+};
+
+struct RecordHistory {
+  Digest cohort;
+  std::vector<RecordEvent> events;   // oldest first
+  std::vector<Json> not_reproduced;  // export events ki does not derive
+};
+
+// --- reading the catalog tables of a store
+
+// True when the store holds an imported catalog.
+Result<bool> HasCatalog(Store& store);
+// The cohort a run belongs to, when it was imported from a catalog.
+Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run);
+// REF is a cohort key (full or a prefix of at least 4 hex digits) or any
+// object REF naming a run (its cohort).
+Result<Digest> ResolveCohort(Store& store, std::string_view ref);
+Result<Ranking> RankCohort(Store& store, const Digest& cohort);
+Result<RecordHistory> Records(Store& store, const Digest& cohort);
+// The export's facts about a run (its row, without the manifest), if any.
+Result<std::optional<Json>> RunFacts(Store& store, const Digest& run);
+
+// ---------------------------------------------------------------- diff
+
+// RFC 6902 JSON Patch turning `a` into `b` (add / remove / replace; arrays
+// element-wise, extra elements added or removed at the end).
+Json JsonPatch(const Json& a, const Json& b);
+
+struct FieldDiff {
+  std::string path;  // dotted path, e.g. "spec.timing.latencyNs.mean", "spec.x[2]"
+  std::optional<Json> a, b;  // absent on one side for added / removed fields
+};
+std::vector<FieldDiff> FieldDiffs(const Json& a, const Json& b, const std::string& prefix = "");
+
+}  // namespace ki::catalog

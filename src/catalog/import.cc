@@ -1,0 +1,753 @@
+// Importing a KernelIndex catalog export (`ki import kernelindex`).
+//
+// Shape of the work: the export is split into lines; worker threads parse
+// lines and build manifests (schema check, normalisation, canonical bytes,
+// digest: the costly part), while the calling thread is the single writer
+// that puts their results into one Batch in line order. A final pass checks
+// what needs several rows (comparison keys need the run's workload, serving
+// cohorts the model and workload, supersession and record events the whole
+// run table) and writes the cohort index. One Batch means one LMDB commit:
+// kill -9 at any point leaves the store as it was, and a rerun completes it.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "catalog/tables.h"
+#include "catalog/time.h"
+#include "ki/catalog.h"
+
+namespace ki::catalog {
+
+namespace {
+
+using tables::RowKey;
+
+// Tables whose rows carry one manifest, and the column holding its digest.
+struct ManifestTable {
+  std::string_view table;
+  std::string_view digest_field;  // empty: the export stores no digest
+};
+constexpr ManifestTable kManifestTables[] = {
+    {"projects", ""},
+    {"operations", "semanticDigest"},
+    {"workloads", "workloadDigest"},
+    {"implementations", "implementationDigest"},
+    {"model_revisions", "modelDigest"},
+    {"serving_stack_revisions", "stackDigest"},
+    {"serving_configurations", "configurationDigest"},
+    {"serving_workloads", "workloadDigest"},
+    {"serving_runs", "runDigest"},
+};
+
+struct PutItem {
+  Manifest manifest;
+  std::string document;  // the document as exported (metadata included), JSON
+};
+
+// What a worker makes of one line.
+struct LineResult {
+  size_t line_no = 0;
+  std::string table, id;
+  std::string facts;             // the row without its manifest column
+  std::vector<PutItem> puts;     // manifests to store
+  std::vector<Digest> repeated;  // manifests this worker already produced (by digest)
+  std::vector<Mismatch> mismatches;
+  uint64_t keys_checked = 0;
+  Json extract;  // what the cross-row pass needs (see ProcessLine)
+};
+
+std::string Str(const Json& obj, std::string_view field) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(field);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+Json Field(const Json& obj, std::string_view field) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(field);
+  return it != obj.end() ? *it : Json(nullptr);
+}
+
+// Per-worker cache of protocol and environment documents (thousands of runs
+// share a handful). A hit is safe to skip: this worker's earlier lines are
+// written before its later ones, so the manifest is stored by then.
+using DocCache = std::unordered_map<std::string, Digest>;
+
+class LineProcessor {
+ public:
+  explicit LineProcessor(DocCache* cache) : cache_(cache) {}
+
+  void Process(std::string_view line, size_t line_no, LineResult* out) {
+    out->line_no = line_no;
+    std::string where = "export line " + std::to_string(line_no);
+    ParseLimits limits;
+    limits.max_bytes = 64 << 20;  // a row; each manifest inside is KernelIndex-capped
+    limits.max_depth = 72;
+    auto parsed = ParseDocument(line, DocFormat::kJson, where, limits);
+    if (!parsed.ok()) {
+      Fail(out, "(line)", parsed.status().message());
+      return;
+    }
+    Json doc = std::move(parsed).value();
+    if (!doc.is_object() || !doc.contains("table") || !doc["table"].is_string() || !doc.contains("row") ||
+        !doc["row"].is_object()) {
+      Fail(out, "(line)", where + ": expected {\"table\": ..., \"row\": {...}}");
+      return;
+    }
+    out->table = doc["table"].get<std::string>();
+    Json row = std::move(doc["row"]);
+    out->id = Str(row, "id");
+    if (out->table == "operation_aliases") out->id = Str(row, "operationId") + std::string(1, '\0') + Str(row, "alias");
+    where += " (" + out->table + " " + out->id + ")";
+
+    if (out->table == "benchmark_runs") {
+      Run(row, where, out);
+    } else {
+      for (const auto& mt : kManifestTables) {
+        if (mt.table != out->table) continue;
+        Single(row, mt, where, out);
+      }
+    }
+    if (out->table == "artifacts") {
+      out->extract = {{"digest", Str(row, "contentDigest")}, {"mediaType", Field(row, "mediaType")},
+                      {"size", Field(row, "sizeBytes")}, {"uri", Field(row, "uri")}};
+    } else if (out->table == "record_events") {
+      out->extract = row;
+    }
+    row.erase("manifest");
+    out->facts = row.dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
+
+ private:
+  static void Fail(LineResult* out, std::string field, std::string message) {
+    out->mismatches.push_back({out->table.empty() ? "(unknown)" : out->table, out->id, std::move(field),
+                               "(unreadable)", std::move(message)});
+  }
+
+  void Check(LineResult* out, std::string_view field, const std::string& stored, const Digest& computed) {
+    out->keys_checked++;
+    if (stored != computed.str()) out->mismatches.push_back({out->table, out->id, std::string(field), stored, computed.str()});
+  }
+
+  // Builds one manifest; returns its digest, or nullopt after recording why not.
+  std::optional<Digest> Build(Json&& doc, const std::string& where, std::string_view field, bool cacheable,
+                              LineResult* out, const Json** spec_out = nullptr) {
+    std::string text = doc.dump(-1, ' ', false, Json::error_handler_t::strict);
+    if (cacheable) {
+      if (auto it = cache_->find(text); it != cache_->end()) {
+        out->repeated.push_back(it->second);
+        return it->second;
+      }
+    }
+    auto m = ManifestFromJson(std::move(doc), where + " " + std::string(field));
+    if (!m.ok()) {
+      Fail(out, std::string(field), m.status().message());
+      return std::nullopt;
+    }
+    Digest d = m->digest;
+    if (cacheable) cache_->emplace(text, d);
+    out->puts.push_back({std::move(m).value(), std::move(text)});
+    if (spec_out) *spec_out = &out->puts.back().manifest.spec;
+    return d;
+  }
+
+  void Single(Json& row, const ManifestTable& mt, const std::string& where, LineResult* out) {
+    if (!row.contains("manifest") || !row["manifest"].is_object()) {
+      Fail(out, "manifest", where + ": the row has no manifest");
+      return;
+    }
+    const Json* spec = nullptr;
+    auto d = Build(std::move(row["manifest"]), where, "manifest", false, out, &spec);
+    if (!d) return;
+    if (!mt.digest_field.empty()) Check(out, mt.digest_field, Str(row, mt.digest_field), *d);
+    const Manifest& m = out->puts.back().manifest;
+    Json x = {{"digest", d->str()}, {"id", out->id}, {"name", m.name()}};
+    if (out->table == "workloads") {
+      x["op"] = Field(*spec, "operationSpecDigest");
+      x["correctness"] = Field(*spec, "correctness");
+    } else if (out->table == "implementations") {
+      x["source"] = spec->contains("source");
+    } else if (out->table == "model_revisions") {
+      x["tokenizer"] = spec->contains("tokenizer") ? Field((*spec)["tokenizer"], "name") : Json(nullptr);
+    } else if (out->table == "serving_workloads") {
+      x["spec"] = {{"streaming", Field(*spec, "streaming")}, {"loadGeneration", Field(*spec, "loadGeneration")}};
+    } else if (out->table == "serving_runs") {
+      x["spec"] = *spec;
+      for (const char* f : {"protocolKey", "metricSetKey", "cohortKey", "publishedAt", "retractedAt", "supersedesId"})
+        x[f] = Field(row, f);
+    }
+    out->extract = std::move(x);
+  }
+
+  void Run(Json& row, const std::string& where, LineResult* out) {
+    if (!row.contains("manifest") || !row["manifest"].is_object()) {
+      Fail(out, "manifest", where + ": the row has no manifest");
+      return;
+    }
+    Json& bundle = row["manifest"];
+    for (const char* part : {"run", "protocol", "environment"}) {
+      if (!bundle.contains(part) || !bundle[part].is_object()) {
+        Fail(out, std::string("manifest.") + part, where + ": the bundle has no " + part);
+        return;
+      }
+    }
+    auto protocol = Build(std::move(bundle["protocol"]), where, "manifest.protocol", true, out);
+    auto environment = Build(std::move(bundle["environment"]), where, "manifest.environment", true, out);
+    const Json* spec = nullptr;
+    auto run = Build(std::move(bundle["run"]), where, "manifest.run", false, out, &spec);
+    if (!protocol || !environment || !run) return;
+    const Manifest& m = out->puts.back().manifest;
+    Check(out, "runDigest", Str(row, "runDigest"), *run);
+    Check(out, "protocolKey", Str(row, "protocolKey"), *protocol);
+    Check(out, "environmentKey", Str(row, "environmentKey"), *environment);
+    // The bundle rule: the run names its embedded protocol and environment.
+    Check(out, "manifest.run.spec.protocolDigest", Str(*spec, "protocolDigest"), *protocol);
+    Check(out, "manifest.run.spec.environmentDigest", Str(*spec, "environmentDigest"), *environment);
+
+    Json x = {{"digest", run->str()},
+              {"id", out->id},
+              {"name", m.name()},
+              {"protocol", protocol->str()},
+              {"environment", environment->str()},
+              {"workload", Field(*spec, "workloadDigest")},
+              {"implementation", Field(*spec, "implementationDigest")},
+              {"metric", MetricKey(*spec)},
+              {"status", Field(*spec, "status")},
+              {"observedAt", Field(*spec, "observedAt")},
+              {"sourceNative", spec->contains("sourceNative")},
+              {"evidence", spec->contains("evidence") && (*spec)["evidence"].is_object() && !(*spec)["evidence"].empty()}};
+    // Primary value: the timing's primary statistic, else the first measurement.
+    Json value = nullptr, unit = nullptr, ci = nullptr;
+    if (auto t = spec->find("timing"); t != spec->end() && t->is_object()) {
+      std::string stat = Str(*t, "primaryStatistic");
+      const Json lat = Field(*t, "latencyNs");
+      value = Field(lat, stat);
+      unit = "ns";
+      ci = Field(lat, "confidence95");
+    } else if (auto ms = spec->find("measurements"); ms != spec->end() && ms->is_array() && !ms->empty()) {
+      value = Field((*ms)[0], "value");
+      unit = Field((*ms)[0], "unit");
+    }
+    x["value"] = value.is_number() ? value : Json(nullptr);
+    x["unit"] = unit;
+    x["ci"] = ci;
+    for (const char* f : {"correctnessKey", "comparisonKey", "publishedAt", "retractedAt", "supersedesId",
+                          "sourceAvailable", "hasRawEvidence", "reproducedByKernelindex",
+                          "independentReplicationCount"}) {
+      x[f] = Field(row, f);
+    }
+    out->extract = std::move(x);
+  }
+
+  DocCache* cache_;
+};
+
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  lines.reserve(text.size() / 1024 + 16);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view l = text.substr(pos, nl - pos);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    lines.push_back(l);
+    pos = nl + 1;
+  }
+  return lines;
+}
+
+bool IsBlank(std::string_view l) {
+  return std::all_of(l.begin(), l.end(), [](char c) { return c == ' ' || c == '\t'; });
+}
+
+// The single writer and the cross-row pass.
+class Importer {
+ public:
+  Importer(Store& store, const ImportOptions& opts, ImportReport* report)
+      : store_(store), opts_(opts), report_(report) {}
+
+  Status Begin() {
+    KI_ASSIGN_OR_RETURN(batch_, store_.NewBatch());
+    return Status::OK();
+  }
+
+  bool storing() const { return opts_.keep_going || report_->mismatches.empty(); }
+
+  Status Write(LineResult& r) {
+    report_->lines++;
+    report_->keys_checked += r.keys_checked;
+    for (auto& m : r.mismatches) report_->mismatches.push_back(std::move(m));
+    if (r.table.empty()) return Status::OK();
+    report_->rows[r.table]++;
+    for (auto& p : r.puts) {
+      bool first = seen_.insert(p.manifest.digest).second;
+      if (!storing()) {
+        if (first) {
+          KI_ASSIGN_OR_RETURN(auto info, store_.Stat(p.manifest.digest));
+          Count(p.manifest.kind, info.has_value());
+        }
+        continue;
+      }
+      KI_ASSIGN_OR_RETURN(PutResult put, batch_->PutManifest(p.manifest, p.document, kDocumentMediaTypeJson));
+      if (first) Count(p.manifest.kind, put.existed);
+    }
+    Collect(r);
+    if (storing() && !r.id.empty()) KI_RETURN_IF_ERROR(batch_->Put(tables::kRows, RowKey(r.table, r.id), r.facts));
+    if (r.table == "artifacts") KI_RETURN_IF_ERROR(Artifact(r.extract));
+    return Status::OK();
+  }
+
+  Status Finish(const Digest& content, std::string_view source) {
+    KI_RETURN_IF_ERROR(CrossRows());
+    if (!storing()) return Status::OK();
+    Json summary = {{"source", source},
+                    {"lines", report_->lines},
+                    {"keysChecked", report_->keys_checked},
+                    {"mismatches", report_->mismatches.size()},
+                    {"cohorts", report_->cohorts},
+                    {"servingCohorts", report_->serving_cohorts}};
+    KI_RETURN_IF_ERROR(batch_->Put(tables::kImports, content.raw(), summary.dump()));
+    KI_RETURN_IF_ERROR(batch_->Commit());
+    report_->stored = true;
+    return Status::OK();
+  }
+
+ private:
+  void Count(Kind k, bool existed) {
+    auto& c = report_->kinds[std::string(KindName(k))];
+    (existed ? c.existing : c.added)++;
+  }
+
+  void Collect(LineResult& r) {
+    if (r.extract.is_null()) return;
+    // (The key is taken before the move: in `m[k] = std::move(x)` the right
+    // side is evaluated first.)
+    std::string key = Str(r.extract, "digest");
+    if (r.table == "workloads") {
+      workloads_[key] = std::move(r.extract);
+    } else if (r.table == "implementations") {
+      impls_[key] = std::move(r.extract);
+    } else if (r.table == "benchmark_runs") {
+      runs_.push_back(std::move(r.extract));
+    } else if (r.table == "model_revisions") {
+      models_[key] = std::move(r.extract);
+    } else if (r.table == "serving_workloads") {
+      serving_workloads_[key] = std::move(r.extract);
+    } else if (r.table == "serving_runs") {
+      serving_runs_.push_back(std::move(r.extract));
+    } else if (r.table == "record_events") {
+      events_.push_back(std::move(r.extract));
+    }
+  }
+
+  Status Artifact(const Json& a) {
+    auto d = Digest::Parse(Str(a, "digest"));
+    if (!d.ok()) {
+      report_->mismatches.push_back({"artifacts", "", "contentDigest", Str(a, "digest"), "(not a sha256 digest)"});
+      return Status::OK();
+    }
+    if (!absent_seen_.insert(*d).second) return Status::OK();
+    KI_ASSIGN_OR_RETURN(auto info, store_.Stat(*d));
+    if (info) return Status::OK();  // the bytes are here: nothing is missing
+    KI_ASSIGN_OR_RETURN(auto known, store_.StatAbsent(*d));
+    (known ? report_->absent.existing : report_->absent.added)++;
+    if (!storing()) return Status::OK();
+    AbsentInfo ai;
+    ai.digest = *d;
+    ai.media_type = Str(a, "mediaType");
+    if (a.contains("size") && a["size"].is_number_unsigned()) ai.size = a["size"].get<uint64_t>();
+    ai.uri = Str(a, "uri");
+    return batch_->RecordAbsent(ai);
+  }
+
+  // A manifest's spec from this export, else from the store.
+  Result<std::optional<Json>> StoredSpec(const std::string& digest) {
+    auto d = Digest::Parse(digest);
+    if (!d.ok()) return std::optional<Json>();
+    KI_ASSIGN_OR_RETURN(auto info, store_.Stat(*d));
+    if (!info) return std::optional<Json>();
+    KI_ASSIGN_OR_RETURN(Manifest m, store_.ReadManifest(*d));
+    return std::optional<Json>(std::move(m.spec));
+  }
+
+  void Mismatch_(std::string table, std::string id, std::string field, std::string stored, std::string computed) {
+    report_->mismatches.push_back({std::move(table), std::move(id), std::move(field), std::move(stored), std::move(computed)});
+  }
+
+  void CheckKey(const char* table, const Json& row, const char* field, const std::string& computed) {
+    report_->keys_checked++;
+    std::string stored = Str(row, field);
+    if (stored != computed) Mismatch_(table, Str(row, "id"), field, stored, computed);
+  }
+
+  void CheckFact(const char* table, const Json& row, const char* field, bool computed) {
+    const Json v = Field(row, field);
+    if (v.is_boolean() && v.get<bool>() != computed) {
+      Mismatch_(table, Str(row, "id"), field, v.dump(), computed ? "true" : "false");
+    }
+  }
+
+  Status CrossRows() {
+    if (opts_.progress) opts_.progress({report_->lines, report_->lines, "indexing"});
+    // Supersession: a run is superseded once a published run names it.
+    std::unordered_set<std::string> superseded;
+    for (const auto* list : {&runs_, &serving_runs_}) {
+      for (const Json& r : *list) {
+        if (Field(r, "supersedesId").is_string() && Field(r, "publishedAt").is_string()) {
+          superseded.insert(Str(r, "supersedesId"));
+        }
+      }
+    }
+    std::unordered_map<std::string, Digest> run_by_id;
+    std::unordered_map<std::string, Json> cohorts;  // key str -> description
+    struct Member {
+      Digest cohort;
+      RankEntry entry;
+    };
+    std::vector<Member> members;
+
+    for (const Json& r : runs_) {
+      std::string id = Str(r, "id");
+      auto run = Digest::Parse(Str(r, "digest"));
+      if (!run.ok()) continue;
+      run_by_id[id] = *run;
+      std::string workload = Str(r, "workload");
+      const Json* wl = nullptr;
+      std::optional<Json> stored_wl;
+      if (auto it = workloads_.find(workload); it != workloads_.end()) {
+        wl = &it->second;
+      } else {
+        KI_ASSIGN_OR_RETURN(auto spec, StoredSpec(workload));
+        if (spec) {
+          stored_wl = Json{{"op", Field(*spec, "operationSpecDigest")}, {"correctness", Field(*spec, "correctness")}};
+          wl = &*stored_wl;
+        }
+      }
+      if (!wl) {
+        std::string why = "(workload " + workload + " is neither in the export nor in the store)";
+        Mismatch_("benchmark_runs", id, "correctnessKey", Str(r, "correctnessKey"), why);
+        Mismatch_("benchmark_runs", id, "comparisonKey", Str(r, "comparisonKey"), why);
+        continue;
+      }
+      Json wspec = Json::object();
+      if (wl->contains("correctness")) wspec["correctness"] = (*wl)["correctness"];
+      KI_ASSIGN_OR_RETURN(Digest correctness, CorrectnessKey(wspec));
+      CheckKey("benchmark_runs", r, "correctnessKey", correctness.str());
+      ComparisonParts parts{Str(*wl, "op"), workload, Str(r, "protocol"), Str(r, "environment"), correctness.str(),
+                            Str(r, "metric")};
+      KI_ASSIGN_OR_RETURN(Digest cohort, ComparisonKey(parts));
+      CheckKey("benchmark_runs", r, "comparisonKey", cohort.str());
+
+      // Evidence level, derived from stored facts (docs/kernelindex-identity.md).
+      bool source = false;
+      std::string impl_name;
+      if (auto it = impls_.find(Str(r, "implementation")); it != impls_.end()) {
+        source = it->second.value("source", false);
+        impl_name = Str(it->second, "name");
+      } else {
+        KI_ASSIGN_OR_RETURN(auto spec, StoredSpec(Str(r, "implementation")));
+        source = spec && spec->contains("source");
+      }
+      bool raw = r.value("evidence", false);
+      CheckFact("benchmark_runs", r, "sourceAvailable", source);
+      CheckFact("benchmark_runs", r, "hasRawEvidence", raw);
+      Evidence ev = Evidence::kReported;
+      const Json replications = Field(r, "independentReplicationCount");
+      if (replications.is_number() && replications.get<double>() >= 2) ev = Evidence::kReplicated;
+      else if (Field(r, "reproducedByKernelindex") == Json(true)) ev = Evidence::kVerified;
+      else if (source && raw) ev = Evidence::kReproducible;
+
+      RankEntry e;
+      e.run = *run;
+      e.id = id;
+      e.name = Str(r, "name");
+      e.implementation = impl_name;
+      if (r["value"].is_number()) e.value = r["value"].get<double>();
+      e.unit = Str(r, "unit");
+      const Json ci = Field(r, "ci");
+      if (ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()) {
+        e.interval = std::make_pair(ci[0].get<double>(), ci[1].get<double>());
+      }
+      e.evidence = ev;
+      e.observed_at = Str(r, "observedAt");
+      e.status = Str(r, "status");
+      e.published = Field(r, "publishedAt").is_string();
+      e.retracted = Field(r, "retractedAt").is_string();
+      e.superseded = superseded.count(id) > 0;
+
+      Json& desc = cohorts[cohort.str()];
+      if (desc.is_null()) {
+        desc = {{"kind", "kernel"},          {"operation", parts.operation},   {"workload", parts.workload},
+                {"protocol", parts.protocol}, {"environment", parts.environment}, {"correctness", parts.correctness},
+                {"metric", parts.metric},     {"sourceNative", false},          {"runs", 0}};
+      }
+      if (r.value("sourceNative", false)) desc["sourceNative"] = true;
+      desc["runs"] = desc["runs"].get<uint64_t>() + 1;
+      members.push_back({cohort, std::move(e)});
+    }
+    report_->cohorts = cohorts.size();
+
+    for (const Json& r : serving_runs_) {
+      std::string id = Str(r, "id");
+      auto run = Digest::Parse(Str(r, "digest"));
+      if (!run.ok()) continue;
+      run_by_id[id] = *run;
+      const Json& spec = r["spec"];
+      std::string model = Str(spec, "modelDigest"), workload = Str(spec, "workloadDigest");
+      std::optional<std::string> tokenizer;
+      bool have_model = false, have_workload = false;
+      if (auto it = models_.find(model); it != models_.end()) {
+        have_model = true;
+        if (it->second["tokenizer"].is_string()) tokenizer = it->second["tokenizer"].get<std::string>();
+      } else {
+        KI_ASSIGN_OR_RETURN(auto ms, StoredSpec(model));
+        if (ms) {
+          have_model = true;
+          if (ms->contains("tokenizer") && (*ms)["tokenizer"].contains("name")) tokenizer = Str((*ms)["tokenizer"], "name");
+        }
+      }
+      Json wspec;
+      if (auto it = serving_workloads_.find(workload); it != serving_workloads_.end()) {
+        have_workload = true;
+        wspec = it->second["spec"];
+      } else {
+        KI_ASSIGN_OR_RETURN(auto ws, StoredSpec(workload));
+        if (ws) {
+          have_workload = true;
+          wspec = std::move(*ws);
+        }
+      }
+      std::string metric_set = MetricSetKey(spec);
+      CheckKey("serving_runs", r, "metricSetKey", metric_set);
+      if (!have_model || !have_workload) {
+        Mismatch_("serving_runs", id, "cohortKey", Str(r, "cohortKey"),
+                  "(model or serving workload is neither in the export nor in the store)");
+        continue;
+      }
+      std::string protocol = ServingProtocolKey(spec, wspec);
+      CheckKey("serving_runs", r, "protocolKey", protocol);
+      ServingCohortParts parts{model,    tokenizer,  workload, protocol, ServingTopologyKey(spec),
+                               Str(spec, "qualityPolicy"), metric_set};
+      KI_ASSIGN_OR_RETURN(Digest cohort, ServingCohortKey(parts));
+      CheckKey("serving_runs", r, "cohortKey", cohort.str());
+
+      RankEntry e;
+      e.run = *run;
+      e.id = id;
+      e.name = Str(r, "name");
+      if (auto ms = spec.find("measurements"); ms != spec.end() && ms->is_array() && !ms->empty()) {
+        if ((*ms)[0].contains("value") && (*ms)[0]["value"].is_number()) e.value = (*ms)[0]["value"].get<double>();
+        e.unit = Str((*ms)[0], "unit");
+      }
+      e.observed_at = Str(spec, "observedAt");
+      e.status = Str(spec, "status");
+      e.published = Field(r, "publishedAt").is_string();
+      e.retracted = Field(r, "retractedAt").is_string();
+      e.superseded = superseded.count(id) > 0;
+      Json& desc = cohorts[cohort.str()];
+      if (desc.is_null()) {
+        report_->serving_cohorts++;
+        desc = {{"kind", "serving"},
+                {"model", model},
+                {"tokenizer", tokenizer ? Json(*tokenizer) : Json(nullptr)},
+                {"workload", workload},
+                {"protocol", protocol},
+                {"topology", parts.topology},
+                {"qualityPolicy", parts.quality_policy},
+                {"metric", metric_set},
+                {"runs", 0}};
+      }
+      desc["runs"] = desc["runs"].get<uint64_t>() + 1;
+      members.push_back({cohort, std::move(e)});
+    }
+
+    // Record history per kernel cohort, checked against the export's events.
+    std::unordered_map<std::string, std::vector<const Member*>> by_cohort;
+    for (const auto& m : members) {
+      if (cohorts[m.cohort.str()].value("kind", "") == "kernel" && EligibilityReasons(m.entry).empty()) {
+        by_cohort[m.cohort.str()].push_back(&m);
+      }
+    }
+    std::set<std::tuple<std::string, std::string, std::string>> derived;  // cohort, run id, previous id
+    std::unordered_map<std::string, std::string> derived_at;
+    for (auto& [key, list] : by_cohort) {
+      std::sort(list.begin(), list.end(), [](const Member* a, const Member* b) {
+        if (int c = CompareTimes(a->entry.observed_at, b->entry.observed_at); c != 0) return c < 0;
+        return a->entry.id < b->entry.id;
+      });
+      const RankEntry* best = nullptr;
+      for (const Member* m : list) {
+        if (best && !(*m->entry.value < *best->value)) continue;
+        derived.insert({key, m->entry.id, best ? best->id : ""});
+        derived_at[key + "/" + m->entry.id] = m->entry.observed_at;
+        best = &m->entry;
+      }
+    }
+    for (const Json& ev : events_) {
+      report_->record_events++;
+      std::string key = Str(ev, "comparisonKey"), run_id = Str(ev, "runId"), prev = Str(ev, "previousRunId");
+      bool ok = derived.count({key, run_id, prev}) && CompareTimes(derived_at[key + "/" + run_id], Str(ev, "at")) == 0;
+      if (ok) {
+        report_->record_events_reproduced++;
+      } else {
+        Mismatch_("record_events", Str(ev, "id"), "recordEvent",
+                  "run " + run_id + " beats " + (prev.empty() ? "nothing" : prev) + " at " + Str(ev, "at"),
+                  "(not derived by ranking-v1 from the export's runs)");
+      }
+    }
+
+    if (!storing()) return Status::OK();
+    for (const auto& m : members) {
+      std::string entry = tables::EntryToJson(m.entry).dump();
+      Json run = tables::EntryToJson(m.entry);
+      run["cohort"] = m.cohort.str();
+      run["kind"] = cohorts[m.cohort.str()].value("kind", "kernel");
+      KI_RETURN_IF_ERROR(batch_->Put(tables::kRuns, m.entry.run.raw(), run.dump()));
+      KI_RETURN_IF_ERROR(batch_->Put(tables::kCohortRuns, tables::PairKey(m.cohort, m.entry.run), entry));
+    }
+    for (const auto& [key, desc] : cohorts) {
+      KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(key));
+      KI_RETURN_IF_ERROR(batch_->Put(tables::kCohorts, d.raw(), desc.dump()));
+    }
+    for (const Json& ev : events_) {
+      auto cohort = Digest::Parse(Str(ev, "comparisonKey"));
+      auto it = run_by_id.find(Str(ev, "runId"));
+      if (!cohort.ok() || it == run_by_id.end()) continue;
+      KI_RETURN_IF_ERROR(batch_->Put(tables::kEvents, tables::PairKey(*cohort, it->second), ev.dump()));
+    }
+    return Status::OK();
+  }
+
+  Store& store_;
+  const ImportOptions& opts_;
+  ImportReport* report_;
+  std::unique_ptr<Batch> batch_;
+  std::unordered_set<Digest> seen_, absent_seen_;
+  std::unordered_map<std::string, Json> workloads_, impls_, models_, serving_workloads_;
+  std::vector<Json> runs_, serving_runs_, events_;
+};
+
+}  // namespace
+
+Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std::string_view source,
+                                       const ImportOptions& opts) {
+  ImportReport report;
+  report.source = std::string(source);
+  report.content = Sha256Of(text);
+  std::vector<std::string_view> lines = SplitLines(text);
+  const uint64_t total = lines.size();
+  if (opts.progress) opts.progress({0, total, "storing"});
+
+  Importer importer(store, opts, &report);
+  KI_RETURN_IF_ERROR(importer.Begin());
+
+  // Workers fill chunks of lines; the writer (this thread) consumes them in
+  // order. A window bounds how far workers run ahead (memory).
+  constexpr size_t kChunk = 128;
+  constexpr size_t kWindow = 32;
+  const size_t nchunks = (lines.size() + kChunk - 1) / kChunk;
+  std::vector<std::vector<LineResult>> results(nchunks);
+  std::vector<char> ready(nchunks, 0);
+  std::mutex mu;
+  std::condition_variable cv_ready, cv_space;
+  size_t next = 0, written = 0;
+  bool stop = false;
+
+  auto process_chunk = [&](size_t c, LineProcessor& proc) {
+    std::vector<LineResult> out;
+    size_t begin = c * kChunk, end = std::min(lines.size(), begin + kChunk);
+    out.reserve(end - begin);
+    for (size_t i = begin; i < end; ++i) {
+      if (IsBlank(lines[i])) continue;
+      out.emplace_back();
+      proc.Process(lines[i], i + 1, &out.back());
+    }
+    return out;
+  };
+
+  int nthreads = std::max(1, opts.threads);
+  std::vector<std::thread> workers;
+  std::vector<std::unique_ptr<DocCache>> caches;
+  if (nchunks > 1 && nthreads > 0) {
+    for (int t = 0; t < nthreads; ++t) {
+      caches.push_back(std::make_unique<DocCache>());
+      workers.emplace_back([&, cache = caches.back().get()] {
+        LineProcessor proc(cache);
+        for (;;) {
+          size_t c;
+          {
+            std::unique_lock<std::mutex> lock(mu);
+            cv_space.wait(lock, [&] { return stop || next < written + kWindow; });
+            if (stop || next >= nchunks) return;
+            c = next++;
+          }
+          std::vector<LineResult> out;
+          try {
+            out = process_chunk(c, proc);
+          } catch (const std::exception& e) {
+            out.clear();
+            out.emplace_back();
+            out.back().mismatches.push_back({"(line)", "", "(exception)", "", e.what()});
+          }
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            results[c] = std::move(out);
+            ready[c] = 1;
+          }
+          cv_ready.notify_all();
+        }
+      });
+    }
+  }
+  auto join = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv_space.notify_all();
+    for (auto& w : workers) w.join();
+    workers.clear();
+  };
+
+  Status st;
+  DocCache inline_cache;
+  LineProcessor inline_proc(&inline_cache);
+  for (size_t c = 0; c < nchunks && st.ok(); ++c) {
+    std::vector<LineResult> chunk;
+    if (workers.empty()) {
+      chunk = process_chunk(c, inline_proc);
+    } else {
+      std::unique_lock<std::mutex> lock(mu);
+      cv_ready.wait(lock, [&] { return ready[c] != 0; });
+      chunk = std::move(results[c]);
+    }
+    for (auto& r : chunk) {
+      try {
+        st = importer.Write(r);
+      } catch (const std::exception& e) {  // a JSON type error: a bug, reported with where
+        st = Status::InvalidInput("export line " + std::to_string(r.line_no) + ": " + e.what());
+      }
+      if (!st.ok()) break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      written = c + 1;
+    }
+    cv_space.notify_all();
+    if (opts.progress && (c % 8 == 7 || c + 1 == nchunks)) {
+      opts.progress({std::min<uint64_t>(total, (c + 1) * kChunk), total, "storing"});
+    }
+  }
+  join();
+  KI_RETURN_IF_ERROR(st);
+  KI_RETURN_IF_ERROR(importer.Finish(report.content, source));
+  return report;
+}
+
+}  // namespace ki::catalog

@@ -1,0 +1,300 @@
+// ranking-v1 and record history over the catalog tables.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "catalog/tables.h"
+#include "catalog/time.h"
+#include "ki/catalog.h"
+
+namespace ki::catalog {
+
+std::string_view EvidenceName(Evidence e) {
+  switch (e) {
+    case Evidence::kReported: return "reported";
+    case Evidence::kReproducible: return "reproducible";
+    case Evidence::kVerified: return "verified";
+    case Evidence::kReplicated: return "replicated";
+  }
+  return "reported";
+}
+
+std::vector<std::string> EligibilityReasons(const RankEntry& e) {
+  std::vector<std::string> reasons;
+  if (!e.published) reasons.push_back("UNPUBLISHED");
+  if (e.status != "passed") {
+    std::string s = e.status.empty() ? "UNKNOWN" : e.status;
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+    reasons.push_back("STATUS_" + s);
+  }
+  if (e.retracted) reasons.push_back("RETRACTED");
+  if (e.superseded) reasons.push_back("SUPERSEDED");
+  if (!e.value) reasons.push_back("MISSING_PRIMARY_METRIC");
+  return reasons;
+}
+
+namespace {
+
+bool Tied(const RankEntry& a, const RankEntry& b, bool source_native) {
+  if (*a.value == *b.value) return true;
+  // Source-native results carry the upstream score without uncertainty
+  // semantics: unequal values keep the source's order.
+  if (source_native || !a.interval || !b.interval) return false;
+  return a.interval->second >= b.interval->first && b.interval->second >= a.interval->first;
+}
+
+}  // namespace
+
+Ranking RankV1(std::vector<RankEntry> runs, bool source_native) {
+  Ranking out;
+  out.source_native = source_native;
+  std::vector<RankEntry> eligible;
+  for (auto& e : runs) {
+    e.reasons = EligibilityReasons(e);
+    e.rank = 0;
+    e.tied_with_previous = false;
+    (e.reasons.empty() ? eligible : out.ineligible).push_back(std::move(e));
+  }
+  // Ascending by value; equal values keep a deterministic order (by id)
+  // before the chain walk, which orders ties for display anyway.
+  std::sort(eligible.begin(), eligible.end(), [](const RankEntry& a, const RankEntry& b) {
+    if (*a.value != *b.value) return *a.value < *b.value;
+    return a.id < b.id;
+  });
+  std::vector<std::vector<RankEntry>> chains;
+  for (auto& e : eligible) {
+    bool joins = !chains.empty() && std::all_of(chains.back().begin(), chains.back().end(),
+                                                [&](const RankEntry& m) { return Tied(m, e, source_native); });
+    if (joins) {
+      chains.back().push_back(std::move(e));
+    } else {
+      chains.emplace_back();
+      chains.back().push_back(std::move(e));
+    }
+  }
+  for (size_t ci = 0; ci < chains.size(); ++ci) {
+    auto& chain = chains[ci];
+    std::stable_sort(chain.begin(), chain.end(), [](const RankEntry& a, const RankEntry& b) {
+      if (a.evidence != b.evidence) return a.evidence > b.evidence;
+      if (int c = CompareTimes(a.observed_at, b.observed_at); c != 0) return c > 0;
+      return a.id < b.id;
+    });
+    for (size_t i = 0; i < chain.size(); ++i) {
+      chain[i].rank = int(ci) + 1;
+      chain[i].tied_with_previous = chain.size() > 1 && i > 0;
+      out.ranked.push_back(std::move(chain[i]));
+    }
+  }
+  std::sort(out.ineligible.begin(), out.ineligible.end(),
+            [](const RankEntry& a, const RankEntry& b) { return a.id < b.id; });
+  return out;
+}
+
+namespace tables {
+
+Json EntryToJson(const RankEntry& e) {
+  Json j = {{"id", e.id}, {"name", e.name}, {"st", e.status}, {"obs", e.observed_at},
+            {"ev", int(e.evidence)}, {"pub", e.published}, {"ret", e.retracted}, {"sup", e.superseded}};
+  if (!e.implementation.empty()) j["impl"] = e.implementation;
+  if (e.value) j["v"] = *e.value;
+  if (!e.unit.empty()) j["unit"] = e.unit;
+  if (e.interval) j["ci"] = {e.interval->first, e.interval->second};
+  return j;
+}
+
+RankEntry EntryFromJson(const Digest& run, const Json& j) {
+  RankEntry e;
+  e.run = run;
+  e.id = j.value("id", "");
+  e.name = j.value("name", "");
+  e.implementation = j.value("impl", "");
+  e.status = j.value("st", "");
+  e.observed_at = j.value("obs", "");
+  int ev = j.value("ev", 1);
+  e.evidence = ev >= 1 && ev <= 4 ? Evidence(ev) : Evidence::kReported;
+  e.published = j.value("pub", false);
+  e.retracted = j.value("ret", false);
+  e.superseded = j.value("sup", false);
+  if (auto it = j.find("v"); it != j.end() && it->is_number()) e.value = it->get<double>();
+  e.unit = j.value("unit", "");
+  if (auto it = j.find("ci"); it != j.end() && it->is_array() && it->size() == 2 && (*it)[0].is_number() &&
+                              (*it)[1].is_number()) {
+    e.interval = std::make_pair((*it)[0].get<double>(), (*it)[1].get<double>());
+  }
+  return e;
+}
+
+}  // namespace tables
+
+namespace {
+
+Result<Json> ParseStored(std::string_view v, std::string_view what) {
+  Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption("malformed catalog entry in " + std::string(what));
+  return j;
+}
+
+Result<std::vector<RankEntry>> CohortEntries(Store& store, const Digest& cohort) {
+  std::vector<RankEntry> out;
+  Status bad;
+  KI_RETURN_IF_ERROR(store.Scan(tables::kCohortRuns, cohort.raw(), [&](std::string_view k, std::string_view v) {
+    if (k.size() != 64) return true;
+    auto j = ParseStored(v, tables::kCohortRuns);
+    if (!j.ok()) {
+      bad = j.status();
+      return false;
+    }
+    out.push_back(tables::EntryFromJson(Digest::FromRaw(k.substr(32)), *j));
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(bad);
+  return out;
+}
+
+Result<Json> CohortDescription(Store& store, const Digest& cohort) {
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kCohorts, cohort.raw()));
+  if (!v) return Status::NotFound("no comparison group " + cohort.str() + " in this store");
+  return ParseStored(*v, tables::kCohorts);
+}
+
+int HexNibble(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Result<bool> HasCatalog(Store& store) {
+  bool any = false;
+  KI_RETURN_IF_ERROR(store.Scan(tables::kImports, "", [&](std::string_view, std::string_view) {
+    any = true;
+    return false;
+  }));
+  return any;
+}
+
+Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run) {
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
+  if (!v) return std::optional<Digest>();
+  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns));
+  auto d = Digest::Parse(j.value("cohort", ""));
+  if (!d.ok()) return Status::Corruption("catalog entry of " + run.str() + " names no cohort");
+  return std::optional<Digest>(*d);
+}
+
+Result<std::optional<Json>> RunFacts(Store& store, const Digest& run) {
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
+  if (!v) return std::optional<Json>();
+  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns));
+  std::string table = j.value("kind", "kernel") == "serving" ? "serving_runs" : "benchmark_runs";
+  KI_ASSIGN_OR_RETURN(auto row, store.Get(tables::kRows, tables::RowKey(table, j.value("id", ""))));
+  if (!row) return std::optional<Json>();
+  KI_ASSIGN_OR_RETURN(Json r, ParseStored(*row, tables::kRows));
+  return std::optional<Json>(std::move(r));
+}
+
+Result<Digest> ResolveCohort(Store& store, std::string_view ref) {
+  // A cohort key (full or prefix) first: cohort keys are not objects, so
+  // the store's own resolution cannot know them.
+  std::string_view hex = ref;
+  if (hex.substr(0, 7) == "sha256:") hex.remove_prefix(7);
+  bool all_hex = !hex.empty() && hex.size() <= 64 &&
+                 std::all_of(hex.begin(), hex.end(), [](char c) { return HexNibble(c) >= 0; });
+  if (all_hex && hex.size() >= 4) {
+    std::string key;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) key.push_back(char(HexNibble(hex[i]) << 4 | HexNibble(hex[i + 1])));
+    bool odd = hex.size() % 2 == 1;
+    int last = odd ? HexNibble(hex.back()) : 0;
+    std::vector<Digest> found;
+    KI_RETURN_IF_ERROR(store.Scan(tables::kCohorts, key, [&](std::string_view k, std::string_view) {
+      if (k.size() == 32 && (!odd || (uint8_t(k[key.size()]) >> 4) == last)) found.push_back(Digest::FromRaw(k));
+      return found.size() < 20;
+    }));
+    if (found.size() == 1) return found[0];
+    if (found.size() > 1) {
+      std::string msg = "'" + std::string(ref) + "' is ambiguous; it matches the comparison groups:";
+      for (const auto& d : found) msg += "\n  " + d.str();
+      return Status::Ambiguous(msg);
+    }
+  }
+  KI_ASSIGN_OR_RETURN(Digest d, store.Resolve(ref));
+  KI_ASSIGN_OR_RETURN(auto cohort, CohortOfRun(store, d));
+  if (!cohort) {
+    return Status::NotFound("'" + std::string(ref) + "' is neither a comparison group nor a run of an imported catalog");
+  }
+  return *cohort;
+}
+
+Result<Ranking> RankCohort(Store& store, const Digest& cohort) {
+  KI_ASSIGN_OR_RETURN(Json desc, CohortDescription(store, cohort));
+  if (desc.value("kind", "kernel") != "kernel") {
+    return Status::InvalidInput(cohort.str() +
+                                " is a serving cohort; ranking-v1 ranks kernel benchmark runs only "
+                                "(serving results compare by objective, serving-v1)");
+  }
+  KI_ASSIGN_OR_RETURN(auto entries, CohortEntries(store, cohort));
+  Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
+  r.cohort = cohort;
+  r.metric = desc.value("metric", "");
+  r.description = std::move(desc);
+  return r;
+}
+
+Result<RecordHistory> Records(Store& store, const Digest& cohort) {
+  KI_ASSIGN_OR_RETURN(Json desc, CohortDescription(store, cohort));
+  KI_ASSIGN_OR_RETURN(auto entries, CohortEntries(store, cohort));
+  RecordHistory h;
+  h.cohort = cohort;
+  std::vector<RankEntry> eligible;
+  for (auto& e : entries)
+    if (EligibilityReasons(e).empty()) eligible.push_back(std::move(e));
+  std::sort(eligible.begin(), eligible.end(), [](const RankEntry& a, const RankEntry& b) {
+    if (int c = CompareTimes(a.observed_at, b.observed_at); c != 0) return c < 0;
+    return a.id < b.id;
+  });
+  const RankEntry* best = nullptr;
+  for (const auto& e : eligible) {
+    if (best && !(*e.value < *best->value)) continue;
+    RecordEvent ev;
+    ev.run = e.run;
+    ev.run_id = e.id;
+    ev.at = e.observed_at;
+    ev.value = *e.value;
+    if (best) {
+      ev.previous = best->run;
+      ev.previous_id = best->id;
+      ev.previous_value = *best->value;
+    }
+    h.events.push_back(std::move(ev));
+    best = &e;
+  }
+  // Against the export's own record_events of this cohort.
+  std::vector<Json> exported;
+  Status bad;
+  KI_RETURN_IF_ERROR(store.Scan(tables::kEvents, cohort.raw(), [&](std::string_view, std::string_view v) {
+    auto j = ParseStored(v, tables::kEvents);
+    if (!j.ok()) {
+      bad = j.status();
+      return false;
+    }
+    exported.push_back(std::move(*j));
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(bad);
+  for (auto& x : exported) {
+    std::string prev = x.contains("previousRunId") && x["previousRunId"].is_string() ? x["previousRunId"].get<std::string>() : "";
+    bool matched = false;
+    for (auto& ev : h.events) {
+      if (ev.run_id == x.value("runId", "") && ev.previous_id == prev &&
+          CompareTimes(ev.at, x.value("at", "")) == 0) {
+        ev.in_export = matched = true;
+      }
+    }
+    if (!matched) h.not_reproduced.push_back(std::move(x));
+  }
+  return h;
+}
+
+}  // namespace ki::catalog
