@@ -101,10 +101,11 @@ typedef struct ki_kernel_info {
  * workspace_size (may be NULL: no workspace): bytes of device scratch the
  *   kernel needs for these shapes (call->workspace is ignored). It may depend
  *   on shapes and on the device, never on tensor contents. The caller
- *   allocates it once, fills it with zero bytes once, and passes it to every
- *   later call with the same shapes. A kernel that uses the workspace must
- *   leave it all-zero again when its device work completes, so that no
- *   memset is ever needed between calls.
+ *   allocates it once, fills it with zero bytes once, never writes it
+ *   afterwards, and passes it to every later call with the same shapes; two
+ *   calls in flight at once never share one. The kernel owns its contents
+ *   between calls and must leave it reusable (e.g. reset its counters to
+ *   zero itself), so that no memset is ever needed between calls.
  * run: enqueues the computation on call->stream and returns. Returns KI_OK or
  *   an error code (and, if call->error is set, a message). Errors that occur
  *   asynchronously on the device surface on the caller's next synchronize. */

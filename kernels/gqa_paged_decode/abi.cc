@@ -42,7 +42,7 @@ int32_t ReferenceRun(const ki_call* call) {
 const ki_kernel kFast = {
     {KI_ABI_VERSION, KI_DEVICE_CUDA, "ki.gqa_paged_decode.fast", kDefinitionName,
      "split-KV tensor-core decode: block per (chunk, KV head), 8 heads share each K/V tile, "
-     "cp.async pipeline, in-launch merge; workspace must start zeroed and is left zeroed"},
+     "cp.async pipeline, in-launch merge; workspace zeroed once, its counters reset by the kernel"},
     FastWorkspace,
     FastRun,
 };

@@ -24,8 +24,8 @@
 // - Split-KV merge in the same launch: a block of a split sequence writes its
 //   normalised partial output and lse to the workspace, fences, and bumps the
 //   sequence's counter; the block that sees the count complete merges all
-//   partials and resets the counter to zero, so the workspace is all-zero
-//   again after every launch (the ABI's workspace contract).
+//   partials and resets the counter to zero, so every counter is zero again
+//   after every launch (the ABI's workspace contract: no memset between calls).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -409,7 +409,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFast(Params p) {
     r[4] += f * x1.x; r[5] += f * x1.y; r[6] += f * x1.z; r[7] += f * x1.w;
   }
   store_out(r, Lp > 0.f ? 1.f / Lp : 0.f, Lp > 0.f ? Mp + __log2f(Lp) : -INFINITY);
-  if (tid == 0) p.counters[b * kNumKvHeads + kvh] = 0;  // workspace all-zero again
+  if (tid == 0) p.counters[b * kNumKvHeads + kvh] = 0;  // counters zero again for the next call
 }
 
 // ---- host side ----

@@ -1,0 +1,247 @@
+// GPU tests of the GQA paged-decode kernels and the CUDA side of the
+// harness. Without a CUDA device every test is skipped and the binary says
+// so on one line (ctest's SKIP_REGULAR_EXPRESSION reads it).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ki/gpu_backend.h"
+#include "ki/gqa_paged_decode.h"
+#include "ki/harness.h"
+
+#if defined(KI_HAVE_CUDA_BACKEND)
+#include "gqa_paged_decode/launch.h"
+#endif
+
+#ifndef KI_TEST_DATA_DIR
+#error "KI_TEST_DATA_DIR must name tests/data"
+#endif
+
+namespace ki::harness {
+namespace {
+
+bool HaveGpu() {
+  gpu::Backend* be = gpu::CudaBackend();
+  return be && be->DeviceCount() > 0;
+}
+
+class GpuEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (!HaveGpu()) {
+      std::printf("GPU tests skipped: no CUDA device\n");
+      std::fflush(stdout);
+      GTEST_SKIP();
+    }
+    auto env = gpu::CudaBackend()->Environment();
+    if (env.ok())
+      std::printf("GPU: %s, cc %d.%d, %d SMs, driver %s, runtime %d\n", env->name.c_str(), env->cc_major,
+                  env->cc_minor, env->sm_count, env->driver_version.c_str(), env->runtime_version);
+  }
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
+
+#define REQUIRE_GPU() \
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device"
+
+std::string Data(const std::string& rel) { return std::string(KI_TEST_DATA_DIR) + "/" + rel; }
+
+const Definition& Def() {
+  static const Definition d = [] {
+    auto r = LoadDefinition(Data("flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.json"));
+    if (!r.ok()) std::abort();
+    return *r;
+  }();
+  return d;
+}
+
+const ki_kernel& Fast() { return *FindBuiltinKernel("ki.gqa_paged_decode.fast"); }
+const ki_kernel& CudaRef() { return *FindBuiltinKernel("ki.gqa_paged_decode.cuda_reference"); }
+
+RunOptions CheckOnly(uint64_t seed) {
+  RunOptions o;
+  o.generator.seed = seed;
+  o.check_runs = 2;
+  o.time = false;
+  return o;
+}
+
+std::string Describe(const RunResult& r) {
+  return std::string(RunStatusName(r.status)) + " " + r.message + " max_abs=" +
+         std::to_string(r.correctness.max_abs_error) + " matched=" + std::to_string(r.correctness.matched_ratio);
+}
+
+#if defined(KI_HAVE_CUDA_BACKEND)
+// Forces a split plan for the length of a scope (restores auto after).
+struct TuningScope {
+  explicit TuningScope(gqa::FastTuning t) { gqa::SetFastTuning(t); }
+  ~TuningScope() { gqa::SetFastTuning({}); }
+};
+#endif
+
+TEST(GpuGenerator, DeviceBytesEqualHostBytes) {
+  REQUIRE_GPU();
+  gpu::Backend* be = gpu::CudaBackend();
+  Workload w = MakePagedDecodeWorkload("gen", 4, 100, 0.088);
+  auto plans = PlanInputs(Def(), w, {1234, LengthSplit::kRandom});
+  ASSERT_TRUE(plans.ok());
+  for (const TensorPlan& p : *plans) {
+    if (!p.random) continue;
+    auto buf = be->Alloc(p.nbytes());
+    ASSERT_TRUE(buf.ok());
+    ASSERT_TRUE(be->FillRandom(*buf, p.dtype, p.numel(), p.key).ok());
+    std::vector<uint8_t> got(p.nbytes());
+    ASSERT_TRUE(be->CopyToHost(got.data(), *buf, got.size()).ok());
+    be->Free(*buf);
+    EXPECT_EQ(got, Materialize(p).bytes) << p.name;
+  }
+}
+
+TEST(GpuReference, CudaReferenceMatchesCpuFp64) {
+  REQUIRE_GPU();
+  auto ws = LoadWorkloads(Data("flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.jsonl"));
+  ASSERT_TRUE(ws.ok());
+  // Small and medium shapes: the CPU reference is slow on the largest.
+  for (size_t i : {0u, 1u, 5u, 15u, 32u}) {
+    RunOptions o = CheckOnly(7);
+    o.reference = CpuReferenceKernel(Def().name);
+    const RunResult r = RunWorkload(CudaRef(), Def(), (*ws)[i], o);
+    EXPECT_EQ(r.status, RunStatus::kPassed) << "workload " << i << ": " << Describe(r);
+    EXPECT_LT(r.correctness.max_abs_error, 5e-3) << i;
+  }
+}
+
+TEST(GpuFast, MatchesReferenceOnEveryWorkloadShape) {
+  REQUIRE_GPU();
+  auto ws = LoadWorkloads(Data("flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.jsonl"));
+  ASSERT_TRUE(ws.ok());
+  ASSERT_EQ(ws->size(), 48u);
+  double worst = 0;
+  for (uint64_t seed : {0ull, 1ull, 2ull}) {
+    for (size_t i = 0; i < ws->size(); ++i) {
+      const RunResult r = RunWorkload(Fast(), Def(), (*ws)[i], CheckOnly(seed));
+      EXPECT_EQ(r.status, RunStatus::kPassed) << "workload " << i << " seed " << seed << ": " << Describe(r);
+      worst = std::max(worst, r.correctness.max_abs_error);
+    }
+  }
+  std::printf("fast vs cuda_reference over 48 workloads x 3 seeds: worst max_abs_error %.3e\n", worst);
+}
+
+TEST(GpuFast, MatchesCpuFp64Directly) {
+  REQUIRE_GPU();
+  auto ws = LoadWorkloads(Data("flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.jsonl"));
+  ASSERT_TRUE(ws.ok());
+  for (size_t i : {1u, 9u, 32u}) {
+    RunOptions o = CheckOnly(11);
+    o.reference = CpuReferenceKernel(Def().name);
+    const RunResult r = RunWorkload(Fast(), Def(), (*ws)[i], o);
+    EXPECT_EQ(r.status, RunStatus::kPassed) << "workload " << i << ": " << Describe(r);
+  }
+}
+
+TEST(GpuFast, EmptySequences) {
+  REQUIRE_GPU();
+  struct Case {
+    std::vector<int64_t> indptr;
+  };
+  const std::vector<Case> cases = {
+      {{0, 0}},                       // one empty sequence
+      {{0, 0, 0, 0}},                 // all empty
+      {{0, 0, 300, 300, 301, 301}},   // empty first, middle and last
+      {{0, 5000, 5000, 5003}},        // a long one (split) next to an empty one
+  };
+  for (const Case& c : cases) {
+    const int64_t batch = static_cast<int64_t>(c.indptr.size()) - 1;
+    const int64_t total = c.indptr.back();
+    Workload w = MakePagedDecodeWorkload("empty", batch, 1, 0.0883883);
+    w.axes["num_kv_indices"] = total;
+    w.axes["num_pages"] = total + 17;
+    w.inputs["kv_indptr"].kind = InputSource::Kind::kValues;
+    w.inputs["kv_indptr"].values = c.indptr;
+    for (uint64_t seed : {0ull, 5ull}) {
+      const RunResult r = RunWorkload(Fast(), Def(), w, CheckOnly(seed));
+      EXPECT_EQ(r.status, RunStatus::kPassed) << "indptr ending " << total << ": " << Describe(r);
+    }
+  }
+}
+
+TEST(GpuFast, RaggedAndSplitPlans) {
+  REQUIRE_GPU();
+#if defined(KI_HAVE_CUDA_BACKEND)
+  Workload w = MakePagedDecodeWorkload("ragged", 7, 1, 0.0883883);
+  w.axes["num_kv_indices"] = 4099;
+  w.axes["num_pages"] = 5000;
+  // Every plan shape: one chunk per sequence, many small chunks, odd sizes,
+  // each pipeline depth.
+  const gqa::FastTuning tunings[] = {
+      {0, 0, 0, 0}, {16, 0, 0, 0}, {48, 0, 0, 2}, {1000000, 0, 0, 0}, {0, 8, 16, 4}, {333, 0, 0, 3},
+  };
+  for (const gqa::FastTuning& t : tunings) {
+    TuningScope scope(t);
+    for (uint64_t seed : {3ull, 4ull}) {
+      const RunResult r = RunWorkload(Fast(), Def(), w, CheckOnly(seed));
+      EXPECT_EQ(r.status, RunStatus::kPassed)
+          << "chunk " << t.chunk_tokens << " waves " << t.waves << " stages " << t.stages << ": " << Describe(r);
+    }
+  }
+#endif
+}
+
+TEST(GpuFast, RepeatedCallsReuseTheWorkspace) {
+  REQUIRE_GPU();
+  // Checked calls after timing (and after graph replays) prove the kernel
+  // left its workspace reusable.
+  Workload w = MakePagedDecodeWorkload("repeat", 3, 2000, 0.0883883);
+  RunOptions o;
+  o.check_runs = 3;
+  o.timing.warmup = 2;
+  o.timing.iterations = 5;
+  o.timing.trials = 2;
+  o.timing.graph_calls = 4;
+  o.timing.graph_replays = 2;
+  const RunResult r = RunWorkload(Fast(), Def(), w, o);
+  ASSERT_EQ(r.status, RunStatus::kPassed) << Describe(r);
+  EXPECT_TRUE(r.timing.timer == "cupti_activity" || r.timing.timer == "cuda_event") << r.timing.timer;
+  std::printf("timer: %s %s\n", r.timing.timer.c_str(), r.timing.timer_note.c_str());
+  ASSERT_EQ(r.timing.samples_us.size(), 2u);
+  for (const auto& trial : r.timing.samples_us) {
+    ASSERT_EQ(trial.size(), 5u);
+    for (double s : trial) EXPECT_GT(s, 0.0);
+  }
+  EXPECT_GT(r.timing.graph_per_call_us, 0.0) << r.timing.graph_note;
+  // And once more, checked, after all of that in the same process.
+  const RunResult again = RunWorkload(Fast(), Def(), w, CheckOnly(9));
+  EXPECT_EQ(again.status, RunStatus::kPassed) << Describe(again);
+  EXPECT_FALSE(r.environment.device.name.empty());
+}
+
+TEST(GpuAbi, SharedLibraryKernelsRunThroughDlopen) {
+  REQUIRE_GPU();
+#if defined(KI_GQA_KERNELS_SO)
+  auto lib = KernelLibrary::Open(KI_GQA_KERNELS_SO);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  const ki_kernel* k = (*lib)->Find("ki.gqa_paged_decode.fast");
+  ASSERT_NE(k, nullptr);
+  Workload w = MakePagedDecodeWorkload("dlopen", 5, 700, 0.0883883);
+  const RunResult r = RunWorkload(*k, Def(), w, CheckOnly(21));
+  EXPECT_EQ(r.status, RunStatus::kPassed) << Describe(r);
+#else
+  GTEST_SKIP() << "libki_gqa_kernels.so path not configured";
+#endif
+}
+
+TEST(GpuAbi, RefusesBadCalls) {
+  REQUIRE_GPU();
+  ki_call c;
+  std::memset(&c, 0, sizeof(c));
+  c.abi_version = KI_ABI_VERSION + 1;
+  EXPECT_EQ(Fast().run(&c), KI_ERR_ABI_VERSION);
+  c.abi_version = KI_ABI_VERSION;
+  EXPECT_EQ(Fast().run(&c), KI_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace ki::harness
