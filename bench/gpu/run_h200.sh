@@ -1,0 +1,89 @@
+#!/bin/bash
+# One device call: build the GPU half standalone, run the GPU tests, sweep the
+# fast kernel's plan, bench the three target shapes and all 48
+# workloads (CUPTI and CUDA events), run the PyTorch peers side by side, and
+# print the joined tables. Everything lands in OUTDIR (at most 8 files).
+#
+#   bench/gpu/run_h200.sh OUTDIR [--no-sweep] [--no-torch]
+set -u
+OUTDIR=${1:?usage: run_h200.sh OUTDIR}
+shift
+SWEEP=1
+TORCH=1
+for a in "$@"; do
+  case $a in
+    --no-sweep) SWEEP=0 ;;
+    --no-torch) TORCH=0 ;;
+  esac
+done
+exec > >(tee "$OUTDIR/run.log") 2>&1
+export PYTHONUNBUFFERED=1
+B=build-h200
+DEF=tests/data/flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.json
+WL=tests/data/flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.jsonl
+T0=$(date +%s)
+stamp() { echo "== $1 (t=$(( $(date +%s) - T0 ))s)"; }
+
+stamp machine
+date -u
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,persistence_mode --format=csv
+nvcc --version | tail -2
+cmake --version | head -1
+python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
+echo -n "full-build deps: "
+for p in libssl-dev libsodium-dev libzstd-dev liblmdb-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libcurl4-openssl-dev; do
+  dpkg -s $p >/dev/null 2>&1 && echo -n "$p=yes " || echo -n "$p=no "
+done
+echo
+ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupti.so* 2>/dev/null | head -3
+
+stamp build
+GEN=""
+command -v ninja >/dev/null && GEN="-G Ninja"
+if ! { cmake -S bench/gpu -B $B $GEN -DKI_CUDA_ARCHS=90a -DKI_DEPS_DIR="$PWD/.cache/deps" >/tmp/ki-build.log 2>&1 &&
+       cmake --build $B -j16 >>/tmp/ki-build.log 2>&1; }; then
+  tail -60 /tmp/ki-build.log
+  exit 1
+fi
+grep -E "registers|spill" /tmp/ki-build.log | head -8
+
+stamp "GPU tests"
+timeout 300 $B/test_gpu >"$OUTDIR/gpu-tests.log" 2>&1
+echo "test_gpu exit $?"
+grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure|GPU:|timer:|worst|tests? ran" "$OUTDIR/gpu-tests.log" | head -40
+
+if [ $SWEEP = 1 ]; then
+  stamp "plan sweep (CUPTI, cold L2, no check)"
+  for tune in "" "waves=1" "waves=4" "waves=8" "min_chunk=16" "min_chunk=32" "min_chunk=128" \
+              "stages=2" "stages=4" "waves=1,stages=4" "waves=4,stages=2" "waves=4,stages=4"; do
+    printf "%-22s" "[$tune]"
+    timeout 60 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --no-check --trials 2 \
+      --tune "$tune" --json /dev/null | awk '/synthetic/ {printf " %s=%s", $2, $10} END {print ""}'
+  done
+fi
+
+stamp "targets"
+timeout 120 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --graph-calls 20 \
+  --json "$OUTDIR/ki-targets.json" ${KI_TUNE:+--tune $KI_TUNE}
+timeout 120 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --events --no-check \
+  --json "$OUTDIR/ki-targets-events.json" ${KI_TUNE:+--tune $KI_TUNE} | tail -5
+
+stamp "48 workloads"
+timeout 200 $B/ki-kernel-bench --definition $DEF --workloads $WL --graph-calls 20 --json "$OUTDIR/ki-48.json" \
+  ${KI_TUNE:+--tune $KI_TUNE}
+timeout 120 $B/ki-kernel-bench --definition $DEF --workloads $WL --events --no-check \
+  --json "$OUTDIR/ki-48-events.json" ${KI_TUNE:+--tune $KI_TUNE} | tail -2
+
+if [ $TORCH = 1 ]; then
+  stamp "PyTorch side by side"
+  timeout 240 python3 bench/gpu/torch_side_by_side.py $DEF --synthetic 1x362,16x4096,64x8192 --workloads $WL \
+    --out "$OUTDIR/torch.json" | tail -60
+fi
+
+stamp report
+python3 bench/gpu/report.py --targets --ki-cupti "$OUTDIR/ki-targets.json" --ki-events "$OUTDIR/ki-targets-events.json" \
+  --torch "$OUTDIR/torch.json" 2>&1
+python3 bench/gpu/report.py --ki-cupti "$OUTDIR/ki-48.json" --ki-events "$OUTDIR/ki-48-events.json" \
+  --torch "$OUTDIR/torch.json" 2>&1 | head -4
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+stamp done
