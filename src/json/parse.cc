@@ -129,6 +129,8 @@ class StrictDomBuilder {
         what = what.substr(tag + 2);  // "[json.exception.x.n] " prefix
       }
     }
+    // `position` counts the bytes read: point at the last one, where the
+    // lexer gave up (the end of the offending token).
     error_ = ErrorAt(source_, text_, position == 0 ? 0 : position - 1, what);
     return false;
   }

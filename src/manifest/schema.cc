@@ -481,51 +481,26 @@ namespace {
 
 class Validator {
  public:
-  explicit Validator(std::string_view prefix) : path_(prefix) {}
+  explicit Validator(std::string_view prefix) : prefix_(prefix) {}
 
   Status Validate(const Node* n, Json* v) {
     if (n->ref) KI_RETURN_IF_ERROR(Validate(n->ref, v));
-    if (n->types != 0 && !TypeOk(n->types, *v)) {
-      std::string want;
-      for (auto [bit, name] : {std::pair{kNull, "null"}, {kBoolean, "boolean"}, {kInteger, "integer"},
-                               {kNumber, "number"}, {kString, "string"}, {kArray, "array"}, {kObject, "object"}})
-        if (n->types & bit) want += (want.empty() ? "" : " or ") + std::string(name);
-      return Error("expected " + want + ", got " + TypeName(*v));
-    }
+    if (n->types != 0 && !TypeOk(n->types, *v)) return TypeError(n, *v);
     if (n->const_value && *v != *n->const_value)
       return Error("must be " + Describe(*n->const_value) + ", got " + Describe(*v));
-    if (n->enum_values) {
-      bool found = false;
-      for (const auto& e : *n->enum_values)
-        if (e == *v) {
-          found = true;
-          break;
-        }
-      if (!found) return Error(Describe(*v) + " is not one of " + Describe(*n->enum_values));
-    }
-    if (v->is_string()) {
-      const std::string& s = v->get_ref<const std::string&>();
-      if (n->min_length || n->max_length) {
-        size_t len = CodePoints(s);
-        if (n->min_length && len < *n->min_length)
-          return Error("string shorter than " + std::to_string(*n->min_length) + " characters");
-        if (n->max_length && len > *n->max_length)
-          return Error("string longer than " + std::to_string(*n->max_length) + " characters");
-      }
-      if (n->pattern && !n->pattern->Matches(s))
-        return Error(Describe(*v) + " does not match pattern " + n->pattern->source());
-    } else if (v->is_number()) {
-      double d = v->get<double>();
-      if (n->minimum && !(d >= *n->minimum)) return Error(Describe(*v) + " is less than " + FormatJcsNumber(*n->minimum));
-      if (n->maximum && !(d <= *n->maximum)) return Error(Describe(*v) + " is greater than " + FormatJcsNumber(*n->maximum));
-      if (n->exclusive_minimum && !(d > *n->exclusive_minimum))
-        return Error(Describe(*v) + " must be greater than " + FormatJcsNumber(*n->exclusive_minimum));
-      if (n->exclusive_maximum && !(d < *n->exclusive_maximum))
-        return Error(Describe(*v) + " must be less than " + FormatJcsNumber(*n->exclusive_maximum));
-    } else if (v->is_object()) {
-      KI_RETURN_IF_ERROR(ValidateObject(n, v));
-    } else if (v->is_array()) {
-      KI_RETURN_IF_ERROR(ValidateArray(n, v));
+    if (n->enum_values) KI_RETURN_IF_ERROR(CheckEnum(n, *v));
+    switch (v->type()) {
+      case Json::value_t::string:
+        KI_RETURN_IF_ERROR(CheckString(n, v->get_ref<const std::string&>()));
+        break;
+      case Json::value_t::number_integer:
+      case Json::value_t::number_unsigned:
+      case Json::value_t::number_float:
+        KI_RETURN_IF_ERROR(CheckNumber(n, *v));
+        break;
+      case Json::value_t::object: KI_RETURN_IF_ERROR(ValidateObject(n, v)); break;
+      case Json::value_t::array: KI_RETURN_IF_ERROR(ValidateArray(n, v)); break;
+      default: break;
     }
     if (n->duration_string) return ValidateDuration(n, v);
     if (!n->any_of.empty()) return ValidateAnyOf(n, v);
@@ -533,6 +508,12 @@ class Validator {
   }
 
  private:
+  // A path token: an object key (borrowed from the document) or an index.
+  struct Token {
+    const std::string* key = nullptr;
+    size_t index = 0;
+  };
+
   static bool TypeOk(uint8_t types, const Json& v) {
     switch (v.type()) {
       case Json::value_t::null: return types & kNull;
@@ -547,25 +528,76 @@ class Validator {
     }
   }
 
+  Status TypeError(const Node* n, const Json& v) {
+    std::string want;
+    for (auto [bit, name] : {std::pair{kNull, "null"}, {kBoolean, "boolean"}, {kInteger, "integer"},
+                             {kNumber, "number"}, {kString, "string"}, {kArray, "array"}, {kObject, "object"}})
+      if (n->types & bit) want += (want.empty() ? "" : " or ") + std::string(name);
+    return Error("expected " + want + ", got " + TypeName(v));
+  }
+
+  Status CheckEnum(const Node* n, const Json& v) {
+    for (const auto& e : *n->enum_values)
+      if (e == v) return Status::OK();
+    return Error(Describe(v) + " is not one of " + Describe(*n->enum_values));
+  }
+
+  Status CheckString(const Node* n, std::string_view s) {
+    if (n->min_length || n->max_length) {
+      size_t len = CodePoints(s);
+      if (n->min_length && len < *n->min_length)
+        return Error("string shorter than " + std::to_string(*n->min_length) + " characters");
+      if (n->max_length && len > *n->max_length)
+        return Error("string longer than " + std::to_string(*n->max_length) + " characters");
+    }
+    if (n->pattern && !n->pattern->Matches(s))
+      return Error(Describe(Json(s)) + " does not match pattern " + n->pattern->source());
+    return Status::OK();
+  }
+
+  Status CheckNumber(const Node* n, const Json& v) {
+    if (!n->minimum && !n->maximum && !n->exclusive_minimum && !n->exclusive_maximum) return Status::OK();
+    double d = v.get<double>();
+    if (n->minimum && !(d >= *n->minimum)) return Error(Describe(v) + " is less than " + FormatJcsNumber(*n->minimum));
+    if (n->maximum && !(d <= *n->maximum)) return Error(Describe(v) + " is greater than " + FormatJcsNumber(*n->maximum));
+    if (n->exclusive_minimum && !(d > *n->exclusive_minimum))
+      return Error(Describe(v) + " must be greater than " + FormatJcsNumber(*n->exclusive_minimum));
+    if (n->exclusive_maximum && !(d < *n->exclusive_maximum))
+      return Error(Describe(v) + " must be less than " + FormatJcsNumber(*n->exclusive_maximum));
+    return Status::OK();
+  }
+
+  // Property names are strings: the usual schema ({type: string, pattern})
+  // is checked without materialising a Json for each key.
+  Status CheckPropertyName(const Node* pn, const std::string& k) {
+    if (pn->ref || pn->const_value || pn->enum_values || !pn->any_of.empty() || pn->duration_string) {
+      Json key(k);
+      return Validate(pn, &key);
+    }
+    if (pn->types != 0 && !(pn->types & kString)) return Error("property names cannot be strings here");
+    return CheckString(pn, k);
+  }
+
   Status ValidateObject(const Node* n, Json* v) {
     auto& obj = v->get_ref<Json::object_t&>();
     for (const std::string& r : n->required)
       if (obj.find(r) == obj.end()) return Error("missing required field \"" + r + "\"");
+    // Instance keys and schema properties are both in byte order: walk them
+    // together instead of looking every key up.
+    auto prop = n->properties.begin();
+    const auto prop_end = n->properties.end();
     for (auto& [k, child] : obj) {
-      Push(k);
-      if (n->property_names) {
-        Json key(k);
-        KI_RETURN_IF_ERROR(Validate(n->property_names, &key));
-      }
-      auto it = n->properties.find(k);
-      if (it != n->properties.end()) {
-        KI_RETURN_IF_ERROR(Validate(it->second, &child));
+      path_.push_back(Token{&k, 0});
+      if (n->property_names) KI_RETURN_IF_ERROR(CheckPropertyName(n->property_names, k));
+      while (prop != prop_end && prop->first < k) ++prop;
+      if (prop != prop_end && prop->first == k) {
+        KI_RETURN_IF_ERROR(Validate(prop->second, &child));
       } else if (n->additional == Node::Additional::kForbid) {
         return Error("unknown field \"" + k + "\"");
       } else if (n->additional == Node::Additional::kSchema) {
         KI_RETURN_IF_ERROR(Validate(n->additional_schema, &child));
       }
-      Pop();
+      path_.pop_back();
     }
     return Status::OK();
   }
@@ -579,9 +611,9 @@ class Validator {
     for (size_t i = 0; i < arr.size(); ++i) {
       const Node* item = i < n->prefix_items.size() ? n->prefix_items[i] : n->items;
       if (!item) continue;
-      Push(std::to_string(i));
+      path_.push_back(Token{nullptr, i});
       KI_RETURN_IF_ERROR(Validate(item, &arr[i]));
-      Pop();
+      path_.pop_back();
     }
     return Status::OK();
   }
@@ -598,7 +630,7 @@ class Validator {
   Status ValidateAnyOf(const Node* n, Json* v) {
     Status first_typed;  // the error of the first branch whose type fits
     for (const Node* branch : n->any_of) {
-      size_t mark = path_.size();
+      size_t depth = path_.size();
       Status st;
       if (branch->may_mutate) {
         Json copy = *v;
@@ -607,7 +639,7 @@ class Validator {
       } else {
         st = Validate(branch, v);
       }
-      path_.resize(mark);
+      path_.resize(depth);
       if (st.ok()) return st;
       if (first_typed.ok() && (branch->types == 0 || TypeOk(branch->types, *v))) first_typed = st;
     }
@@ -615,20 +647,20 @@ class Validator {
     return Error(Describe(*v) + " matches none of the allowed forms");
   }
 
-  void Push(std::string_view token) {
-    path_.push_back('/');
-    for (char c : token) {
-      if (c == '~') path_ += "~0";
-      else if (c == '/') path_ += "~1";
-      else path_.push_back(c);
-    }
-  }
-  void Pop() { path_.resize(path_.rfind('/')); }
+  // Errors name the JSON pointer of the value being checked; it is only
+  // spelled out here, on the error path.
   Status Error(const std::string& msg) {
-    return Status::InvalidInput((path_.empty() ? std::string("/") : path_) + ": " + msg);
+    std::string ptr(prefix_);
+    for (const Token& t : path_) {
+      ptr.push_back('/');
+      ptr += t.key ? EscapePointerToken(*t.key) : std::to_string(t.index);
+    }
+    if (ptr.empty()) ptr = "/";
+    return Status::InvalidInput(ptr + ": " + msg);
   }
 
-  std::string path_;
+  std::string_view prefix_;
+  std::vector<Token> path_;
 };
 
 }  // namespace

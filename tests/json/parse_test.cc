@@ -65,7 +65,9 @@ TEST(ParseJson, NanAndInfinityRejected) {
 }
 
 TEST(ParseJson, SizeAndDepthLimits) {
-  std::string big = "\"" + std::string((1 << 20), 'a') + "\"";
+  std::string big(1 << 20, 'a');
+  big.insert(big.begin(), '"');
+  big.push_back('"');
   Status s = ParseErr(big, DocFormat::kJson);
   ASSERT_TRUE(s.IsInvalidInput());
   EXPECT_TRUE(Contains(s.message(), "over the limit of 1048576"));
@@ -193,7 +195,12 @@ TEST(ParseYaml, AliasesExpandAndAreBounded) {
   std::string bomb = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
   for (int i = 1; i <= 9; ++i) {
     std::string p = "*l" + std::to_string(i - 1);
-    bomb += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + p;
+    bomb += "l";
+    bomb += std::to_string(i);
+    bomb += ": &l";
+    bomb += std::to_string(i);
+    bomb += " [";
+    bomb += p;
     for (int k = 1; k < 10; ++k) bomb += ", " + p;
     bomb += "]\n";
   }
