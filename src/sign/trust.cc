@@ -151,7 +151,9 @@ Result<TrustEntry> TrustStore::Remove(std::string_view who) {
   if (hits.size() > 1) {
     std::string list;
     for (size_t i : hits) list += "\n  " + ShortKeyId(trusted_[i].keyid) + "  " + trusted_[i].name;
-    return Status::Ambiguous("`" + std::string(who) + "` matches several trusted keys:" + list);
+    std::string msg = "`";
+    msg.append(who).append("` matches several trusted keys:").append(list);
+    return Status::Ambiguous(std::move(msg));
   }
   TrustEntry e = trusted_[hits[0]];
   trusted_.erase(trusted_.begin() + long(hits[0]));

@@ -28,9 +28,10 @@ expect() {
   fi
   echo "ok   $*"
 }
-objects() { ki audit --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["objects"])'; }
-level() { ki show --json "$1" | python3 -c 'import json,sys; e=json.load(sys.stdin)["ki"]["evidence"]; print(e["level"] + (",disputed" if e["disputed"] else ""))'; }
-# b64edit FILE PYTHON-EXPR: rewrites the envelope JSON `e` (payload decoded as `p`).
+objects() { ki audit | sed -n 's/^\([0-9]*\) objects (.*/\1/p'; }
+# The level as `ki show` prints it: "verified" or "verified,disputed".
+level() { ki show "$1" | sed -n 's/^  level  *//p' | sed 's/, /,/'; }
+# edit_envelope IN OUT PYTHON: rewrites the envelope JSON `e` (payload decoded as `p`).
 edit_envelope() {
   python3 - "$1" "$2" "$3" <<'PY'
 import base64, json, sys
@@ -92,6 +93,7 @@ expect 0 "^replicated$" -- level "$RUN"
 expect 0 "disputed" -- ki sign "$RUN" --key alice --predicate disputed --note "3x slower on m3" --run-digest "$RUN" --latency-ns 1e6 --ratio 2.8 --machine m3 --failed
 expect 0 "^replicated,disputed$" -- level "$RUN"
 expect 0 "level +replicated, disputed" -- ki show "$RUN"
+expect 0 '"level": "replicated"' -- ki show --json "$RUN"
 expect 0 "^attestation	trusted	.*	reproduced	$RUN	trusted alice" -- ki verify "$RUN"
 expect 0 "7 attestations: 6 trusted, 1 not trusted, 0 faults" -- ki verify "$RUN"
 expect 0 '"check": "payloadType"' -- ki verify --json "$RUN"

@@ -377,7 +377,7 @@ TEST_F(AttestationTest, MalformedFieldsAreFaults) {
   } cases[] = {
       {"truncated sig", [](Json& j) { j["signatures"][0]["sig"] = j["signatures"][0]["sig"].get<std::string>().substr(0, 40); }, "encoding"},
       {"non-base64 sig", [](Json& j) { j["signatures"][0]["sig"] = "%%%%"; }, "encoding"},
-      {"non-base64 payload", [](Json& j) { j["payload"] = "!" + j["payload"].get<std::string>(); }, "encoding"},
+      {"non-base64 payload", [](Json& j) { j["payload"] = std::string("!").append(j["payload"].get<std::string>()); }, "encoding"},
       {"truncated payload", [](Json& j) { j["payload"] = j["payload"].get<std::string>().substr(0, 21); }, "encoding"},
       {"no signatures", [](Json& j) { j["signatures"] = Json::array(); }, "signatures"},
       {"signatures missing", [](Json& j) { j.erase("signatures"); }, "envelope"},
