@@ -1,0 +1,116 @@
+// ki rank REF [--json]: a comparison group ranked under ranking-v1.
+#include <cstdio>
+#include <iostream>
+
+#include "command.h"
+#include "ki/catalog.h"
+
+namespace ki::cli {
+namespace {
+
+std::string Value(const catalog::RankEntry& e) {
+  if (!e.value) return "-";
+  if (e.unit == "ns") return FormatNs(*e.value);
+  return FormatJcsNumber(*e.value) + (e.unit.empty() ? "" : " " + e.unit);
+}
+
+std::string Interval(const catalog::RankEntry& e) {
+  if (!e.interval) return "";
+  if (e.unit == "ns") return FormatNs(e.interval->first) + " – " + FormatNs(e.interval->second);
+  return FormatJcsNumber(e.interval->first) + " – " + FormatJcsNumber(e.interval->second);
+}
+
+Json EntryJson(const catalog::RankEntry& e) {
+  Json j = {{"run", e.run.str()},
+            {"id", e.id},
+            {"name", e.name.empty() ? Json(nullptr) : Json(e.name)},
+            {"implementation", e.implementation.empty() ? Json(nullptr) : Json(e.implementation)},
+            {"value", e.value ? Json(*e.value) : Json(nullptr)},
+            {"unit", e.unit},
+            {"interval", e.interval ? Json{e.interval->first, e.interval->second} : Json(nullptr)},
+            {"evidence", catalog::EvidenceName(e.evidence)},
+            {"observedAt", e.observed_at},
+            {"status", e.status}};
+  if (e.rank > 0) {
+    j["rank"] = e.rank;
+    j["tiedWithPrevious"] = e.tied_with_previous;
+  } else {
+    j["reasons"] = e.reasons;
+  }
+  return j;
+}
+
+RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+  auto ref = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  sub->add_option("ref", *ref, "a run (its comparison group), or a comparison key or prefix")->required();
+  sub->add_flag("--json", *json, "print the ranking as JSON");
+  return [ref, json, g]() -> Result<int> {
+    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
+    KI_ASSIGN_OR_RETURN(Digest cohort, catalog::ResolveCohort(*store, *ref));
+    // REF marks a run when it names one (not when it is the cohort key).
+    std::optional<Digest> marked;
+    if (auto d = store->Resolve(*ref); d.ok()) marked = *d;
+    KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(*store, cohort));
+    if (*json) {
+      Json ranked = Json::array(), inel = Json::array();
+      for (const auto& e : r.ranked) ranked.push_back(EntryJson(e));
+      for (const auto& e : r.ineligible) inel.push_back(EntryJson(e));
+      Json out = {{"cohort", r.cohort.str()},
+                  {"policy", catalog::kRankingPolicy},
+                  {"profile", r.source_native ? "source_native" : "strict_exact"},
+                  {"metric", r.metric},
+                  {"parts", r.description},
+                  {"ranked", ranked},
+                  {"ineligible", inel},
+                  {"ref", marked ? Json(marked->str()) : Json(nullptr)}};
+      PrintJson(out);
+      return 0;
+    }
+    std::string out;
+    out += "Comparison group " + r.cohort.str() + "\n";
+    out += "  policy " + std::string(catalog::kRankingPolicy) + " · " +
+           (r.source_native ? "source-native (ties on equal values only)" : "strict (overlapping 95% intervals tie)") +
+           " · metric " + r.metric + "\n";
+    for (const char* part : {"operation", "workload", "protocol", "environment", "correctness"}) {
+      if (r.description.contains(part)) {
+        std::string v = r.description[part].is_string() ? r.description[part].get<std::string>() : "";
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-12s %s\n", part, v.c_str());
+        out += line;
+      }
+    }
+    out += "  " + std::to_string(r.ranked.size()) + " ranked, " + std::to_string(r.ineligible.size()) +
+           " ineligible\n\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "  %5s  %-14s %-26s %-13s %-10s %s\n", "rank", "value", "95% interval",
+                  "evidence", "observed", "run");
+    out += line;
+    for (const auto& e : r.ranked) {
+      bool mark = marked && *marked == e.run;
+      std::string rank = (e.tied_with_previous ? "=" : "") + std::to_string(e.rank);
+      std::string who = Short(e.run) + " " + (e.name.empty() ? e.id : e.name);
+      std::snprintf(line, sizeof line, "%s %5s  %-14s %-26s %-13s %-10s %s\n", mark ? ">" : " ", rank.c_str(),
+                    Value(e).c_str(), Interval(e).c_str(), std::string(catalog::EvidenceName(e.evidence)).c_str(),
+                    e.observed_at.substr(0, 10).c_str(), who.c_str());
+      out += line;
+    }
+    if (!r.ineligible.empty()) {
+      out += "\nIneligible\n";
+      for (const auto& e : r.ineligible) {
+        bool mark = marked && *marked == e.run;
+        std::string reasons;
+        for (const auto& x : e.reasons) reasons += (reasons.empty() ? "" : ",") + x;
+        out += std::string(mark ? ">" : " ") + " " + Short(e.run) + " " + (e.name.empty() ? e.id : e.name) + "  " +
+               reasons + "\n";
+      }
+    }
+    std::cout << out;
+    return 0;
+  };
+}
+
+KI_REGISTER_COMMAND(rank, {"rank", "Rank a run's comparison group (ranking-v1)", Setup, 70});
+
+}  // namespace
+}  // namespace ki::cli

@@ -1,0 +1,65 @@
+// ki records COHORT [--json]: the record history of a comparison group.
+#include <iostream>
+#include <map>
+
+#include "command.h"
+#include "ki/catalog.h"
+
+namespace ki::cli {
+namespace {
+
+std::string Val(double v, const std::string& unit) {
+  return unit == "ns" ? FormatNs(v) : FormatJcsNumber(v) + (unit.empty() ? "" : " " + unit);
+}
+
+RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+  auto ref = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  sub->add_option("cohort", *ref, "a comparison key or prefix, or a run (its comparison group)")->required();
+  sub->add_flag("--json", *json, "print the history as JSON");
+  return [ref, json, g]() -> Result<int> {
+    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
+    KI_ASSIGN_OR_RETURN(Digest cohort, catalog::ResolveCohort(*store, *ref));
+    KI_ASSIGN_OR_RETURN(catalog::RecordHistory h, catalog::Records(*store, cohort));
+    KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(*store, cohort));
+    std::string unit = r.ranked.empty() ? "" : r.ranked[0].unit;
+    std::map<Digest, std::string> names;
+    for (const auto& e : r.ranked) names[e.run] = e.name;
+    if (*json) {
+      Json events = Json::array();
+      for (const auto& e : h.events) {
+        events.push_back({{"run", e.run.str()},
+                          {"runId", e.run_id},
+                          {"previous", e.previous ? Json(e.previous->str()) : Json(nullptr)},
+                          {"previousRunId", e.previous ? Json(e.previous_id) : Json(nullptr)},
+                          {"at", e.at},
+                          {"value", e.value},
+                          {"previousValue", e.previous_value ? Json(*e.previous_value) : Json(nullptr)},
+                          {"policyVersion", catalog::kRankingPolicy},
+                          {"inExport", e.in_export}});
+      }
+      PrintJson({{"cohort", cohort.str()}, {"events", events}, {"notReproduced", h.not_reproduced}});
+      return h.not_reproduced.empty() ? 0 : 1;
+    }
+    std::string out = "Record history of " + cohort.str() + " (" + std::string(catalog::kRankingPolicy) + ")\n";
+    for (const auto& e : h.events) {
+      out += "  " + e.at + "  " + Val(e.value, unit) + "  " + Short(e.run) + " " + names[e.run];
+      if (e.previous) {
+        out += "  beat " + Short(*e.previous) + " " + names[*e.previous] + " (" + Val(*e.previous_value, unit) + ")";
+      } else {
+        out += "  first record";
+      }
+      out += "\n";
+    }
+    if (h.events.empty()) out += "  no eligible runs\n";
+    for (const auto& x : h.not_reproduced) out += "  not reproduced: export event " + x.dump() + "\n";
+    std::cout << out;
+    // A published event ki cannot derive is a fault the user should see.
+    return h.not_reproduced.empty() ? 0 : 1;
+  };
+}
+
+KI_REGISTER_COMMAND(records, {"records", "Record history of a comparison group", Setup, 71});
+
+}  // namespace
+}  // namespace ki::cli
