@@ -80,7 +80,14 @@ Result<Txn> Txn::Begin(Environment& env, bool write) {
 Status Txn::Commit() {
   int rc = mdb_txn_commit(txn_);
   txn_ = nullptr;  // committed or aborted by LMDB on failure
-  if (rc) return MdbStatus("commit", rc);
+  if (rc) {
+    // LMDB reports a short write (full disk, file size limit) as EIO.
+    std::string why = rc == EIO || rc == ENOSPC || rc == EFBIG || rc == MDB_MAP_FULL
+                          ? " (is the disk full, or a file size limit reached?)"
+                          : "";
+    return Status::IOError(std::string("index commit: ") + mdb_strerror(rc) + why +
+                           "; the transaction was rolled back and nothing was stored");
+  }
   return Status::OK();
 }
 

@@ -114,16 +114,19 @@ unchanged "read-only store"
 # instead of killing the process.
 head -c 3000000 /dev/urandom >big1.bin
 head -c 3000000 /dev/urandom >big2.bin
-python3 - <<'PY'
-import json
-for i in range(300):
-    doc = {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "SoftwareProject",
-           "metadata": {"name": "fill-%d" % i}, "spec": {"name": "filler %d %s" % (i, "y" * 3000)}}
-    open("fill-%03d.json" % i, "w").write(json.dumps(doc))
-PY
-(trap '' XFSZ; ulimit -f 2048; exec "$KI_BIN" add fill-*.json big1.bin big2.bin) >/dev/null 2>full.err
+mkdir small
+for i in $(seq 1 120); do head -c 50000 /dev/urandom >small/s$i.bin; done
+# (a) objects kept in the index: LMDB's file outgrows the limit
+(trap '' XFSZ; ulimit -f 2048; exec "$KI_BIN" add good.yaml small/*.bin) >/dev/null 2>full.err
 rc=$?
-[ $rc = 5 ] || fail "disk full: exit $rc (want 5): $(cat full.err)"
+[ $rc = 5 ] || fail "disk full (index): exit $rc (want 5): $(cat full.err)"
+expect_contains "$(cat full.err)" "nothing was stored" "disk-full message says what happened"
+unchanged "disk full (index)"
+# (b) large objects written as loose files
+(trap '' XFSZ; ulimit -f 2048; exec "$KI_BIN" add good.yaml big1.bin big2.bin) >/dev/null 2>full.err
+rc=$?
+[ $rc = 5 ] || fail "disk full (loose): exit $rc (want 5): $(cat full.err)"
 expect_contains "$(cat full.err)" "File too large" "disk-full message says why"
-unchanged "disk full"
+unchanged "disk full (loose)"
+[ -z "$(find store/.ki/objects -type f)" ] || fail "no loose file left behind: $(find store/.ki/objects -type f)"
 finish
