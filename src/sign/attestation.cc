@@ -277,8 +277,10 @@ std::vector<Candidate> CandidatesFor(const std::string& keyid, const KeySources&
     if (match(e.keyid)) out.push_back({e.key, SignatureState::kRevoked, e.name, "revoked", std::nullopt});
   for (const auto& k : keys.local)
     if (match(k.key.KeyId())) out.push_back({k.key, SignatureState::kUntrusted, k.name, "keyring", std::nullopt});
+  // A name the statement gives itself proves nothing: it is shown as such.
   if (stated && match(stated->KeyId()))
-    out.push_back({*stated, SignatureState::kUntrusted, stated_name, "statement", std::nullopt});
+    out.push_back({*stated, SignatureState::kUntrusted, stated_name.empty() ? "" : "self-declared:" + stated_name,
+                   "statement", std::nullopt});
   return out;
 }
 

@@ -291,6 +291,7 @@ TEST_F(AttestationTest, UntrustedRevokedAndUnknownKeys) {
   EXPECT_FALSE(r.TrustedBy());
   EXPECT_EQ(r.signatures[0].state, SignatureState::kUntrusted);
   EXPECT_EQ(r.signatures[0].key_source, "statement");
+  EXPECT_EQ(r.signatures[0].signer, "self-declared:stranger");
 
   ASSERT_OK(CreateAttestation(*store_, runner_, Reviewed(subject_b_)));
   ASSERT_OK(keys_.trust.Remove("runner"));
