@@ -10,6 +10,7 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/flashinfer.h"
 
 namespace ki::cli {
 namespace {
@@ -72,6 +73,7 @@ Json ReportJson(const catalog::ImportReport& r, double seconds) {
           {"servingCohorts", r.serving_cohorts},
           {"recordEvents", r.record_events},
           {"recordEventsReproduced", r.record_events_reproduced},
+          {"recordEventsUnchecked", r.record_events_unchecked},
           {"mismatches", mism},
           {"stored", r.stored},
           {"seconds", seconds}};
@@ -100,7 +102,9 @@ void PrintReport(const catalog::ImportReport& r, double seconds) {
   out += "  comparison groups: " + WithCommas(r.cohorts - r.serving_cohorts) + " kernel, " +
          WithCommas(r.serving_cohorts) + " serving\n";
   out += "  record events reproduced: " + WithCommas(r.record_events_reproduced) + " of " +
-         WithCommas(r.record_events) + "\n";
+         WithCommas(r.record_events) +
+         (r.record_events_unchecked ? " (" + WithCommas(r.record_events_unchecked) + " name runs not in the store)" : "") +
+         "\n";
   out += r.stored ? "  stored\n" : "  nothing stored\n";
   std::cout << out;
 }
@@ -143,6 +147,41 @@ RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
+// --- ki import flashinfer-bench DIR (src/fib)
+RunFn SetupFlashinferBench(CLI::App* sub, GlobalOptions* g) {
+  auto dir = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  sub->add_option("dir", *dir, "dataset root (definitions/, workloads/, traces/)")->required();
+  sub->add_flag("--json", *json, "print the summary as JSON");
+  return [dir, json, g]() -> Result<int> {
+    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
+    KI_ASSIGN_OR_RETURN(auto r, fib::ImportDataset(*store, *dir));
+    Json ops = Json::object();
+    for (const auto& [name, d] : r.operations) ops[name] = d.str();
+    if (*json) {
+      PrintJson({{"root", r.root}, {"definitions", r.definitions}, {"workloadLines", r.workloads},
+                 {"traceLines", r.traces}, {"operations", {{"new", r.operations_new}, {"existing", r.operations_existing}}},
+                 {"workloads", {{"new", r.workloads_new}, {"existing", r.workloads_existing}}},
+                 {"missingInputs", r.missing_inputs}, {"skippedLines", r.skipped_lines},
+                 {"solutionsNotImported", r.solutions_seen}, {"operationDigests", ops}});
+      return 0;
+    }
+    std::string out = r.root + ": " + std::to_string(r.definitions) + " definitions, " + std::to_string(r.workloads) +
+                      " workload lines, " + std::to_string(r.traces) + " trace lines\n";
+    out += "  OperationSpec            " + std::to_string(r.operations_new) + " new, " +
+           std::to_string(r.operations_existing) + " existing\n";
+    out += "  WorkloadCase             " + std::to_string(r.workloads_new) + " new, " +
+           std::to_string(r.workloads_existing) + " existing\n";
+    out += "  missing input files      " + std::to_string(r.missing_inputs) +
+           " (safetensors not in the tree; ki run generates these inputs)\n";
+    if (r.skipped_lines) out += "  skipped lines            " + std::to_string(r.skipped_lines) + " (definition not in the tree)\n";
+    if (r.solutions_seen) out += "  solutions                " + std::to_string(r.solutions_seen) + " not imported (program code)\n";
+    for (const auto& [name, d] : r.operations) out += "  " + d.str() + "  " + name + "\n";
+    std::cout << out;
+    return 0;
+  };
+}
+
 // Sources `ki import` knows. A new one is a Setup function and a line here.
 struct Importer {
   const char* name;
@@ -151,6 +190,7 @@ struct Importer {
 };
 const Importer kImporters[] = {
     {"kernelindex", "Import a KernelIndex catalog export (JSON lines, plain or zstd)", SetupKernelIndex},
+    {"flashinfer-bench", "Import a flashinfer-bench dataset: definitions and workloads", SetupFlashinferBench},
 };
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {

@@ -38,7 +38,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                           {"policyVersion", catalog::kRankingPolicy},
                           {"inExport", e.in_export}});
       }
-      PrintJson({{"cohort", cohort.str()}, {"events", events}, {"notReproduced", h.not_reproduced}});
+      PrintJson({{"cohort", cohort.str()}, {"events", events}, {"notReproduced", h.not_reproduced}, {"unchecked", h.unchecked}});
       return h.not_reproduced.empty() ? 0 : 1;
     }
     std::string out = "Record history of " + cohort.str() + " (" + std::string(catalog::kRankingPolicy) + ")\n";

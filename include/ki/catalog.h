@@ -99,6 +99,9 @@ struct ImportReport {
   uint64_t keys_checked = 0;  // digests and keys recomputed
   uint64_t cohorts = 0, serving_cohorts = 0;
   uint64_t record_events = 0, record_events_reproduced = 0;
+  // Events naming a run (or previous run) that neither the export nor the
+  // store holds (a partial export, like the test slice): not checkable.
+  uint64_t record_events_unchecked = 0;
   std::vector<Mismatch> mismatches;
   bool stored = false;  // false when mismatches stopped the import
 };
@@ -170,6 +173,7 @@ struct RecordHistory {
   Digest cohort;
   std::vector<RecordEvent> events;   // oldest first
   std::vector<Json> not_reproduced;  // export events ki does not derive
+  std::vector<Json> unchecked;       // export events naming runs this store lacks
 };
 
 // --- reading the catalog tables of a store

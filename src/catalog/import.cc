@@ -610,6 +610,10 @@ class Importer {
     for (const Json& ev : events_) {
       report_->record_events++;
       std::string key = Str(ev, "comparisonKey"), run_id = Str(ev, "runId"), prev = Str(ev, "previousRunId");
+      if (!run_by_id.count(run_id) || (!prev.empty() && !run_by_id.count(prev))) {
+        report_->record_events_unchecked++;
+        continue;
+      }
       bool ok = derived.count({key, run_id, prev}) && CompareTimes(derived_at[key + "/" + run_id], Str(ev, "at")) == 0;
       if (ok) {
         report_->record_events_reproduced++;

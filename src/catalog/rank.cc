@@ -247,6 +247,8 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort) {
   KI_ASSIGN_OR_RETURN(auto entries, CohortEntries(store, cohort));
   RecordHistory h;
   h.cohort = cohort;
+  std::set<std::string> ids;
+  for (const auto& e : entries) ids.insert(e.id);
   std::vector<RankEntry> eligible;
   for (auto& e : entries)
     if (EligibilityReasons(e).empty()) eligible.push_back(std::move(e));
@@ -283,8 +285,13 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort) {
     return true;
   }));
   KI_RETURN_IF_ERROR(bad);
+  const std::set<std::string>& known = ids;  // run ids of this cohort in the store
   for (auto& x : exported) {
     std::string prev = x.contains("previousRunId") && x["previousRunId"].is_string() ? x["previousRunId"].get<std::string>() : "";
+    if (!known.count(x.value("runId", "")) || (!prev.empty() && !known.count(prev))) {
+      h.unchecked.push_back(std::move(x));
+      continue;
+    }
     bool matched = false;
     for (auto& ev : h.events) {
       if (ev.run_id == x.value("runId", "") && ev.previous_id == prev &&

@@ -1,0 +1,392 @@
+// The catalog module on the 72-line slice of the real KernelIndex export:
+// every stored digest and key recomputes, import is atomic and idempotent,
+// ranking-v1 and record history, JSON Patch.
+#include <zstd.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "ki/catalog.h"
+#include "ki/store.h"
+#include "testutil/testutil.h"
+
+namespace ki::catalog {
+namespace {
+
+using test::DataPath;
+using test::TempDir;
+
+const char* kSlice = "kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl";
+
+std::vector<Json> SliceRows(const std::string& table) {
+  std::vector<Json> out;
+  std::istringstream in(test::ReadFileOrDie(DataPath(kSlice)));
+  for (std::string line; std::getline(in, line);) {
+    Json j = Json::parse(line);
+    if (j["table"] == table) out.push_back(j["row"]);
+  }
+  return out;
+}
+
+std::unique_ptr<Store> NewStore(const TempDir& dir) {
+  auto s = Store::Init(dir.path());
+  EXPECT_TRUE(s.ok()) << test::StatusText(s);
+  return std::move(s).value();
+}
+
+std::unique_ptr<Store> Reopen(const TempDir& dir) {
+  auto s = Store::Open(dir.path() + "/.ki", OpenMode::kReadWrite);
+  EXPECT_TRUE(s.ok()) << test::StatusText(s);
+  return std::move(s).value();
+}
+
+std::string Digest_(const Json& manifest) {
+  auto m = ManifestFromJson(manifest, "test");
+  EXPECT_TRUE(m.ok()) << test::StatusText(m);
+  return m.ok() ? m->digest.str() : "";
+}
+
+// Each digest and key of the slice, recomputed by the public functions.
+TEST(CatalogKeys, EverySliceDigestAndKeyRecomputes) {
+  std::map<std::string, Json> workloads, models, serving_workloads;
+  int checked = 0;
+  for (auto& [table, field] : std::vector<std::pair<std::string, std::string>>{
+           {"operations", "semanticDigest"},          {"workloads", "workloadDigest"},
+           {"implementations", "implementationDigest"}, {"model_revisions", "modelDigest"},
+           {"serving_stack_revisions", "stackDigest"},  {"serving_configurations", "configurationDigest"},
+           {"serving_workloads", "workloadDigest"},     {"serving_runs", "runDigest"}}) {
+    auto rows = SliceRows(table);
+    EXPECT_FALSE(rows.empty()) << table;
+    for (const Json& r : rows) {
+      EXPECT_EQ(Digest_(r["manifest"]), r[field].get<std::string>()) << table << " " << r["id"];
+      ++checked;
+      if (table == "workloads") workloads[r[field]] = r["manifest"]["spec"];
+      if (table == "model_revisions") models[r[field]] = r["manifest"]["spec"];
+      if (table == "serving_workloads") serving_workloads[r[field]] = r["manifest"]["spec"];
+    }
+  }
+  auto runs = SliceRows("benchmark_runs");
+  ASSERT_EQ(runs.size(), 8u);
+  for (const Json& r : runs) {
+    const Json& b = r["manifest"];
+    std::string protocol = Digest_(b["protocol"]), environment = Digest_(b["environment"]);
+    EXPECT_EQ(Digest_(b["run"]), r["runDigest"]);
+    EXPECT_EQ(protocol, r["protocolKey"]);
+    EXPECT_EQ(environment, r["environmentKey"]);
+    const Json& spec = b["run"]["spec"];
+    const Json& wl = workloads.at(spec["workloadDigest"]);
+    auto corr = CorrectnessKey(wl);
+    ASSERT_OK(corr);
+    EXPECT_EQ(corr->str(), r["correctnessKey"]);
+    auto key = ComparisonKey({wl["operationSpecDigest"], spec["workloadDigest"], protocol, environment, corr->str(),
+                              MetricKey(spec)});
+    ASSERT_OK(key);
+    EXPECT_EQ(key->str(), r["comparisonKey"]) << r["id"] << " metric " << MetricKey(spec);
+    checked += 6;
+  }
+  auto sruns = SliceRows("serving_runs");
+  ASSERT_EQ(sruns.size(), 1u);
+  for (const Json& r : sruns) {
+    const Json& spec = r["manifest"]["spec"];
+    const Json& model = models.at(spec["modelDigest"]);
+    std::string protocol = ServingProtocolKey(spec, serving_workloads.at(spec["workloadDigest"]));
+    EXPECT_EQ(protocol, r["protocolKey"]);
+    EXPECT_EQ(MetricSetKey(spec), r["metricSetKey"]);
+    std::optional<std::string> tok;
+    if (model.contains("tokenizer")) tok = model["tokenizer"]["name"];
+    auto key = ServingCohortKey({spec["modelDigest"], tok, spec["workloadDigest"], protocol, ServingTopologyKey(spec),
+                                 spec["qualityPolicy"], MetricSetKey(spec)});
+    ASSERT_OK(key);
+    EXPECT_EQ(key->str(), r["cohortKey"]);
+    checked += 3;
+  }
+  EXPECT_GT(checked, 40);
+}
+
+TEST(CatalogKeys, MetricKeyForms) {
+  EXPECT_EQ(MetricKey(Json::parse(R"({"timing":{"primaryStatistic":"mean"}})")), "latency:mean:ns");
+  EXPECT_EQ(MetricKey(Json::parse(R"({"measurements":[{"metric":"score","statistic":"geomean","unit":"s"}]})")),
+            "score:geomean:s");
+  EXPECT_EQ(MetricKey(Json::parse(R"({"status":"runtime_error"})")), "none");
+}
+
+TEST(CatalogImport, SliceImportsWithEveryKeyRecomputed) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  std::string text = test::ReadFileOrDie(DataPath(kSlice));
+  auto r = ImportKernelIndex(*store, text, "slice");
+  ASSERT_OK(r);
+  for (const auto& m : r->mismatches) ADD_FAILURE() << m.table << " " << m.row_id << " " << m.field << " " << m.stored << " " << m.computed;
+  EXPECT_TRUE(r->stored);
+  EXPECT_EQ(r->lines, 72u);
+  EXPECT_EQ(r->rows["benchmark_runs"], 8u);
+  EXPECT_EQ(r->rows["record_events"], 7u);
+  EXPECT_EQ(r->kinds["BenchmarkRun"].added, 8u);
+  EXPECT_EQ(r->kinds["OperationSpec"].added, 6u);
+  EXPECT_EQ(r->kinds["ServingRun"].added, 1u);
+  EXPECT_EQ(r->absent.added, 6u);
+  // The slice holds every event's run but not every previous run.
+  EXPECT_EQ(r->record_events_reproduced + r->record_events_unchecked, 7u);
+  EXPECT_GE(r->record_events_reproduced, 3u);
+  EXPECT_GE(r->keys_checked, 8u * 7 + 6 + 5 + 7 + 5);
+
+  // Names are set from the documents; absent artifacts are known.
+  auto run = store->Resolve("BenchmarkRun/" + SliceRows("benchmark_runs")[0]["manifest"]["run"]["metadata"]["name"].get<std::string>());
+  ASSERT_OK(run);
+  EXPECT_EQ(run->str(), SliceRows("benchmark_runs")[0]["runDigest"]);
+  auto art = Digest::Parse(SliceRows("artifacts")[0]["contentDigest"].get<std::string>());
+  ASSERT_OK(art);
+  auto absent = store->StatAbsent(*art);
+  ASSERT_OK(absent);
+  EXPECT_TRUE(absent->has_value());
+
+  // Twice: nothing new.
+  auto again = ImportKernelIndex(*store, text, "slice");
+  ASSERT_OK(again);
+  EXPECT_TRUE(again->mismatches.empty());
+  for (const auto& [kind, c] : again->kinds) EXPECT_EQ(c.added, 0u) << kind;
+  EXPECT_EQ(again->absent.added, 0u);
+
+  auto audit = store->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+}
+
+TEST(CatalogImport, MismatchStoresNothingUnlessKeepGoing) {
+  std::string text = test::ReadFileOrDie(DataPath(kSlice));
+  std::string stored = SliceRows("benchmark_runs")[0]["comparisonKey"];
+  std::string forged = "sha256:" + std::string(64, '0');
+  size_t at = text.find(stored);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, stored.size(), forged);
+  {
+    TempDir dir;
+    auto store = NewStore(dir);
+    auto r = ImportKernelIndex(*store, text, "forged");
+    ASSERT_OK(r);
+    ASSERT_EQ(r->mismatches.size(), 1u);
+    EXPECT_EQ(r->mismatches[0].table, "benchmark_runs");
+    EXPECT_EQ(r->mismatches[0].row_id, SliceRows("benchmark_runs")[0]["id"]);
+    EXPECT_EQ(r->mismatches[0].field, "comparisonKey");
+    EXPECT_EQ(r->mismatches[0].stored, forged);
+    EXPECT_EQ(r->mismatches[0].computed, stored);
+    EXPECT_FALSE(r->stored);
+    store.reset();
+    auto reopened = Reopen(dir);
+    int objects = 0;
+    ASSERT_OK(reopened->ForEachObject([&](const ObjectInfo&) { return ++objects, true; }));
+    EXPECT_EQ(objects, 0);
+    auto has = HasCatalog(*reopened);
+    ASSERT_OK(has);
+    EXPECT_FALSE(*has);
+  }
+  {
+    TempDir dir;
+    auto store = NewStore(dir);
+    ImportOptions opts;
+    opts.keep_going = true;
+    auto r = ImportKernelIndex(*store, text, "forged", opts);
+    ASSERT_OK(r);
+    EXPECT_EQ(r->mismatches.size(), 1u);
+    EXPECT_TRUE(r->stored);
+    // ki indexes the run under the key it computed, not the forged one.
+    auto run = Digest::Parse(SliceRows("benchmark_runs")[0]["runDigest"].get<std::string>());
+    auto cohort = CohortOfRun(*store, *run);
+    ASSERT_OK(cohort);
+    ASSERT_TRUE(cohort->has_value());
+    EXPECT_EQ((*cohort)->str(), stored);
+  }
+}
+
+TEST(CatalogImport, ThreadCountsAgree) {
+  std::string text = test::ReadFileOrDie(DataPath(kSlice));
+  std::string a, b;
+  for (int threads : {1, 3}) {
+    TempDir dir;
+    auto store = NewStore(dir);
+    ImportOptions opts;
+    opts.threads = threads;
+    auto r = ImportKernelIndex(*store, text, "slice", opts);
+    ASSERT_OK(r);
+    Json counts = Json::object();
+    for (auto& [k, c] : r->kinds) counts[k] = c.added;
+    (threads == 1 ? a : b) = counts.dump() + std::to_string(r->keys_checked);
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(CatalogImport, BadLinesAreReportedWithTheirLine) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  auto r = ImportKernelIndex(*store, "{\"table\":\"sources\",\"row\":{\"id\":\"x\"}}\n{not json\n", "bad");
+  ASSERT_OK(r);
+  ASSERT_EQ(r->mismatches.size(), 1u);
+  EXPECT_NE(r->mismatches[0].computed.find("line 2"), std::string::npos) << r->mismatches[0].computed;
+  EXPECT_FALSE(r->stored);
+}
+
+TEST(CatalogRead, ZstdAndPlainExportsReadTheSame) {
+  TempDir dir;
+  std::string text = test::ReadFileOrDie(DataPath(kSlice));
+  std::string z(ZSTD_compressBound(text.size()), '\0');
+  z.resize(ZSTD_compress(z.data(), z.size(), text.data(), text.size(), 3));
+  test::WriteFileOrDie(dir.Join("x.jsonl.zst"), z);
+  auto r = ReadExport(dir.Join("x.jsonl.zst"));
+  ASSERT_OK(r);
+  EXPECT_EQ(*r, text);
+  auto p = ReadExport(DataPath(kSlice));
+  ASSERT_OK(p);
+  EXPECT_EQ(*p, text);
+  test::WriteFileOrDie(dir.Join("t.zst"), z.substr(0, z.size() / 2));
+  auto t = ReadExport(dir.Join("t.zst"));
+  EXPECT_FALSE(t.ok());
+  EXPECT_TRUE(t.status().IsInvalidInput());
+  EXPECT_TRUE(ReadExport(dir.Join("none.jsonl")).status().IsNotFound());
+}
+
+// ---------------------------------------------------------------- ranking-v1
+
+RankEntry E(std::string id, double v, std::optional<std::pair<double, double>> ci = std::nullopt,
+            Evidence ev = Evidence::kReported, std::string obs = "2026-01-01T00:00:00.000Z") {
+  RankEntry e;
+  e.id = std::move(id);
+  e.value = v;
+  e.interval = ci;
+  e.evidence = ev;
+  e.observed_at = std::move(obs);
+  e.status = "passed";
+  e.published = true;
+  return e;
+}
+
+std::string Order(const Ranking& r) {
+  std::string s;
+  for (const auto& e : r.ranked) s += (s.empty() ? "" : " ") + e.id + "=" + std::to_string(e.rank) + (e.tied_with_previous ? "t" : "");
+  return s;
+}
+
+TEST(RankingV1, DenseRanksAndIntervalTies) {
+  // b overlaps a; c overlaps b but not a: c starts a new chain.
+  auto r = RankV1({E("a", 10, {{9, 11}}), E("b", 11.5, {{10.5, 12.5}}), E("c", 13, {{12, 14}}), E("d", 20, {{19, 21}})},
+                  false);
+  EXPECT_EQ(Order(r), "a=1 b=1t c=2 d=3");
+  // Source-native cohorts tie on equal values only.
+  r = RankV1({E("a", 10, {{9, 11}}), E("b", 11.5, {{10.5, 12.5}}), E("c", 10)}, true);
+  EXPECT_EQ(Order(r), "a=1 c=1t b=2");
+  // Without intervals, unequal values never tie.
+  r = RankV1({E("a", 10), E("b", 10.5)}, false);
+  EXPECT_EQ(Order(r), "a=1 b=2");
+}
+
+TEST(RankingV1, DisplayOrderInsideATie) {
+  auto r = RankV1({E("x1", 10, std::nullopt, Evidence::kReported, "2026-05-01T00:00:00Z"),
+                   E("x2", 10, std::nullopt, Evidence::kReproducible, "2026-01-01T00:00:00Z"),
+                   E("x3", 10, std::nullopt, Evidence::kReported, "2026-06-01T00:00:00.500Z"),
+                   E("x0", 10, std::nullopt, Evidence::kReported, "2026-05-01T00:00:00.000Z")},
+                  false);
+  // Evidence first, then newer observation, then id.
+  EXPECT_EQ(Order(r), "x2=1 x3=1t x0=1t x1=1t");
+}
+
+TEST(RankingV1, IneligibleRunsAreListedApartWithReasons) {
+  RankEntry failed = E("f", 1), unpublished = E("u", 2), retracted = E("r", 3), superseded = E("s", 4), none = E("n", 0);
+  failed.status = "runtime_error";
+  unpublished.published = false;
+  retracted.retracted = true;
+  superseded.superseded = true;
+  none.value.reset();
+  auto r = RankV1({failed, unpublished, retracted, superseded, none, E("ok", 5)}, false);
+  EXPECT_EQ(Order(r), "ok=1");
+  ASSERT_EQ(r.ineligible.size(), 5u);
+  std::map<std::string, std::vector<std::string>> reasons;
+  for (const auto& e : r.ineligible) reasons[e.id] = e.reasons;
+  EXPECT_EQ(reasons["f"], std::vector<std::string>{"STATUS_RUNTIME_ERROR"});
+  EXPECT_EQ(reasons["u"], std::vector<std::string>{"UNPUBLISHED"});
+  EXPECT_EQ(reasons["r"], std::vector<std::string>{"RETRACTED"});
+  EXPECT_EQ(reasons["s"], std::vector<std::string>{"SUPERSEDED"});
+  EXPECT_EQ(reasons["n"], std::vector<std::string>{"MISSING_PRIMARY_METRIC"});
+}
+
+TEST(CatalogRanks, SliceCohortsRankAndRecordsMatchTheExport) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  ASSERT_OK(ImportKernelIndex(*store, test::ReadFileOrDie(DataPath(kSlice)), "slice"));
+  // The SOL-ExecBench cohort: three suite runs, means 6326 / 6134 / 5642 ns,
+  // source-native, three record events.
+  std::string sol;
+  for (const Json& r : SliceRows("benchmark_runs"))
+    if (r["comparisonKey"].get<std::string>().rfind("sha256:ae5aacaf", 0) == 0) sol = r["comparisonKey"];
+  ASSERT_FALSE(sol.empty());
+  auto cohort = ResolveCohort(*store, "ae5aacaf");
+  ASSERT_OK(cohort);
+  EXPECT_EQ(cohort->str(), sol);
+  auto ranking = RankCohort(*store, *cohort);
+  ASSERT_OK(ranking);
+  EXPECT_TRUE(ranking->source_native);
+  ASSERT_EQ(ranking->ranked.size(), 3u);
+  EXPECT_EQ(*ranking->ranked[0].value, 5642);
+  EXPECT_EQ(ranking->ranked[2].rank, 3);
+  auto history = Records(*store, *cohort);
+  ASSERT_OK(history);
+  EXPECT_TRUE(history->not_reproduced.empty());
+  size_t exported = 0;
+  for (const Json& ev : SliceRows("record_events")) exported += ev["comparisonKey"] == sol;
+  EXPECT_EQ(exported, 3u);
+  ASSERT_EQ(history->events.size(), 3u);
+  for (const auto& e : history->events) EXPECT_TRUE(e.in_export) << e.run_id;
+  // Every export event of the slice, through each cohort.
+  for (const Json& ev : SliceRows("record_events")) {
+    auto c = ResolveCohort(*store, ev["comparisonKey"].get<std::string>());
+    ASSERT_OK(c);
+    auto h = Records(*store, *c);
+    ASSERT_OK(h);
+    EXPECT_TRUE(h->not_reproduced.empty()) << ev.dump();
+  }
+  // A run REF resolves to its cohort; the runtime_error run is ineligible.
+  for (const Json& r : SliceRows("benchmark_runs")) {
+    if (r["status"] == "passed") continue;
+    auto c = ResolveCohort(*store, r["runDigest"].get<std::string>());
+    ASSERT_OK(c);
+    auto rk = RankCohort(*store, *c);
+    ASSERT_OK(rk);
+    ASSERT_EQ(rk->ineligible.size(), 1u);
+    EXPECT_EQ(rk->ineligible[0].reasons.front(), "STATUS_RUNTIME_ERROR");
+  }
+}
+
+// ---------------------------------------------------------------- diff
+
+TEST(CatalogDiff, PatchTurnsOneRealRunIntoAnother) {
+  auto runs = SliceRows("benchmark_runs");
+  for (size_t i = 0; i + 1 < runs.size(); ++i) {
+    auto a = ManifestFromJson(runs[i]["manifest"]["run"], "a");
+    auto b = ManifestFromJson(runs[i + 1]["manifest"]["run"], "b");
+    ASSERT_OK(a);
+    ASSERT_OK(b);
+    Json ba = {{"apiVersion", kApiVersion}, {"kind", "BenchmarkRun"}, {"spec", a->spec}};
+    Json bb = {{"apiVersion", kApiVersion}, {"kind", "BenchmarkRun"}, {"spec", b->spec}};
+    Json patch = JsonPatch(ba, bb);
+    EXPECT_FALSE(patch.empty());
+    EXPECT_EQ(ba.patch(patch), bb) << patch.dump();
+    EXPECT_TRUE(JsonPatch(ba, ba).empty());
+    EXPECT_FALSE(FieldDiffs(ba, bb).empty());
+  }
+}
+
+TEST(CatalogDiff, PointersAreEscapedAndArraysShrinkFromTheEnd) {
+  Json a = Json::parse(R"({"a/b":1,"t~":[1,2,3,4],"gone":true})");
+  Json b = Json::parse(R"({"a/b":2,"t~":[1,5],"new":null})");
+  Json p = JsonPatch(a, b);
+  EXPECT_EQ(a.patch(p), b);
+  EXPECT_EQ(p.dump(),
+            R"([{"op":"remove","path":"/gone"},{"op":"replace","path":"/a~1b","value":2},{"op":"add","path":"/new","value":null},{"op":"replace","path":"/t~0/1","value":5},{"op":"remove","path":"/t~0/3"},{"op":"remove","path":"/t~0/2"}])");
+  auto f = FieldDiffs(a, b);
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0].path, "a/b");
+  EXPECT_EQ(f[1].path, "gone");
+  EXPECT_FALSE(f[1].b.has_value());
+}
+
+}  // namespace
+}  // namespace ki::catalog

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# ki import kernelindex: the slice imports with every key recomputed, twice
+# adds nothing, stdin and zstd work, a forged key stores nothing (exit 4)
+# unless --keep-going (exit 1), and kill -9 mid-import leaves a clean store.
+set -u
+KI=$1
+DATA=$2
+SLICE=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl
+FULL=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.jsonl.zst
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() {  # expected-rc description command...
+  local want=$1 what=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
+}
+
+"$KI" init "$T/a" >/dev/null || fail init
+expect_rc 0 "import slice" "$KI" --store "$T/a" import kernelindex "$SLICE"
+grep -q "mismatches: 0" "$T/out" || fail "no 'mismatches: 0' in: $(cat "$T/out")"
+grep -Eq "BenchmarkRun +8 +0" "$T/out" || fail "8 new runs expected: $(cat "$T/out")"
+grep -Eq "missing artifacts +6 +0" "$T/out" || fail "6 missing artifacts expected"
+expect_rc 0 "import again" "$KI" --store "$T/a" import kernelindex "$SLICE"
+grep -Eq "BenchmarkRun +0 +8" "$T/out" || fail "second import must add nothing: $(cat "$T/out")"
+expect_rc 0 "import --json" "$KI" --store "$T/a" import kernelindex --json "$SLICE"
+grep -q '"stored": true' "$T/out" || fail "--json summary"
+expect_rc 0 "audit after import" "$KI" --store "$T/a" audit
+
+# Standard input, zstd-compressed.
+if command -v zstd >/dev/null; then
+  "$KI" init "$T/z" >/dev/null
+  zstd -q -c "$SLICE" >"$T/slice.jsonl.zst"
+  "$KI" --store "$T/z" import kernelindex - <"$T/slice.jsonl.zst" >"$T/out" 2>"$T/err" || fail "stdin zstd import: $(cat "$T/err")"
+  grep -Eq "BenchmarkRun +8 +0" "$T/out" || fail "stdin import counts"
+fi
+
+# A forged comparison key: reported with table, row, stored and computed.
+KEY=$(grep -o '"comparisonKey":"sha256:[0-9a-f]*"' "$SLICE" | head -1 | cut -d'"' -f4)
+sed "0,/$KEY/s//sha256:$(printf '0%.0s' {1..64})/" "$SLICE" >"$T/forged.jsonl"
+"$KI" init "$T/f" >/dev/null
+expect_rc 4 "forged import" "$KI" --store "$T/f" import kernelindex "$T/forged.jsonl"
+grep -P "^mismatch\tbenchmark_runs\t[0-9a-f-]+\tcomparisonKey\tstored sha256:0{64}\tcomputed $KEY$" "$T/out" >/dev/null ||
+  fail "mismatch line: $(grep mismatch "$T/out")"
+[ -z "$("$KI" --store "$T/f" ls)" ] || fail "a forged import stored something"
+expect_rc 1 "forged --keep-going" "$KI" --store "$T/f" import kernelindex --keep-going "$T/forged.jsonl"
+[ "$("$KI" --store "$T/f" ls --kind BenchmarkRun | wc -l)" = 8 ] || fail "--keep-going stores the runs"
+
+# Usage and missing files.
+expect_rc 2 "no source" "$KI" --store "$T/a" import
+expect_rc 3 "missing file" "$KI" --store "$T/a" import kernelindex "$T/none.jsonl"
+
+# kill -9 in the middle of the whole export: the store stays clean, a rerun completes it.
+"$KI" init "$T/k" >/dev/null
+"$KI" --store "$T/k" import kernelindex "$FULL" >/dev/null 2>&1 &
+PID=$!
+sleep 0.7
+kill -9 "$PID" 2>/dev/null
+wait "$PID" 2>/dev/null
+expect_rc 0 "audit after kill -9" "$KI" --store "$T/k" audit
+expect_rc 0 "rerun after kill -9" "$KI" --store "$T/k" import kernelindex "$FULL"
+grep -q "mismatches: 0" "$T/out" || fail "rerun summary"
+[ "$("$KI" --store "$T/k" ls --kind BenchmarkRun | wc -l)" = 7857 ] || fail "7857 runs after the rerun"
+echo "ok"

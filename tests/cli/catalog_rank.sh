@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# ki rank / records / show / diff on the slice of the real export.
+set -u
+KI=$1
+DATA=$2
+SLICE=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() {
+  local want=$1 what=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
+}
+"$KI" init "$T/s" >/dev/null
+"$KI" --store "$T/s" import kernelindex "$SLICE" >/dev/null 2>&1 || fail import
+K() { "$KI" --store "$T/s" "$@"; }
+
+# The SOL-ExecBench cohort: three source-native runs, 5642 < 6134 < 6326 ns.
+expect_rc 0 "rank cohort prefix" K rank ae5aacaf
+grep -q "3 ranked, 0 ineligible" "$T/out" || fail "rank header: $(cat "$T/out")"
+grep -q "source-native" "$T/out" || fail "profile"
+expect_rc 0 "rank --json" K rank ae5aacaf --json
+RUNS=($(grep -o '"run": "sha256:[0-9a-f]*"' "$T/out" | cut -d'"' -f4))
+[ "${#RUNS[@]}" = 3 ] || fail "three runs in --json"
+grep -q '"policy": "ranking-v1"' "$T/out" || fail "policy in --json"
+grep -q '"value": 5642' "$T/out" || fail "best value 5642"
+FIRST=${RUNS[0]} LAST=${RUNS[2]}
+expect_rc 0 "rank by run" K rank "$LAST"
+grep -q "^>     3 " "$T/out" || fail "REF marked at rank 3: $(cat "$T/out")"
+expect_rc 0 "show run" K show "$LAST"
+grep -q "Rank 3 of 3 in its comparison group" "$T/out" || fail "show rank line: $(tail -5 "$T/out")"
+grep -q "#1 .*$FIRST" "$T/out" || fail "show names #1"
+expect_rc 0 "show --json" K show "$FIRST" --json
+grep -q '"rank": 1' "$T/out" || fail "show --json rank"
+
+# Record history: three events, each in the export.
+expect_rc 0 "records" K records ae5aacaf
+[ "$(grep -c "sha256:" "$T/out")" = 4 ] || fail "records lines: $(cat "$T/out")"
+grep -q "first record" "$T/out" || fail "first record"
+expect_rc 0 "records --json" K records ae5aacaf --json
+[ "$(grep -c '"inExport": true' "$T/out")" = 3 ] || fail "3 events in the export"
+
+# The runtime_error run is listed apart with its reason.
+ERR=$(grep -o '"runDigest":"sha256:[0-9a-f]*","implementationId":"[^"]*","workloadId":"[^"]*","sourceId":"[^"]*","status":"runtime_error"' "$SLICE" | head -1 | cut -d'"' -f4)
+if [ -n "$ERR" ]; then
+  expect_rc 0 "rank ineligible" K rank "$ERR"
+  grep -q "STATUS_RUNTIME_ERROR" "$T/out" || fail "ineligible reason: $(cat "$T/out")"
+fi
+
+# diff of two real runs.
+expect_rc 1 "diff runs" K diff "$FIRST" "$LAST"
+grep -q "^Primary measurement" "$T/out" || fail "diff leads with the measurement: $(head -5 "$T/out")"
+grep -q "B/A = 1.121: A is 1.12x faster" "$T/out" || fail "diff ratio: $(grep B/A "$T/out")"
+grep -q "^Workload: differs" "$T/out" || fail "workload differs"
+expect_rc 1 "diff --json" K diff "$FIRST" "$LAST" --json
+grep -q '"op": "replace"' "$T/out" || fail "JSON Patch ops"
+grep -q '"path": "/spec/' "$T/out" || fail "JSON Patch paths"
+expect_rc 0 "diff same" K diff "$FIRST" "$FIRST"
+grep -q "same identity" "$T/out" || fail "same identity"
+expect_rc 0 "diff same --json" K diff "$FIRST" "$FIRST" --json
+[ "$(tr -d ' \n' <"$T/out")" = "[]" ] || fail "empty patch"
+WL=$(grep -o '"workloadDigest":"sha256:[0-9a-f]*"' "$SLICE" | head -1 | cut -d'"' -f4)
+expect_rc 4 "diff of two kinds" K diff "$FIRST" "$WL"
+expect_rc 3 "diff unknown" K diff "$FIRST" "sha256:$(printf 'f%.0s' {1..64})"
+expect_rc 3 "rank unknown" K rank deadbeefdead
+echo "ok"
