@@ -98,6 +98,13 @@ class LayoutTarget final : public Target {
     return std::nullopt;
   }
 
+  std::optional<Json> FindDigest(const Digest& d) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const Json& m : index_["manifests"])
+      if (m.is_object() && m.value("digest", std::string()) == d.str()) return m;
+    return std::nullopt;
+  }
+
   void Record(std::string_view ref, const Json& descriptor) {
     std::lock_guard<std::mutex> l(mu_);
     Json& list = index_["manifests"];
@@ -162,7 +169,12 @@ Result<FetchedManifest> LayoutConn::GetManifest(std::string_view ref) {
   FetchedManifest m;
   Digest want;
   if (Digest::IsValid(ref)) {
+    // Only what index.json lists is a manifest; any other file under blobs/
+    // is a blob (a registry answers 404 alike).
     KI_ASSIGN_OR_RETURN(want, Digest::Parse(ref));
+    auto desc = t_->FindDigest(want);
+    if (!desc) return Status::NotFound(t_->url_.str() + " lists no manifest " + want.str());
+    m.media_type = desc->value("mediaType", std::string());
   } else {
     auto desc = t_->FindTag(ref);
     if (!desc) return Status::NotFound(t_->url_.str() + " has no tag '" + std::string(ref) + "'");

@@ -1,0 +1,361 @@
+// A small HTTP/1.1 server on 127.0.0.1 (ephemeral port) and, on top of it,
+// an in-memory OCI registry whose every answer a test can replace: the
+// hostile registry of tests/remote/remote_test.cc.
+//
+// Header-only because tests/CMakeLists.txt builds each folder from its
+// *_test.cc files.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ki/digest.h"
+
+namespace ki::test {
+
+struct HttpReq {
+  std::string method, path, query;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  std::string Header(const std::string& n) const {
+    auto it = headers.find(n);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+struct HttpReply {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  long declared_length = -1;  // >= 0: the Content-Length sent, whatever the body is
+  bool close = false;         // close the connection after this reply
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(std::function<HttpReply(const HttpReq&)> handler) : handler_(std::move(handler)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0) std::abort();
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    accept_thread_ = std::thread([this] { AcceptLoop(); });
+  }
+
+  ~HttpServer() {
+    stop_ = true;
+    accept_thread_.join();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (int c : conns_) ::shutdown(c, SHUT_RDWR);
+    }
+    for (auto& t : workers_) t.join();
+    ::close(fd_);
+  }
+
+  int port() const { return port_; }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  void AcceptLoop() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      std::lock_guard<std::mutex> l(mu_);
+      conns_.push_back(c);
+      workers_.emplace_back([this, c] { Serve(c); });
+    }
+  }
+
+  static bool ReadMore(int c, std::string* buf) {
+    char tmp[65536];
+    ssize_t n = ::recv(c, tmp, sizeof tmp, 0);
+    if (n <= 0) return false;
+    buf->append(tmp, size_t(n));
+    return true;
+  }
+
+  void Serve(int c) {
+    std::string buf;
+    for (;;) {
+      size_t end;
+      while ((end = buf.find("\r\n\r\n")) == std::string::npos)
+        if (!ReadMore(c, &buf)) return Close(c);
+      HttpReq req;
+      std::string head = buf.substr(0, end);
+      buf.erase(0, end + 4);
+      size_t line_end = head.find("\r\n");
+      std::string line = head.substr(0, line_end);
+      size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
+      req.method = line.substr(0, sp1);
+      std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+      req.path = target.substr(0, target.find('?'));
+      if (target.find('?') != std::string::npos) req.query = target.substr(target.find('?') + 1);
+      size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
+      while (pos < head.size()) {
+        size_t e = head.find("\r\n", pos);
+        if (e == std::string::npos) e = head.size();
+        std::string h = head.substr(pos, e - pos);
+        pos = e + 2;
+        auto colon = h.find(':');
+        if (colon == std::string::npos) continue;
+        std::string name = h.substr(0, colon);
+        for (auto& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        std::string value = h.substr(colon + 1);
+        while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+        req.headers[name] = value;
+      }
+      size_t want = req.headers.count("content-length") ? std::stoul(req.headers["content-length"]) : 0;
+      while (buf.size() < want)
+        if (!ReadMore(c, &buf)) return Close(c);
+      req.body = buf.substr(0, want);
+      buf.erase(0, want);
+
+      HttpReply r = handler_(req);
+      std::string out = "HTTP/1.1 " + std::to_string(r.status) + " X\r\n";
+      bool has_len = false;
+      for (auto& [k, v] : r.headers) {
+        out += k + ": " + v + "\r\n";
+        if (k == "Content-Length") has_len = true;
+      }
+      if (!has_len) {
+        long len = r.declared_length >= 0 ? r.declared_length : long(r.body.size());
+        out += "Content-Length: " + std::to_string(len) + "\r\n";
+      }
+      if (r.close) out += "Connection: close\r\n";
+      out += "\r\n";
+      if (req.method != "HEAD") out += r.body;
+      size_t off = 0;
+      while (off < out.size()) {
+        ssize_t n = ::send(c, out.data() + off, out.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) return Close(c);
+        off += size_t(n);
+      }
+      if (r.close || (r.declared_length >= 0 && size_t(r.declared_length) != r.body.size())) return Close(c);
+    }
+  }
+
+  void Close(int c) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& x : conns_)
+      if (x == c) x = -1;
+    ::close(c);
+  }
+
+  std::function<HttpReply(const HttpReq&)> handler_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread accept_thread_;
+  std::mutex mu_;
+  std::vector<int> conns_;
+  std::vector<std::thread> workers_;
+};
+
+// An in-memory distribution-spec registry (one server, any repository).
+class FakeRegistry {
+ public:
+  // Returns a reply to replace the registry's own, or nullopt.
+  using Intercept = std::function<std::optional<HttpReply>(const HttpReq&)>;
+
+  FakeRegistry() : server_([this](const HttpReq& r) { return Handle(r); }) {}
+
+  std::string host() const { return server_.host(); }
+  int port() const { return server_.port(); }
+
+  void SetIntercept(Intercept f) {
+    std::lock_guard<std::mutex> l(mu_);
+    intercept_ = std::move(f);
+  }
+  // Require `Authorization: <value>` on /v2/ requests; `challenge` is the
+  // WWW-Authenticate header of the 401.
+  void RequireAuth(std::string value, std::string challenge) {
+    std::lock_guard<std::mutex> l(mu_);
+    auth_ = std::move(value);
+    challenge_ = std::move(challenge);
+  }
+  // A /token endpoint that wants `Authorization: <basic>` and returns `token`.
+  void ServeToken(std::string basic, std::string token) {
+    std::lock_guard<std::mutex> l(mu_);
+    token_basic_ = std::move(basic);
+    token_ = std::move(token);
+  }
+
+  std::vector<HttpReq> log() {
+    std::lock_guard<std::mutex> l(mu_);
+    return log_;
+  }
+  size_t Count(const std::string& method, const std::string& path_part) {
+    size_t n = 0;
+    for (const auto& r : log())
+      if (r.method == method && r.path.find(path_part) != std::string::npos) n++;
+    return n;
+  }
+  void ClearLog() {
+    std::lock_guard<std::mutex> l(mu_);
+    log_.clear();
+  }
+  bool HasTag(const std::string& tag) {
+    std::lock_guard<std::mutex> l(mu_);
+    return tags_.count(tag) > 0;
+  }
+  std::optional<std::string> Manifest(const std::string& ref) {
+    std::lock_guard<std::mutex> l(mu_);
+    std::string d = tags_.count(ref) ? tags_[ref] : ref;
+    if (!manifests_.count(d)) return std::nullopt;
+    return manifests_[d].first;
+  }
+  void PutManifestDirect(const std::string& tag, const std::string& bytes, const std::string& type) {
+    std::lock_guard<std::mutex> l(mu_);
+    std::string d = Sha256Of(bytes).str();
+    manifests_[d] = {bytes, type};
+    tags_[tag] = d;
+  }
+  void PutBlobDirect(const std::string& bytes) {
+    std::lock_guard<std::mutex> l(mu_);
+    blobs_[Sha256Of(bytes).str()] = bytes;
+  }
+  size_t blob_count() {
+    std::lock_guard<std::mutex> l(mu_);
+    return blobs_.size();
+  }
+
+ private:
+  static HttpReply Json(int status, std::string body) {
+    HttpReply r;
+    r.status = status;
+    r.body = std::move(body);
+    r.headers.emplace_back("Content-Type", "application/json");
+    return r;
+  }
+
+  HttpReply Handle(const HttpReq& req) {
+    Intercept icpt;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      log_.push_back(req);
+      icpt = intercept_;
+    }
+    if (icpt) {
+      if (auto r = icpt(req)) return *r;
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    if (req.path == "/token") {
+      if (req.Header("authorization") != token_basic_) return Json(401, "{}");
+      return Json(200, "{\"token\":\"" + token_ + "\"}");
+    }
+    if (!auth_.empty() && req.Header("authorization") != auth_) {
+      HttpReply r = Json(401, "{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}");
+      r.headers.emplace_back("WWW-Authenticate", challenge_);
+      return r;
+    }
+    const std::string& p = req.path;
+    if (p == "/v2/") return Json(200, "{}");
+    // /v2/<repo>/<kind>/<rest>
+    for (const char* kind : {"/blobs/uploads/", "/blobs/", "/manifests/", "/referrers/"}) {
+      auto at = p.find(kind);
+      if (at == std::string::npos) continue;
+      std::string rest = p.substr(at + std::strlen(kind));
+      std::string k = kind;
+      if (k == "/blobs/uploads/") return Upload(req, p.substr(0, at + k.size()), rest);
+      if (k == "/blobs/") return Blob(rest);
+      if (k == "/manifests/") return ManifestReq(req, rest);
+      return Json(404, "{\"errors\":[{\"code\":\"NOT FOUND\"}]}");
+    }
+    return Json(404, "{}");
+  }
+
+  HttpReply Blob(const std::string& digest) {
+    auto it = blobs_.find(digest);
+    if (it == blobs_.end()) return Json(404, "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}");
+    HttpReply r;
+    r.body = it->second;
+    r.headers.emplace_back("Docker-Content-Digest", digest);
+    return r;
+  }
+
+  HttpReply Upload(const HttpReq& req, const std::string& prefix, const std::string& id) {
+    if (req.method == "POST") {
+      std::string nid = std::to_string(next_upload_++);
+      uploads_[nid] = "";
+      HttpReply r;
+      r.status = 202;
+      r.headers.emplace_back("Location", prefix + nid);
+      return r;
+    }
+    auto it = uploads_.find(id);
+    if (it == uploads_.end()) return Json(404, "{\"errors\":[{\"code\":\"BLOB_UPLOAD_UNKNOWN\"}]}");
+    it->second += req.body;
+    if (req.method == "PATCH") {
+      HttpReply r;
+      r.status = 202;
+      r.headers.emplace_back("Location", prefix + id);
+      return r;
+    }
+    if (req.method == "PUT") {
+      std::string digest = req.query.substr(req.query.find("digest=") + 7);
+      auto pct = digest.find("%3A");
+      if (pct != std::string::npos) digest.replace(pct, 3, ":");
+      if (Sha256Of(it->second).str() != digest) return Json(400, "{\"errors\":[{\"code\":\"DIGEST_INVALID\"}]}");
+      blobs_[digest] = it->second;
+      uploads_.erase(it);
+      HttpReply r;
+      r.status = 201;
+      r.headers.emplace_back("Docker-Content-Digest", digest);
+      return r;
+    }
+    return Json(405, "{}");
+  }
+
+  HttpReply ManifestReq(const HttpReq& req, const std::string& ref) {
+    if (req.method == "PUT") {
+      std::string d = Sha256Of(req.body).str();
+      manifests_[d] = {req.body, req.Header("content-type")};
+      if (ref.rfind("sha256:", 0) != 0) tags_[ref] = d;
+      HttpReply r;
+      r.status = 201;
+      r.headers.emplace_back("Docker-Content-Digest", d);
+      return r;
+    }
+    std::string d = tags_.count(ref) ? tags_[ref] : ref;
+    auto it = manifests_.find(d);
+    if (it == manifests_.end()) return Json(404, "{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\"}]}");
+    HttpReply r;
+    r.body = it->second.first;
+    r.headers.emplace_back("Content-Type", it->second.second);
+    r.headers.emplace_back("Docker-Content-Digest", d);
+    return r;
+  }
+
+  std::mutex mu_;
+  Intercept intercept_;
+  std::string auth_, challenge_, token_basic_, token_;
+  std::vector<HttpReq> log_;
+  std::map<std::string, std::string> blobs_, uploads_, tags_;
+  std::map<std::string, std::pair<std::string, std::string>> manifests_;
+  int next_upload_ = 1;
+  HttpServer server_;  // last: stops (and joins) before the state above goes away
+};
+
+}  // namespace ki::test

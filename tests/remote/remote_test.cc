@@ -1,0 +1,623 @@
+// ki push / pull against a hostile in-process registry (fake_registry.h)
+// and an OCI image layout. Each case of issue 6's "hostile or broken
+// registry" list is one test here; each checks that nothing unverified
+// entered the store.
+#include <filesystem>
+
+#include "ki/ingest.h"
+#include "ki/remote.h"
+#include "remote/fake_registry.h"
+#include "testutil/testutil.h"
+
+namespace ki {
+namespace {
+
+using test::FakeRegistry;
+using test::HttpReply;
+using test::HttpReq;
+using test::TempDir;
+
+constexpr const char* kRunName = "BenchmarkRun/sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a";
+
+std::string Statement(const Digest& subject) {
+  std::string payload = R"({"_type":"https://in-toto.io/Statement/v1","predicate":{},"predicateType":"https://kernelindex.dev/ki/reviewed/v1","subject":[{"digest":{"sha256":")" +
+                        subject.hex() + R"("},"name":"run"}]})";
+  // base64 by hand (the test does not reach into src/remote).
+  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string b64;
+  size_t i = 0;
+  for (; i + 2 < payload.size(); i += 3) {
+    uint32_t v = uint8_t(payload[i]) << 16 | uint8_t(payload[i + 1]) << 8 | uint8_t(payload[i + 2]);
+    b64 += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
+  }
+  if (i + 1 == payload.size()) {
+    uint32_t v = uint8_t(payload[i]) << 16;
+    b64 += {a[v >> 18], a[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == payload.size()) {
+    uint32_t v = uint8_t(payload[i]) << 16 | uint8_t(payload[i + 1]) << 8;
+    b64 += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], '='};
+  }
+  return R"({"payload":")" + b64 + R"(","payloadType":"application/vnd.in-toto+json","signatures":[{"keyid":"k","sig":"AAAA"}]})";
+}
+
+uint64_t CountObjects(Store& s) {
+  uint64_t n = 0;
+  EXPECT_OK(s.ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
+  return n;
+}
+
+class RemoteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = Store::Init(dir_.Join("src"));
+    ASSERT_OK(s);
+    src_ = std::move(s).value();
+    auto d = Store::Init(dir_.Join("dst"));
+    ASSERT_OK(d);
+    dst_ = std::move(d).value();
+    std::string seed = test::ReadFileOrDie(test::DataPath(
+        "kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"));
+    AddInput in;
+    in.source = "seed.json";
+    in.bytes = seed;
+    auto added = AddInputs(*src_, {in});
+    ASSERT_OK(added);
+    run_ = (*added)[0].digest;
+    // A generated blob big enough to need several PATCH chunks.
+    std::string big;
+    for (uint32_t i = 0; i < 300000; ++i) big.push_back(char('a' + (i * 7919u + i / 13) % 26));
+    auto b = src_->NewBatch();
+    ASSERT_OK(b);
+    auto put = (*b)->PutBlob(big, "text/plain");
+    ASSERT_OK(put);
+    blob_ = put->digest;
+    envelope_ = Statement(run_);
+    auto env = (*b)->PutBlob(envelope_, kDsseMediaType);
+    ASSERT_OK(env);
+    env_digest_ = env->digest;
+    std::string key(run_.raw());
+    key.append(env_digest_.raw());
+    ASSERT_OK((*b)->Put(kRemoteAttestationTable, key, ""));
+    ASSERT_OK((*b)->Commit());
+  }
+
+  TransferOptions Opts() {
+    TransferOptions o;
+    o.credentials = Credentials{};
+    o.backoff_initial_ms = 1;
+    o.max_attempts = 3;
+    o.stall_timeout_s = 5;
+    o.connect_timeout_s = 5;
+    return o;
+  }
+
+  RemoteUrl Url(const std::string& host) {
+    auto u = ParseRemoteUrl("oci://" + host + "/ki/test", true);
+    EXPECT_OK(u);
+    return *u;
+  }
+
+  void ExpectSameObjects(Store& a, Store& b, const std::vector<Digest>& ds) {
+    for (const Digest& d : ds) {
+      auto x = a.Read(d);
+      auto y = b.Read(d);
+      ASSERT_OK(x);
+      ASSERT_OK(y);
+      EXPECT_EQ(*x, *y) << d.str();
+    }
+  }
+
+  std::vector<Digest> AllObjects(Store& s) {
+    std::vector<Digest> out;
+    EXPECT_OK(s.ForEachObject([&](const ObjectInfo& i) { return out.push_back(i.digest), true; }));
+    return out;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> src_, dst_;
+  Digest run_, blob_, env_digest_;
+  std::string envelope_;
+};
+
+// ------------------------------------------------------------ happy paths
+
+TEST_F(RemoteTest, PushPullRoundTripRestoresObjectsNamesAndAttestations) {
+  FakeRegistry reg;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, Opts());
+  ASSERT_OK(pushed);
+  ASSERT_EQ(pushed->refs.size(), 2u);
+  EXPECT_EQ(pushed->refs[0].tag, "BenchmarkRun.sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a");
+  EXPECT_EQ(pushed->refs[0].attestations, 1u);
+  EXPECT_TRUE(reg.HasTag(pushed->refs[0].tag));
+  EXPECT_TRUE(reg.HasTag("ki-" + run_.hex()));
+  EXPECT_TRUE(reg.HasTag("ki-" + blob_.hex()));
+  // Debian's registry has no referrers API: the attestation is listed
+  // under the sha256-<hex> fallback tag of the record's manifest.
+  auto fallback = reg.Manifest("sha256-" + pushed->refs[0].manifest.hex());
+  ASSERT_TRUE(fallback.has_value());
+  EXPECT_NE(fallback->find(kDsseMediaType), std::string::npos);
+
+  auto pulled = Pull(*dst_, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->refs[0].root, run_);
+  EXPECT_EQ(pulled->refs[0].attestations, 1u);
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+  EXPECT_EQ(CountObjects(*src_), CountObjects(*dst_));
+  auto named = dst_->Resolve(kRunName);
+  ASSERT_OK(named);
+  EXPECT_EQ(*named, run_);
+  std::string key(run_.raw());
+  key.append(env_digest_.raw());
+  auto row = dst_->Get(kRemoteAttestationTable, key);
+  ASSERT_OK(row);
+  EXPECT_TRUE(row->has_value());
+  auto v = dst_->Verify(run_);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
+
+  // A second pull transfers no blob; a second push uploads nothing.
+  reg.ClearLog();
+  auto again = Pull(*dst_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(again);
+  EXPECT_EQ(again->refs[0].received, 0u);
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), 0u);
+  auto repush = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(repush);
+  EXPECT_EQ(repush->refs[0].sent, 0u);
+  EXPECT_EQ(reg.Count("POST", "/blobs/uploads/"), 0u);
+}
+
+TEST_F(RemoteTest, PullByKiDigestAndByManifestDigest) {
+  FakeRegistry reg;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(pushed);
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {run_.str()}, Opts()));
+  TempDir other;
+  auto s = Store::Init(other.path());
+  ASSERT_OK(s);
+  auto r = Pull(**s, Url(reg.host()), {pushed->refs[0].manifest.str()}, Opts());
+  ASSERT_OK(r);
+  EXPECT_EQ(r->refs[0].root, run_);
+}
+
+TEST_F(RemoteTest, ChunkedUploadWhenMonolithicPutIsRefused) {
+  FakeRegistry reg;
+  // The registry refuses any PUT that carries a body over 64 KiB.
+  reg.SetIntercept([](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "PUT" && r.path.find("/blobs/uploads/") != std::string::npos && r.body.size() > 65536) {
+      HttpReply x;
+      x.status = 413;
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto o = Opts();
+  o.chunk_size = 50000;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, o));
+  EXPECT_GE(reg.Count("PATCH", "/blobs/uploads/"), 6u);
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {blob_.str()}, Opts()));
+  ExpectSameObjects(*src_, *dst_, {blob_});
+}
+
+// ------------------------------------------------------------ hostile registry
+
+TEST_F(RemoteTest, WrongBytesForADigestAreRefused) {
+  FakeRegistry reg;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, Opts()));
+  std::string path = "/blobs/" + blob_.str();
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "GET" && r.path.find(path) != std::string::npos) {
+      HttpReply x;
+      x.body = std::string(300000, 'x');  // right size, wrong bytes
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto r = Pull(*dst_, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("hash"), std::string::npos);
+  EXPECT_EQ(CountObjects(*dst_), 0u);  // nothing, not even the good objects
+}
+
+TEST_F(RemoteTest, BodyLargerThanAnnouncedIsRefused) {
+  FakeRegistry reg;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, Opts()));
+  auto good = src_->Read(blob_);
+  ASSERT_OK(good);
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "GET" && r.path.find("/blobs/" + blob_.str()) != std::string::npos) {
+      HttpReply x;
+      x.body = *good + "and then some more";
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto r = Pull(*dst_, Url(reg.host()), {blob_.str()}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("larger than"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+TEST_F(RemoteTest, BlobOverTheSizeLimitIsNeverRequested) {
+  FakeRegistry reg;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, Opts()));
+  reg.ClearLog();
+  auto o = Opts();
+  o.max_blob_size = 1000;
+  auto r = Pull(*dst_, Url(reg.host()), {blob_.str()}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("over the limit"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), 0u);
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+TEST_F(RemoteTest, TruncatedBodyIsRefused) {
+  FakeRegistry reg;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, Opts()));
+  auto good = src_->Read(blob_);
+  ASSERT_OK(good);
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "GET" && r.path.find("/blobs/" + blob_.str()) != std::string::npos) {
+      HttpReply x;
+      x.body = good->substr(0, 1000);
+      x.declared_length = long(good->size());  // then the connection closes
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto r = Pull(*dst_, Url(reg.host()), {blob_.str()}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("truncated"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("gave up after 3 attempts"), std::string::npos);
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+TEST_F(RemoteTest, TransientServerErrorsAreRetried) {
+  FakeRegistry reg;
+  std::atomic<int> failures{0};
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "PUT" && r.path.find("/blobs/uploads/") != std::string::npos && failures < 2) {
+      failures++;
+      HttpReply x;
+      x.status = 503;
+      return x;
+    }
+    return std::nullopt;
+  });
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, Opts()));
+  EXPECT_EQ(failures.load(), 2);
+}
+
+TEST_F(RemoteTest, ServerErrorMidPushFailsClearlyAndARerunResumes) {
+  FakeRegistry reg;
+  std::atomic<int> puts{0};
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    // Every upload after the third fails for good.
+    if (r.method == "PUT" && r.path.find("/blobs/uploads/") != std::string::npos && ++puts > 3) {
+      HttpReply x;
+      x.status = 500;
+      x.body = "{\"errors\":[{\"code\":\"UNKNOWN\"}]}";
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto o = Opts();
+  o.parallelism = 1;
+  auto r = Push(*src_, Url(reg.host()), {kRunName}, o);
+  ASSERT_FALSE(r.ok());
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("incomplete"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no manifest or tag was written"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("again to resume"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("HTTP 500"), std::string::npos) << msg;
+  EXPECT_FALSE(reg.HasTag("BenchmarkRun.sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a"));
+  size_t uploaded = reg.blob_count();
+  EXPECT_EQ(uploaded, 3u);
+
+  reg.SetIntercept(nullptr);
+  auto again = Push(*src_, Url(reg.host()), {kRunName}, o);
+  ASSERT_OK(again);
+  EXPECT_TRUE(reg.HasTag(again->refs[0].tag));
+  // The blobs that made it the first time were not sent again.
+  EXPECT_EQ(again->refs[0].sent + 1, again->refs[0].objects + 1 - (uploaded - 1));
+  EXPECT_GE(again->refs[0].skipped, uploaded - 1);
+}
+
+TEST_F(RemoteTest, ManifestMediaTypeLiesAreRefused) {
+  FakeRegistry reg;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(pushed);
+  std::string tag = pushed->refs[0].tag;
+  std::string body = *reg.Manifest(tag);
+  // 1. The header claims an index.
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "GET" && r.path.find("/manifests/" + tag) != std::string::npos) {
+      HttpReply x;
+      x.body = body;
+      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.index.v1+json");
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto r = Pull(*dst_, Url(reg.host()), {tag}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("index"), std::string::npos);
+  // 2. The header says OCI manifest; the body says Docker schema 2.
+  std::string docker = body;
+  auto at = docker.find("application/vnd.oci.image.manifest.v1+json");
+  docker.replace(at, std::strlen("application/vnd.oci.image.manifest.v1+json"),
+                 "application/vnd.docker.distribution.manifest.v2+json");
+  reg.PutManifestDirect("liar", docker, "application/vnd.oci.image.manifest.v1+json");
+  reg.SetIntercept(nullptr);
+  r = Pull(*dst_, Url(reg.host()), {"liar"}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("mediaType field"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+TEST_F(RemoteTest, DigestHeaderThatDisagreesWithTheBodyIsRefused) {
+  FakeRegistry reg;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(pushed);
+  std::string tag = pushed->refs[0].tag;
+  std::string body = *reg.Manifest(tag);
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "GET" && r.path.find("/manifests/" + tag) != std::string::npos) {
+      HttpReply x;
+      x.body = body;
+      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.manifest.v1+json");
+      x.headers.emplace_back("Docker-Content-Digest", "sha256:" + std::string(64, '0'));
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto r = Pull(*dst_, Url(reg.host()), {tag}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+TEST_F(RemoteTest, TagMovingDuringPullKeepsTheFirstManifestAndSaysSo) {
+  FakeRegistry reg;
+  auto first = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(first);
+  std::string tag = first->refs[0].tag;
+  // As soon as the manifest has been read, someone re-tags it.
+  std::string other = "sha256:" + std::string(64, 'e');
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "HEAD" && r.path.find("/manifests/" + tag) != std::string::npos) {
+      HttpReply x;
+      x.headers.emplace_back("Docker-Content-Digest", other);
+      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.manifest.v1+json");
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto r = Pull(*dst_, Url(reg.host()), {tag}, Opts());
+  ASSERT_OK(r);
+  ASSERT_EQ(r->refs[0].warnings.size(), 1u);
+  EXPECT_NE(r->refs[0].warnings[0].find("moved"), std::string::npos);
+  EXPECT_EQ(r->refs[0].manifest, first->refs[0].manifest);
+  auto v = dst_->Verify(run_);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
+}
+
+TEST_F(RemoteTest, TitlesThatEscapeADirectoryAreRefused) {
+  for (const char* bad : {"../../etc/passwd", "/etc/passwd", "a/../../b", "a\\..\\b", "", "./x", "a//b", "x\n"}) {
+    EXPECT_FALSE(IsSafeTitle(bad)) << bad;
+  }
+  EXPECT_TRUE(IsSafeTitle("BenchmarkRun-abc.json"));
+  EXPECT_TRUE(IsSafeTitle("logs/run.txt"));
+
+  FakeRegistry reg;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(pushed);
+  std::string body = *reg.Manifest(pushed->refs[0].tag);
+  auto at = body.find("\"org.opencontainers.image.title\":\"");
+  ASSERT_NE(at, std::string::npos);
+  at += std::strlen("\"org.opencontainers.image.title\":\"");
+  body.replace(at, body.find('"', at) - at, "../../../../tmp/evil");
+  reg.PutManifestDirect("evil", body, "application/vnd.oci.image.manifest.v1+json");
+  auto r = Pull(*dst_, Url(reg.host()), {"evil"}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("safe relative file name"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+
+  // A layout only ever gets files named by digests.
+  TempDir lay;
+  auto url = ParseRemoteUrl("oci-layout:" + lay.path(), false);
+  ASSERT_OK(url);
+  ASSERT_OK(Push(*src_, *url, {kRunName}, Opts()));
+  for (const auto& e : std::filesystem::recursive_directory_iterator(lay.path())) {
+    std::string rel = e.path().string().substr(lay.path().size() + 1);
+    bool ok = rel == "oci-layout" || rel == "index.json" || rel == "blobs" || rel == "blobs/sha256" ||
+              (rel.rfind("blobs/sha256/", 0) == 0 && Digest::IsValid("sha256:" + rel.substr(13)));
+    EXPECT_TRUE(ok) << rel;
+  }
+}
+
+TEST_F(RemoteTest, CredentialsNeverFollowARedirectToAnotherHost) {
+  FakeRegistry reg;
+  std::string basic = "Basic dXNlcjpwYXNz";  // user:pass
+  reg.RequireAuth(basic, "Basic realm=\"fake\"");
+  auto o = Opts();
+  o.credentials = Credentials{"user", "pass"};
+  ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, o));
+  auto good = src_->Read(blob_);
+  ASSERT_OK(good);
+
+  // Blob downloads are redirected to a storage host on another port.
+  std::mutex mu;
+  std::vector<std::string> seen_auth;
+  test::HttpServer storage([&](const HttpReq& r) {
+    std::lock_guard<std::mutex> l(mu);
+    seen_auth.push_back(r.Header("authorization"));
+    HttpReply x;
+    x.body = *good;
+    return x;
+  });
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "GET" && r.path.find("/blobs/sha256:") != std::string::npos && r.Header("authorization") == basic) {
+      HttpReply x;
+      x.status = 307;
+      x.headers.emplace_back("Location", "http://" + storage.host() + "/storage/blob");
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto pulled = Pull(*dst_, Url(reg.host()), {blob_.str()}, o);
+  ASSERT_OK(pulled);
+  ASSERT_FALSE(seen_auth.empty());
+  for (const auto& a : seen_auth) EXPECT_EQ(a, "");
+  ExpectSameObjects(*src_, *dst_, {blob_});
+
+  // An upload Location that names another host gets no credentials either.
+  seen_auth.clear();
+  test::HttpServer sink([&](const HttpReq& r) {
+    std::lock_guard<std::mutex> l(mu);
+    seen_auth.push_back(r.Header("authorization"));
+    HttpReply x;
+    x.status = 201;
+    return x;
+  });
+  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "POST" && r.Header("authorization") == basic) {
+      HttpReply x;
+      x.status = 202;
+      x.headers.emplace_back("Location", "http://" + sink.host() + "/upload/1");
+      return x;
+    }
+    return std::nullopt;
+  });
+  TempDir d2;
+  auto s2 = Store::Init(d2.path());
+  ASSERT_OK(s2);
+  auto b = (*s2)->NewBatch();
+  ASSERT_OK(b);
+  auto fresh = (*b)->PutBlob("a blob the registry has not seen", "text/plain");
+  ASSERT_OK(fresh);
+  ASSERT_OK((*b)->Commit());
+  (void)Push(**s2, Url(reg.host()), {fresh->digest.str()}, o);
+  ASSERT_FALSE(seen_auth.empty());
+  for (const auto& a : seen_auth) EXPECT_EQ(a, "");
+}
+
+TEST_F(RemoteTest, BearerTokenHandshake) {
+  FakeRegistry reg;
+  reg.RequireAuth("Bearer tok-123", "Bearer realm=\"http://" + reg.host() +
+                                         "/token\",service=\"fake\",scope=\"repository:ki/test:pull\"");
+  reg.ServeToken("Basic dXNlcjpwYXNz", "tok-123");
+  auto o = Opts();
+  o.credentials = Credentials{"user", "pass"};
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, o));
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {kRunName}, o));
+  int push_tokens = 0, pull_tokens = 0;
+  for (const auto& r : reg.log()) {
+    if (r.path == "/token") {
+      EXPECT_NE(r.query.find("service=fake"), std::string::npos);
+      push_tokens += r.query.find("scope=repository%3Aki%2Ftest%3Apull%2Cpush") != std::string::npos;
+      pull_tokens += r.query.ends_with("scope=repository%3Aki%2Ftest%3Apull");
+    } else {
+      // The registry itself only ever sees the token, never the password.
+      EXPECT_NE(r.Header("authorization"), "Basic dXNlcjpwYXNz");
+    }
+  }
+  EXPECT_EQ(push_tokens, 1);
+  EXPECT_EQ(pull_tokens, 1);
+  // Without credentials the token endpoint refuses, and the error says how to log in.
+  TempDir d3;
+  auto s3 = Store::Init(d3.path());
+  ASSERT_OK(s3);
+  auto r = Pull(**s3, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("401"), std::string::npos) << r.status().ToString();
+}
+
+// ------------------------------------------------------------ layouts
+
+TEST_F(RemoteTest, LayoutRoundTripAndCorruptBlobInLayout) {
+  TempDir lay;
+  auto url = ParseRemoteUrl("oci-layout:" + lay.path(), false);
+  ASSERT_OK(url);
+  ASSERT_OK(Push(*src_, *url, {kRunName, blob_.str()}, Opts()));
+  EXPECT_TRUE(std::filesystem::exists(lay.Join("oci-layout")));
+  EXPECT_TRUE(std::filesystem::exists(lay.Join("index.json")));
+  ASSERT_OK(Pull(*dst_, *url, {kRunName, blob_.str()}, Opts()));
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+
+  // Flip a byte of a blob in the layout: a pull into a fresh store refuses it.
+  std::string path = lay.Join("blobs/sha256/" + blob_.hex());
+  std::string bytes = test::ReadFileOrDie(path);
+  bytes[100] ^= 1;
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  test::WriteFileOrDie(path, bytes);
+  TempDir d2;
+  auto s2 = Store::Init(d2.path());
+  ASSERT_OK(s2);
+  auto r = Pull(**s2, *url, {blob_.str()}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption());
+  EXPECT_EQ(CountObjects(**s2), 0u);
+}
+
+// ------------------------------------------------------------ config
+
+TEST(RemoteConfigTest, UrlsTagsAndCredentials) {
+  auto u = ParseRemoteUrl("oci://registry.example.com:5000/team/evidence", false);
+  ASSERT_OK(u);
+  EXPECT_EQ(u->host, "registry.example.com:5000");
+  EXPECT_EQ(u->repository, "team/evidence");
+  EXPECT_EQ(u->base(), "https://registry.example.com:5000");
+  EXPECT_FALSE(ParseRemoteUrl("oci://registry.example.com/team", true).ok());  // http off loopback
+  EXPECT_TRUE(ParseRemoteUrl("oci://127.0.0.1:5000/team", true).ok());
+  EXPECT_TRUE(ParseRemoteUrl("oci://localhost/team", true).ok());
+  EXPECT_FALSE(ParseRemoteUrl("oci://host/Team", false).ok());  // repository names are lower-case
+  EXPECT_FALSE(ParseRemoteUrl("https://host/team", false).ok());
+  EXPECT_FALSE(ParseRemoteUrl("oci://user@host/team", false).ok());
+  EXPECT_FALSE(IsLoopbackHost("127.0.0.1.evil.com"));
+
+  EXPECT_EQ(SanitizeTag("BenchmarkRun/a b:c"), "BenchmarkRun.a_b_c");
+  EXPECT_EQ(SanitizeTag(".hidden"), "_hidden");
+  std::string long_name = "BenchmarkRun/" + std::string(300, 'x');
+  std::string t = SanitizeTag(long_name);
+  EXPECT_EQ(t.size(), 128u);
+  EXPECT_TRUE(IsValidTag(t));
+  EXPECT_NE(t, SanitizeTag(long_name + "y"));
+
+  auto c = CredentialsFromDockerConfig(R"({"auths":{"127.0.0.1:5000":{"auth":"dXNlcjpwYXNz"}}})", "127.0.0.1:5000");
+  ASSERT_OK(c);
+  EXPECT_EQ(c->username, "user");
+  EXPECT_EQ(c->password, "pass");
+  c = CredentialsFromDockerConfig(R"({"auths":{"https://ghcr.io":{"username":"u","password":"p"}}})", "ghcr.io");
+  ASSERT_OK(c);
+  EXPECT_EQ(c->username, "u");
+  c = CredentialsFromDockerConfig(R"({"auths":{"other":{"auth":"dXNlcjpwYXNz"}}})", "ghcr.io");
+  ASSERT_OK(c);
+  EXPECT_TRUE(c->empty());
+  EXPECT_FALSE(CredentialsFromDockerConfig(R"({"auths":{"h":{"auth":"!!"}}})", "h").ok());
+}
+
+TEST(RemoteConfigTest, RemotesAreKeptInTheStore) {
+  TempDir dir;
+  auto s = Store::Init(dir.path());
+  ASSERT_OK(s);
+  ASSERT_OK(AddRemote(**s, {"origin", "oci://127.0.0.1:5000/ki/x", true}));
+  EXPECT_FALSE(AddRemote(**s, {"origin", "oci://127.0.0.1:5000/ki/x", true}).ok());
+  EXPECT_FALSE(AddRemote(**s, {"bad/name", "oci://127.0.0.1:5000/ki/x", true}).ok());
+  ASSERT_OK(AddRemote(**s, {"usb", "oci-layout:/media/usb/ki", false}));
+  auto list = ListRemotes(**s);
+  ASSERT_OK(list);
+  ASSERT_EQ(list->size(), 2u);
+  auto u = LookupRemote(**s, "origin", false);
+  ASSERT_OK(u);
+  EXPECT_TRUE(u->insecure);
+  ASSERT_OK(RemoveRemote(**s, "origin"));
+  EXPECT_TRUE(RemoveRemote(**s, "origin").IsNotFound());
+  EXPECT_TRUE(LookupRemote(**s, "origin", false).status().IsNotFound());
+}
+
+}  // namespace
+}  // namespace ki
