@@ -9,7 +9,7 @@ import json, os
 os.mkdir("many")
 for i in range(3000):
     doc = {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "SoftwareProject",
-           "metadata": {"name": "project-%d" % i, "title": "t" * 2000},
+           "metadata": {"name": "project-%d" % i, "title": "t" * 150},
            "spec": {"name": "Project %d" % i, "repository": "https://example.invalid/p/%d" % i}}
     open("many/p%04d.json" % i, "w").write(json.dumps(doc, indent=2))
 for i in range(20):
