@@ -1,8 +1,10 @@
 // ki add [--blob [--media-type T]] FILE... | -
+// ki add --implementation FILE --operation REF [--symbol NAME] [--source FILE]... [-I DIR]...
 #include <iostream>
 
 #include "command.h"
 #include "ki/ingest.h"
+#include "ki/run.h"
 
 namespace ki::cli {
 namespace {
@@ -12,15 +14,43 @@ struct Options {
   bool blob = false;
   std::string media_type;
   bool json = false;
+  run::ImplementationOptions impl;  // --implementation (src/run)
 };
+
+// ki add --implementation: the source and an ImplementationRevision naming it.
+Result<int> AddImplementation(const Options& o, const GlobalOptions& g) {
+  if (o.impl.operation.empty()) return Status::Usage("--implementation needs --operation REF");
+  if (!o.files.empty() || o.blob) return Status::Usage("--implementation takes no other files (use --source)");
+  KI_ASSIGN_OR_RETURN(auto store, OpenStore(g, OpenMode::kReadWrite));
+  KI_ASSIGN_OR_RETURN(auto a, run::AddImplementation(*store, o.impl));
+  for (const auto& u : a.unresolved)
+    std::cerr << "ki: note: #include \"" << u << "\" not found here (not stored; the compiler must find it)\n";
+  if (o.json) {
+    PrintJson({{"digest", a.digest.str()}, {"kind", "ImplementationRevision"}, {"name", a.name},
+               {"existed", a.existed}, {"source", a.source.str()}, {"language", a.language}});
+    return 0;
+  }
+  std::cout << a.digest.str() << "\tImplementationRevision\t" << a.name << "\t" << (a.existed ? "existed" : "new")
+            << "\n" << a.source.str() << "\tblob\t" << a.language << " source\n";
+  return 0;
+}
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<Options>();
-  sub->add_option("files", o->files, "files to store; - reads standard input")->required();
+  sub->add_option("files", o->files, "files to store; - reads standard input");
+  sub->add_option("--implementation", o->impl.main, "store a kernel source (.cu, .cc) and its ImplementationRevision");
+  sub->add_option("--operation", o->impl.operation, "with --implementation: the OperationSpec it implements (REF)");
+  sub->add_option("--symbol", o->impl.symbol, "with --implementation: the kernel's name in its ki_kernel table");
+  sub->add_option("--source", o->impl.extra_units, "with --implementation: a further translation unit");
+  sub->add_option("-I,--include-dir", o->impl.include_dirs, "with --implementation: where quoted #includes are found");
+  sub->add_option("--name", o->impl.name, "with --implementation: metadata.name of the revision");
+  sub->add_option("--arch", o->impl.archs, "with --implementation: CUDA architectures, e.g. 90a (default 90a 100a)");
   sub->add_flag("--blob", o->blob, "store the files as blobs, even if they look like manifests");
   sub->add_option("--media-type", o->media_type, "media type of blobs (default: from the extension)");
   sub->add_flag("--json", o->json, "print a JSON array of {digest, kind, name, existed}");
   return [o, g]() -> Result<int> {
+    if (!o->impl.main.empty()) return AddImplementation(*o, *g);
+    if (o->files.empty()) return Status::Usage("ki add: name files to store (or --implementation FILE)");
     if (!o->media_type.empty() && !o->blob) return Status::Usage("--media-type needs --blob");
     // Read everything first: a bad file means nothing is stored.
     std::vector<AddInput> inputs;

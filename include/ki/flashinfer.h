@@ -1,0 +1,81 @@
+// flashinfer-bench datasets in a ki store (`ki import flashinfer-bench DIR`).
+//
+// A flashinfer-bench dataset tree holds definitions/**/*.json (one operation
+// each, with Python reference code), workloads/**/*.jsonl (one workload per
+// line) and, in the Hugging Face copy, traces/**/*.jsonl (a workload plus a
+// solution's evaluation per line). ki maps them onto KernelIndex kinds
+// exactly as KernelIndex's own importer does, so the digests agree with the
+// catalog export (docs/format.md, "flashinfer-bench mapping"):
+//   definition -> OperationSpec  (axes, family, inputs, outputs, reference
+//                                 language, semantics; the reference code is
+//                                 kept as a blob)
+//   workload   -> WorkloadCase   (axes, scalars, tensors with their
+//                                 generator, correctness, operationSpecDigest)
+// Inputs stored as safetensors files that the tree lacks are recorded as
+// missing; `ki run` generates them from its seed instead, and says so.
+//
+// Thread-safety: pure functions, and functions taking a Store follow the
+// Store's rules (one writer).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ki/json.h"
+#include "ki/manifest.h"
+#include "ki/status.h"
+#include "ki/store.h"
+
+namespace ki::fib {
+
+// The OperationSpec document (metadata included) KernelIndex derives from a
+// definition JSON text.
+Result<Json> OperationDocument(std::string_view definition_json, std::string_view source);
+// The WorkloadCase document of one workload (a JSON text: a trace line or a
+// bare workload object), given its definition and operation digest.
+Result<Json> WorkloadDocument(std::string_view definition_json, std::string_view workload_json,
+                              const Digest& operation, std::string_view source);
+
+// flashinfer-bench dtype names to KernelIndex's ("bfloat16" -> "bf16").
+std::string KernelIndexDtype(std::string_view fib_dtype);
+
+// What the store keeps about an imported definition and workload (tables
+// fib.operations and fib.workloads).
+struct OperationFacts {
+  std::string definition;     // the definition's name, e.g. gqa_paged_decode_h32_kv4_d128_ps1
+  Digest definition_blob;     // the definition JSON file, verbatim
+  std::optional<Digest> reference_blob;  // its reference code
+};
+struct MissingInput {
+  std::string input;       // e.g. kv_indptr
+  std::string path;        // as the workload names it
+  std::string tensor_key;
+};
+struct WorkloadFacts {
+  std::string uuid;
+  std::string definition;
+  Digest workload_blob;    // the workload object, as the dataset has it (JSON)
+  std::vector<MissingInput> missing;
+};
+Result<std::optional<OperationFacts>> LookupOperation(Store& store, const Digest& operation);
+Result<std::optional<WorkloadFacts>> LookupWorkload(Store& store, const Digest& workload);
+
+struct ImportReport {
+  std::string root;
+  uint64_t definitions = 0, workloads = 0, traces = 0;
+  uint64_t operations_new = 0, operations_existing = 0;
+  uint64_t workloads_new = 0, workloads_existing = 0;
+  uint64_t missing_inputs = 0;     // safetensors inputs the tree lacks
+  uint64_t skipped_lines = 0;      // trace lines whose definition is not in the tree
+  uint64_t solutions_seen = 0;     // solutions/**/*.json (not imported: program code)
+  std::vector<std::pair<std::string, Digest>> operations;  // definition name -> OperationSpec
+};
+
+// Imports a dataset tree in one Batch: nothing is stored if any file is bad.
+Result<ImportReport> ImportDataset(Store& store, const std::string& root);
+
+}  // namespace ki::fib

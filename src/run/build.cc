@@ -1,0 +1,121 @@
+// Building an implementation into a shared library, cached by what decides
+// the bytes of the result: source digest, compiler version, flags, targets.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "ki/run.h"
+#include "run/process.h"
+
+namespace ki::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+std::string FindNvcc() {
+  std::string n = EnvOr("KI_NVCC", "");
+  if (!n.empty()) return n;
+  // PATH first, then the toolkit's usual home.
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    size_t s = 0;
+    while (s <= p.size()) {
+      size_t e = p.find(':', s);
+      if (e == std::string::npos) e = p.size();
+      std::string cand = p.substr(s, e - s) + "/nvcc";
+      if (::access(cand.c_str(), X_OK) == 0) return cand;
+      s = e + 1;
+    }
+  }
+  if (::access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
+  return "nvcc";
+}
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& a : v) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+}  // namespace
+
+Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req) {
+  Env* env = Env::Default();
+  BuildResult out;
+  std::string compiler;
+  std::vector<std::string> flags;
+  if (req.language == Language::kCuda) {
+    compiler = FindNvcc();
+    out.compiler = internal::FirstLineOf({compiler, "--version"}, "release");
+    if (out.compiler.empty()) out.compiler = "nvcc (not found)";
+    flags = {"-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC", "-shared", "-cudart", "static"};
+    for (const auto& a : req.archs) flags.push_back("-gencode=arch=compute_" + a + ",code=sm_" + a);
+  } else {
+    compiler = EnvOr("CXX", "c++");
+    out.compiler = internal::FirstLineOf({compiler, "--version"});
+    if (out.compiler.empty()) out.compiler = compiler + " (not found)";
+    flags = {"-std=c++17", "-O2", "-fPIC", "-shared"};
+  }
+  Json keyj = {{"v", 1}, {"source", req.source_digest.str()}, {"compiler", out.compiler},
+               {"flags", flags}, {"language", LanguageName(req.language)}};
+  KI_ASSIGN_OR_RETURN(std::string keytext, Canonicalize(keyj));
+  out.key = Sha256Of(keytext).hex();
+  const std::string dir = cache_dir + "/build/" + out.key;
+  const std::string lib = dir + "/libkernel.so";
+  if (env->Exists(lib) && env->Exists(dir + "/ok")) {
+    out.ok = true;
+    out.cached = true;
+    out.library = lib;
+    auto log = env->ReadFile(dir + "/build.log", 16 << 20);
+    out.log = log.ok() ? *log : "";
+    auto cmd = env->ReadFile(dir + "/command", 1 << 20);
+    out.command = cmd.ok() ? *cmd : "";
+    return out;
+  }
+  // Build in a private directory, then rename it into place: a concurrent
+  // build of the same key, or an interrupted one, never leaves half a cache entry.
+  const std::string tmp = cache_dir + "/build/tmp-" + out.key.substr(0, 16) + "-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  KI_RETURN_IF_ERROR(env->CreateDirs(tmp + "/src"));
+  for (const auto& [path, bytes] : req.sources.files) {
+    fs::path p = fs::path(tmp) / "src" / path;
+    KI_RETURN_IF_ERROR(env->CreateDirs(p.parent_path().string()));
+    KI_RETURN_IF_ERROR(env->WriteFileAtomic(p.string(), bytes, Durability::kNone));
+  }
+  std::vector<std::string> argv = {compiler};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("-I");
+  argv.push_back("src");
+  for (const auto& u : req.sources.units) argv.push_back("src/" + u);
+  argv.push_back("-o");
+  argv.push_back("libkernel.so");
+  out.command = Joined(argv);
+  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/command", out.command, Durability::kNone));
+  const std::string log_path = tmp + "/build.log";
+  KI_ASSIGN_OR_RETURN(internal::ProcessEnd end, internal::RunCommand(argv, log_path, tmp, req.timeout_s));
+  auto log = env->ReadFile(log_path, 16 << 20);
+  out.log = log.ok() ? *log : "";
+  if (end.timed_out || end.signaled || end.exit_code != 0) {
+    out.log += "ki: compiler " + end.Describe() + "\n";
+    fs::remove_all(tmp, ec);
+    return out;
+  }
+  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/ok", out.compiler + "\n", Durability::kNone));
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    fs::remove_all(tmp, ec);  // another process won the race: use its build
+    if (!env->Exists(dir + "/ok")) return Status::IOError("cannot move the build into " + dir);
+  }
+  out.ok = true;
+  out.library = lib;
+  return out;
+}
+
+}  // namespace ki::run

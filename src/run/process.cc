@@ -1,0 +1,147 @@
+#include "run/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace ki::run::internal {
+namespace {
+
+// Waits for pid, killing its process group after timeout_s.
+ProcessEnd Wait(pid_t pid, double timeout_s) {
+  ProcessEnd end;
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  auto sleep_for = std::chrono::microseconds(200);
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) break;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (timeout_s > 0 && elapsed > timeout_s) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      end.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(sleep_for);
+    if (sleep_for < std::chrono::milliseconds(20)) sleep_for *= 2;
+  }
+  end.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!end.timed_out) {
+    if (WIFEXITED(status)) end.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+      end.signaled = true;
+      end.signal = WTERMSIG(status);
+    }
+  }
+  return end;
+}
+
+int OpenLog(const std::string& path) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+}  // namespace
+
+std::string ProcessEnd::Describe() const {
+  char buf[128];
+  if (timed_out) {
+    std::snprintf(buf, sizeof buf, "timed out after %.0f s", seconds);
+  } else if (signaled) {
+    const char* abbrev = sigabbrev_np(signal);
+    std::snprintf(buf, sizeof buf, "killed by SIG%s (%s)", abbrev ? abbrev : "?", strsignal(signal));
+  } else {
+    std::snprintf(buf, sizeof buf, "exit %d", exit_code);
+  }
+  return buf;
+}
+
+Result<ProcessEnd> RunCommand(const std::vector<std::string>& argv, const std::string& log_path,
+                              const std::string& cwd, double timeout_s) {
+  int fd = OpenLog(log_path);
+  if (fd < 0) return Status::IOError("open " + log_path + ": " + std::strerror(errno));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    return Status::IOError(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "ki: cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(fd);
+  return Wait(pid, timeout_s);
+}
+
+Result<ProcessEnd> RunForked(const std::function<int()>& fn, const std::string& log_path, double timeout_s) {
+  int fd = OpenLog(log_path);
+  if (fd < 0) return Status::IOError("open " + log_path + ": " + std::strerror(errno));
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    return Status::IOError(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    int rc = 1;
+    try {
+      rc = fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ki: run child: %s\n", e.what());
+    }
+    std::fflush(nullptr);
+    _exit(rc);
+  }
+  ::setpgid(pid, pid);
+  ::close(fd);
+  return Wait(pid, timeout_s);
+}
+
+std::string FirstLineOf(const std::vector<std::string>& argv, const std::string& match) {
+  char tmpl[] = "/tmp/ki-version-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  if (fd < 0) return "";
+  ::close(fd);
+  auto end = RunCommand(argv, tmpl, "", 30);
+  std::string out;
+  if (FILE* f = std::fopen(tmpl, "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+      std::string s(line);
+      while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+      if (s.empty()) continue;
+      if (match.empty() || s.find(match) != std::string::npos) {
+        out = s;
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  ::unlink(tmpl);
+  if (!end.ok() || end->exit_code != 0) return "";
+  return out;
+}
+
+}  // namespace ki::run::internal

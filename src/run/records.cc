@@ -1,0 +1,225 @@
+// Protocol, environment and cohort records of ki runs.
+#include "run/records.h"
+
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "catalog/tables.h"  // the catalog's cohort tables: a local run joins its group
+#include "ki/catalog.h"
+#include "run/process.h"
+
+namespace ki::run::internal {
+namespace {
+
+std::string OsPrettyName() {
+  std::ifstream f("/etc/os-release");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  }
+  return "";
+}
+
+std::string CpuVendor() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("vendor_id", 0) == 0) {
+      if (line.find("GenuineIntel") != std::string::npos) return "intel";
+      if (line.find("AuthenticAMD") != std::string::npos) return "amd";
+      break;
+    }
+  }
+  return "unknown";
+}
+
+std::string Machine() {
+  struct utsname u {};
+  if (uname(&u) != 0) return "unknown";
+  std::string m = u.machine;
+  for (char& c : m)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) c = '_';
+  return m.empty() || !(m[0] >= 'a' && m[0] <= 'z') ? "unknown" : m;
+}
+
+std::string KernelRelease() {
+  struct utsname u {};
+  return uname(&u) == 0 ? std::string(u.release) : "";
+}
+
+// "Cuda compilation tools, release 12.8, V12.8.93" -> "12.8".
+std::string CudaRelease(const std::string& nvcc_line) {
+  size_t p = nvcc_line.find("release ");
+  if (p == std::string::npos) return "";
+  size_t e = nvcc_line.find(',', p);
+  return nvcc_line.substr(p + 8, e == std::string::npos ? std::string::npos : e - p - 8);
+}
+
+}  // namespace
+
+std::string NowUtc() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  int ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+Json ProtocolSpec(const HarnessSettings& s, bool cuda, const std::string& timer) {
+  // The L2 policy decides comparability (a warm-L2 number is not a cold-L2
+  // number), so it is the family; the schema has no field of its own for it.
+  std::string family = !cuda ? "ki_cpu_wall_clock" : (s.flush_l2 ? "ki_cold_l2" : "ki_warm_l2");
+  char notes[256];
+  std::snprintf(notes, sizeof notes,
+                "%s; %d trials of %d timed calls after %d warm-up calls; headline: mean of the trial medians; "
+                "atol %g, rtol %g",
+                !cuda ? "CPU: wall clock around each call" : (s.flush_l2 ? "L2 flushed before every call" : "L2 not flushed"),
+                s.trials, s.iterations, s.warmup, s.atol, s.rtol);
+  return Json{{"harness", {{"name", "ki"}, {"version", KI_VERSION}}},
+              {"measurement",
+               {{"timer", timer},
+                {"synchronization", cuda ? "per_trial" : "none"},
+                {"compileIncluded", false},
+                {"setupIncluded", false},
+                {"warmupIterations", s.warmup},
+                {"measuredIterations", s.iterations},
+                {"samples", s.iterations * s.trials},
+                {"inputRegeneration", "none"},
+                {"outlierPolicy", "none; mean of per-trial medians"},
+                {"primaryStatistic", "mean"}}},
+              {"correctness", {{"reference", cuda ? "ki CUDA reference (fp32 accumulation), else the fp64 CPU reference"
+                                                  : "ki fp64 CPU reference"},
+                               {"comparator", kComparator}}},
+              {"comparability", {{"family", family}, {"notes", notes}}}};
+}
+
+Result<HarnessSettings> SettingsFromProtocol(const Json& spec) {
+  if (spec.value("/harness/name"_json_pointer, std::string()) != "ki")
+    return Status::InvalidInput("the protocol's harness is not ki's; ki can only repeat its own settings");
+  HarnessSettings s;
+  const Json& m = spec["measurement"];
+  s.warmup = m.value("warmupIterations", s.warmup);
+  s.iterations = m.value("measuredIterations", s.iterations);
+  int samples = m.value("samples", s.iterations * s.trials);
+  s.trials = s.iterations > 0 ? std::max(1, samples / s.iterations) : s.trials;
+  std::string family = spec.value("/comparability/family"_json_pointer, std::string());
+  s.flush_l2 = family != "ki_warm_l2";
+  // atol/rtol live in the notes text; parse them back when present.
+  std::string notes = spec.value("/comparability/notes"_json_pointer, std::string());
+  if (size_t p = notes.find("atol "); p != std::string::npos) s.atol = std::atof(notes.c_str() + p + 5);
+  if (size_t p = notes.find("rtol "); p != std::string::npos) s.rtol = std::atof(notes.c_str() + p + 5);
+  return s;
+}
+
+Json EnvironmentSpec(const Json* h, bool cuda, int device, const std::string& compiler) {
+  Json hw, sw = Json::object(), settings = Json::object();
+  if (std::string os = OsPrettyName(); !os.empty()) sw["operatingSystem"] = os;
+  if (std::string k = KernelRelease(); !k.empty()) sw["kernel"] = k;
+  if (!compiler.empty()) sw["compiler"] = compiler;
+  if (cuda) {
+    if (std::string r = CudaRelease(compiler); !r.empty()) sw["cudaToolkit"] = r;
+    std::string name, cc, driver, locked;
+    uint64_t mem = 0;
+    if (h && h->contains("device")) {
+      const Json& d = (*h)["device"];
+      name = d.value("name", "");
+      cc = d.value("compute_capability", "");
+      driver = d.value("driver_version", "");
+      mem = d.value("memory_bytes", uint64_t{0});
+      locked = d.value("clocks_locked", "unknown");
+    } else {
+      // No capture (the kernel crashed or hung first): ask nvidia-smi.
+      std::string line = FirstLineOf({"nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader",
+                                      "-i", std::to_string(device)});
+      size_t a = line.find(", "), b = a == std::string::npos ? a : line.find(", ", a + 2);
+      if (b != std::string::npos) {
+        name = line.substr(0, a);
+        cc = line.substr(a + 2, b - a - 2);
+        driver = line.substr(b + 2);
+      }
+    }
+    std::string arch = "unknown";
+    if (!cc.empty()) {
+      arch = "sm_";
+      for (char c : cc)
+        if (c != '.') arch.push_back(c);
+    }
+    hw = {{"vendor", "nvidia"}, {"product", name.empty() ? "unknown" : name}, {"architecture", arch}, {"count", 1}};
+    if (mem > 0) hw["memoryBytes"] = mem;
+    if (!driver.empty()) sw["driver"] = driver;
+    if (locked == "yes" || locked == "no") settings["clocksLocked"] = locked == "yes";
+  } else {
+    std::string model = h ? h->value("cpu_model", "") : "";
+    if (model.empty()) model = harness::CaptureHostEnvironment().cpu_model;
+    hw = {{"vendor", CpuVendor()}, {"product", model.empty() ? "unknown" : model}, {"architecture", Machine()},
+          {"count", 1}};
+  }
+  Json spec = {{"hardware", hw}, {"software", sw}};
+  if (!settings.empty()) spec["settings"] = settings;
+  return spec;
+}
+
+Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& workload_spec,
+                             const std::string& run_name, const std::string& implementation_name) {
+  namespace t = catalog::tables;
+  catalog::ComparisonParts parts;
+  parts.operation = workload_spec.value("operationSpecDigest", "");
+  parts.workload = run.spec.value("workloadDigest", "");
+  parts.protocol = run.spec.value("protocolDigest", "");
+  parts.environment = run.spec.value("environmentDigest", "");
+  KI_ASSIGN_OR_RETURN(Digest corr, catalog::CorrectnessKey(workload_spec));
+  parts.correctness = corr.str();
+  parts.metric = catalog::MetricKey(run.spec);
+  KI_ASSIGN_OR_RETURN(Digest cohort, catalog::ComparisonKey(parts));
+
+  catalog::RankEntry e;
+  e.run = run.digest;
+  e.id = run.digest.hex();
+  e.name = run_name;
+  e.implementation = implementation_name;
+  e.status = run.spec.value("status", "");
+  e.observed_at = run.spec.value("observedAt", "");
+  // Source and raw samples are in the store with the run: reproducible.
+  e.evidence = catalog::Evidence::kReproducible;
+  // A run stored here is published to this store; ranking-v1 needs that.
+  e.published = true;
+  if (run.spec.contains("timing")) {
+    const Json& tm = run.spec["timing"];
+    std::string stat = tm.value("primaryStatistic", "mean");
+    if (tm["latencyNs"].contains(stat) && tm["latencyNs"][stat].is_number()) {
+      e.value = tm["latencyNs"][stat].get<double>();
+      e.unit = "ns";
+    }
+    if (tm.contains("confidence95") && tm["confidence95"].size() == 2)
+      e.interval = std::make_pair(tm["confidence95"][0].get<double>(), tm["confidence95"][1].get<double>());
+  }
+  Json entry = t::EntryToJson(e);
+  Json runv = entry;
+  runv["cohort"] = cohort.str();
+  runv["kind"] = "kernel";
+  KI_RETURN_IF_ERROR(batch.Put(t::kRuns, run.digest.raw(), runv.dump()));
+  KI_RETURN_IF_ERROR(batch.Put(t::kCohortRuns, t::PairKey(cohort, run.digest), entry.dump()));
+  KI_ASSIGN_OR_RETURN(auto existing, batch.Get(t::kCohorts, cohort.raw()));
+  Json desc;
+  if (existing) desc = Json::parse(*existing, nullptr, false);
+  if (!desc.is_object()) {
+    desc = {{"kind", "kernel"},          {"operation", parts.operation},   {"workload", parts.workload},
+            {"protocol", parts.protocol}, {"environment", parts.environment}, {"correctness", parts.correctness},
+            {"metric", parts.metric},     {"sourceNative", false},          {"runs", 0}};
+  }
+  desc["runs"] = desc.value("runs", uint64_t{0}) + 1;
+  KI_RETURN_IF_ERROR(batch.Put(t::kCohorts, cohort.raw(), desc.dump()));
+  return cohort;
+}
+
+}  // namespace ki::run::internal

@@ -1,0 +1,614 @@
+// ki run and ki rerun: build, run in a child process, store the records.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "ki/catalog.h"
+#include "ki/flashinfer.h"
+#include "ki/harness.h"
+#include "ki/manifest.h"
+#include "ki/run.h"
+#include "ki/sign.h"
+#include "run/process.h"
+#include "run/records.h"
+
+namespace ki::run {
+namespace {
+
+namespace fs = std::filesystem;
+using internal::kRunsTable;
+
+Result<Manifest> ReadKind(Store& store, const Digest& d, Kind kind, std::string_view ref) {
+  KI_ASSIGN_OR_RETURN(auto info, store.Stat(d));
+  if (!info) return Status::NotFound(std::string(ref) + " (" + d.str() + ") is not in the store");
+  if (info->kind != kind)
+    return Status::InvalidInput(std::string(ref) + " is a " + (info->kind ? std::string(KindName(*info->kind)) : "blob") +
+                                ", not a " + std::string(KindName(kind)));
+  return store.ReadManifest(d);
+}
+
+Result<Digest> ResolveKind(Store& store, std::string_view ref, Kind kind, Manifest* m) {
+  KI_ASSIGN_OR_RETURN(Digest d, store.Resolve(ref));
+  KI_ASSIGN_OR_RETURN(*m, ReadKind(store, d, kind, ref));
+  return d;
+}
+
+std::string NameOf(Store& store, const Digest& d) {
+  auto doc = store.ReadDocument(d);
+  if (doc.ok() && *doc && (**doc).contains("metadata")) return (**doc)["metadata"].value("name", "");
+  return "";
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+  return s;
+}
+
+// What the harness needs about a workload: the definition and the workload
+// in flashinfer-bench's form, and which inputs ki generates for lack of files.
+struct Task {
+  harness::Definition def;
+  harness::Workload workload;
+  Json workload_spec;
+  std::vector<std::string> generated;  // inputs the dataset stores as files ki does not have
+};
+
+// The definition an operation was imported from, and the workload in the
+// harness's form (from the imported workload object, else rebuilt from the
+// WorkloadCase, which says the same: axes, scalars and generators).
+Result<Task> LoadTask(Store& store, const Digest& workload, const Manifest& wm, std::vector<std::string>* missing) {
+  Task t;
+  t.workload_spec = wm.spec;
+  auto op = Digest::Parse(wm.spec.value("operationSpecDigest", ""));
+  if (!op.ok()) return Status::InvalidInput("workload " + workload.str() + " names no operation");
+  KI_ASSIGN_OR_RETURN(auto facts, fib::LookupOperation(store, *op));
+  if (!facts) {
+    missing->push_back("the flashinfer-bench definition of operation " + op->str() +
+                       " (ki runs need it: `ki import flashinfer-bench DIR`)");
+    return Status::NotFound("");
+  }
+  auto def_text = store.Read(facts->definition_blob);
+  if (!def_text.ok()) {
+    missing->push_back("the definition file " + facts->definition_blob.str() + " of " + facts->definition);
+    return Status::NotFound("");
+  }
+  KI_ASSIGN_OR_RETURN(t.def, harness::ParseDefinition(*def_text, facts->definition));
+  KI_ASSIGN_OR_RETURN(auto wfacts, fib::LookupWorkload(store, workload));
+  std::string wtext;
+  if (wfacts) {
+    auto b = store.Read(wfacts->workload_blob);
+    if (b.ok()) wtext = *b;
+  }
+  if (wtext.empty()) {
+    Json w = {{"uuid", NameOf(store, workload)}, {"axes", wm.spec.value("axes", Json::object())}};
+    Json inputs = Json::object();
+    // (Named copies: items() of a temporary would dangle.)
+    const Json scalars = wm.spec.value("scalars", Json::object()), tensors = wm.spec.value("tensors", Json::object());
+    for (const auto& [name, s] : scalars.items())
+      inputs[name] = {{"type", "scalar"}, {"value", s["value"]}};
+    for (const auto& [name, s] : tensors.items())
+      inputs[name] = {{"type", s.value("/data/generator"_json_pointer, std::string("random"))}};
+    w["inputs"] = inputs;
+    wtext = w.dump();
+  }
+  KI_ASSIGN_OR_RETURN(t.workload, harness::ParseWorkload(wtext, "workload " + workload.str()));
+  for (const auto& [name, src] : t.workload.inputs)
+    if (src.kind == harness::InputSource::Kind::kSafetensors) t.generated.push_back(name);
+  return t;
+}
+
+struct Device {
+  bool cuda = false;
+  int index = 0;
+  std::string str() const { return cuda ? "cuda:" + std::to_string(index) : "cpu"; }
+};
+
+Result<Device> ParseDevice(const std::string& text, Language lang) {
+  Device d;
+  d.cuda = lang == Language::kCuda;
+  if (!text.empty()) {
+    if (text == "cpu") {
+      d.cuda = false;
+    } else if (text.rfind("cuda", 0) == 0) {
+      d.cuda = true;
+      if (text.size() > 4) {
+        if (text[4] != ':' || text.size() == 5 || text.find_first_not_of("0123456789", 5) != std::string::npos)
+          return Status::Usage("--device: expected cpu or cuda:N, got '" + text + "'");
+        d.index = std::stoi(text.substr(5));
+      }
+    } else {
+      return Status::Usage("--device: expected cpu or cuda:N, got '" + text + "'");
+    }
+  }
+  if (d.cuda != (lang == Language::kCuda))
+    return Status::Usage(std::string("a ") + std::string(LanguageName(lang)) + " implementation runs on " +
+                         (lang == Language::kCuda ? "a CUDA device" : "the CPU") + ", not on " + d.str());
+  return d;
+}
+
+// The child: load the library, find the kernel, run the harness, write its
+// result. Runs in a fresh process; never returns into the parent's code.
+int ChildMain(const std::string& library, const std::string& symbol, const Task& task, const Device& dev,
+              const HarnessSettings& s, uint64_t seed, double timeout_s, const std::string& result_path) {
+  auto lib = harness::KernelLibrary::Open(library);
+  if (!lib.ok()) {
+    std::fprintf(stderr, "ki: %s\n", lib.status().message().c_str());
+    return 3;
+  }
+  const ki_kernel* k = nullptr;
+  if (!symbol.empty()) {
+    k = (*lib)->Find(symbol);
+  } else if ((*lib)->kernels().size() == 1) {
+    k = (*lib)->kernels()[0];
+  }
+  if (!k) {
+    std::string names;
+    for (const auto* x : (*lib)->kernels()) names += std::string(" ") + x->info.name;
+    std::fprintf(stderr, "ki: kernel '%s' not in the library (it has:%s)\n", symbol.c_str(), names.c_str());
+    return 3;
+  }
+  if (dev.cuda) {
+    gpu::Backend* be = gpu::CudaBackend();
+    if (!be || be->DeviceCount() == 0) {
+      std::fprintf(stderr, "ki: no CUDA device (or ki was built without CUDA)\n");
+      return 4;
+    }
+    if (Status st = be->SetDevice(dev.index); !st.ok()) {
+      std::fprintf(stderr, "ki: %s\n", st.message().c_str());
+      return 4;
+    }
+  }
+  harness::RunOptions opt;
+  opt.generator.seed = seed;
+  opt.tolerance = {s.atol, s.rtol};
+  opt.timing.warmup = s.warmup;
+  opt.timing.iterations = s.iterations;
+  opt.timing.trials = s.trials;
+  opt.timing.flush_l2 = s.flush_l2;
+  opt.timing.timeout_s = timeout_s;
+  opt.timeout_s = timeout_s;
+  harness::RunResult r = harness::RunWorkload(*k, task.def, task.workload, opt);
+  std::fprintf(stderr, "ki: harness: %s%s%s\n", harness::RunStatusName(r.status), r.message.empty() ? "" : ": ",
+               r.message.c_str());
+  if (Env::Default()->WriteFileAtomic(result_path, harness::ToJson(r), Durability::kNone).ok()) return 0;
+  return 5;
+}
+
+int64_t Ns(double us) { return std::llround(std::max(0.0, us) * 1000.0); }
+
+// The BenchmarkRun's timing from the harness's result.
+Json TimingJson(const Json& h) {
+  const Json& t = h["timing"];
+  const Json& st = t["stats_us"];
+  auto num = [](const Json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; };
+  Json lat = {{"mean", Ns(num(t, "latency_us"))}, {"median", Ns(num(st, "median"))},
+              {"minimum", Ns(num(st, "min"))},    {"maximum", Ns(num(st, "max"))},
+              {"p05", Ns(num(st, "p05"))},        {"p95", Ns(num(st, "p95"))}};
+  Json out = {{"primaryStatistic", "mean"}, {"latencyNs", lat}};
+  if (st.value("count", 0) > 0) out["samples"] = st["count"];
+  if (st.contains("ci95_low") && st["ci95_low"].is_number() && st["ci95_high"].is_number()) {
+    // The harness's interval is around the mean of all samples; shift it
+    // onto the headline so it brackets the value ranking compares.
+    double half = (num(st, "ci95_high") - num(st, "ci95_low")) / 2;
+    double mid = num(t, "latency_us");
+    out["confidence95"] = {Ns(mid - half), Ns(mid + half)};
+  }
+  return out;
+}
+
+std::string Artifact(const Digest& d) { return "ki:blob/" + d.str(); }
+
+}  // namespace
+
+// ------------------------------------------------------------------ Run
+
+Result<RunOutcome> Run(Store& store, const RunRequest& req) {
+  RunOutcome out;
+  Env* env = Env::Default();
+  Manifest im, wm;
+  KI_ASSIGN_OR_RETURN(out.implementation, ResolveKind(store, req.implementation, Kind::kImplementationRevision, &im));
+  KI_ASSIGN_OR_RETURN(out.workload, ResolveKind(store, req.workload, Kind::kWorkloadCase, &wm));
+  const Json& callable = im.spec["callable"];
+  auto lang = callable.value("language", "") == "cuda" ? Language::kCuda
+              : callable.value("language", "") == "cpp" ? std::optional<Language>(Language::kCpp)
+                                                        : std::nullopt;
+  if (!lang) return Status::InvalidInput("ki runs cuda and cpp implementations, not '" + callable.value("language", "") + "'");
+  // The implementation must be for the workload's operation.
+  if (im.spec.value("/operation/specDigest"_json_pointer, std::string()) != wm.spec.value("operationSpecDigest", ""))
+    return Status::InvalidInput("implementation " + req.implementation + " is for operation " +
+                                im.spec.value("/operation/specDigest"_json_pointer, std::string()) + ", workload " +
+                                req.workload + " for " + wm.spec.value("operationSpecDigest", ""));
+  std::vector<std::string> missing;
+  auto src = Digest::Parse(im.spec.value("/source/contentDigest"_json_pointer, std::string()));
+  std::string source_bytes;
+  if (!src.ok()) {
+    missing.push_back("implementation " + req.implementation + " names no source");
+  } else if (auto b = store.Read(*src); b.ok()) {
+    source_bytes = std::move(*b);
+  } else if (b.status().IsNotFound()) {
+    missing.push_back("the source " + src->str() + " of implementation " + req.implementation);
+  } else {
+    return b.status();
+  }
+  auto task = LoadTask(store, out.workload, wm, &missing);
+  if (!missing.empty()) {
+    std::string msg = "cannot run: the store lacks";
+    for (const auto& m : missing) msg += "\n  - " + m;
+    return Status::NotFound(msg);
+  }
+  KI_RETURN_IF_ERROR(task.status());
+  KI_ASSIGN_OR_RETURN(Device dev, ParseDevice(req.device, *lang));
+  out.device = dev.str();
+  HarnessSettings settings = req.settings;
+  if (!req.protocol.empty()) {
+    Manifest pm;
+    KI_RETURN_IF_ERROR(ResolveKind(store, req.protocol, Kind::kBenchmarkProtocol, &pm).status());
+    KI_ASSIGN_OR_RETURN(settings, internal::SettingsFromProtocol(pm.spec));
+  }
+  for (const auto& g : task->generated)
+    out.notes.push_back("input " + g + ": the dataset keeps it in a safetensors file this store lacks; generated from seed " +
+                        std::to_string(req.seed) + " (valid for the workload's axes)");
+
+  // Build.
+  KI_ASSIGN_OR_RETURN(SourceBundle bundle, DecodeBundle(source_bytes, im.spec.value("/source/fileName"_json_pointer, std::string())));
+  BuildRequest br;
+  br.language = *lang;
+  br.sources = bundle;
+  br.source_digest = *src;
+  if (*lang == Language::kCuda) {
+    for (const auto& a : im.spec.value("/support/hardwareArchitectures"_json_pointer, Json::array())) {
+      std::string s = a.get<std::string>();
+      if (s.rfind("sm_", 0) == 0) br.archs.push_back(s.substr(3));
+    }
+    if (br.archs.empty()) br.archs = DefaultCudaArchs();
+  }
+  const std::string cache = store.path() + "/cache";
+  KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/build"));
+  KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/runs"));
+  KI_ASSIGN_OR_RETURN(BuildResult build, Build(cache, br));
+  out.build_cached = build.cached;
+  std::string log = "== build " + build.key.substr(0, 16) + (build.cached ? " (cached)" : "") + " ==\n" +
+                    build.compiler + "\n" + build.command + "\n" + build.log;
+
+  // Run in a child process.
+  Json hres;  // the harness's result, when the child wrote one
+  std::string child_end;
+  std::string status, message;
+  if (!build.ok) {
+    status = "compile_error";
+    message = "the compiler failed (" + build.compiler + ")";
+  } else {
+    char tmpl[64];
+    std::snprintf(tmpl, sizeof tmpl, "/run-%d-%lld", int(::getpid()), (long long)std::chrono::steady_clock::now().time_since_epoch().count());
+    const std::string base = cache + "/runs" + tmpl;
+    const std::string result_path = base + ".json", log_path = base + ".log";
+    const std::string symbol = callable.value("symbol", "");
+    const Task& t = *task;
+    KI_ASSIGN_OR_RETURN(internal::ProcessEnd end,
+                        internal::RunForked([&] { return ChildMain(build.library, symbol, t, dev, settings, req.seed,
+                                                                   req.timeout_s, result_path); },
+                                            log_path, req.timeout_s));
+    child_end = end.Describe();
+    auto rl = env->ReadFile(log_path, 16 << 20);
+    log += "== run on " + dev.str() + " ==\n" + (rl.ok() ? *rl : "") + "ki: child " + child_end + "\n";
+    auto rj = env->ReadFile(result_path, 256 << 20);
+    std::error_code ec;
+    fs::remove(result_path, ec);
+    fs::remove(log_path, ec);
+    if (end.timed_out) {
+      status = "timeout";
+      message = "no result within the " + std::to_string(int(req.timeout_s)) + " s limit (--timeout)";
+    } else if (end.signaled) {
+      status = "runtime_error";
+      message = "the kernel's process was " + child_end;
+    } else if (!rj.ok() || end.exit_code != 0) {
+      status = "runtime_error";
+      message = "the kernel's process ended with " + child_end;
+      if (rl.ok()) {
+        // The child's own last message says why (kernel not found, no device).
+        size_t p = rl->rfind("ki: ");
+        if (p != std::string::npos) message = rl->substr(p + 4, rl->find('\n', p) - p - 4);
+      }
+    } else {
+      hres = Json::parse(*rj, nullptr, false);
+      if (!hres.is_object()) return Status::Corruption("the run's child wrote an unreadable result");
+      status = hres.value("status", "runtime_error");
+      message = hres.value("message", "");
+      if (status == "invalid_workload") status = "runtime_error";  // not a KernelIndex status
+    }
+  }
+  out.status = status;
+  out.message = message;
+
+  // Records.
+  const bool timed = status == "passed" && hres.is_object() && hres["timing"].value("measured", false);
+  out.timer = timed ? hres["timing"].value("timer", "") : (dev.cuda ? "cupti_activity" : "host_steady_clock");
+  Json protocol = {{"apiVersion", kApiVersion}, {"kind", "BenchmarkProtocol"},
+                   {"metadata", {{"name", "ki-" + std::string(dev.cuda ? (settings.flush_l2 ? "cold-l2" : "warm-l2") : "cpu") +
+                                              "-" + Lower(out.timer)}}},
+                   {"spec", internal::ProtocolSpec(settings, dev.cuda, out.timer)}};
+  for (char& c : protocol["metadata"]["name"].get_ref<std::string&>())
+    if (c == '_') c = '-';
+  const Json* henv = hres.is_object() && hres.contains("environment") ? &hres["environment"] : nullptr;
+  out.environment_spec = internal::EnvironmentSpec(henv, dev.cuda, dev.index, build.compiler);
+  out.device_name = out.environment_spec["hardware"].value("product", "");
+  Json envdoc = {{"apiVersion", kApiVersion}, {"kind", "ExecutionEnvironment"},
+                 {"metadata", {{"name", "ki-" + Lower(out.device_name)}}}, {"spec", out.environment_spec}};
+  {
+    std::string& n = envdoc["metadata"]["name"].get_ref<std::string&>();
+    for (char& c : n)
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-')) c = '-';
+    if (n.size() > 200) n.resize(200);
+  }
+  KI_ASSIGN_OR_RETURN(Manifest pman, ManifestFromJson(protocol, "protocol"));
+  KI_ASSIGN_OR_RETURN(Manifest eman, ManifestFromJson(envdoc, "environment"));
+  out.protocol = pman.digest;
+  out.environment = eman.digest;
+
+  const std::string impl_name = NameOf(store, out.implementation);
+  Json samples = {{"format", internal::kSamplesFormat},
+                  {"implementation", out.implementation.str()},
+                  {"workload", out.workload.str()},
+                  {"kernel", callable.value("symbol", "")},
+                  {"seed", req.seed},
+                  {"device", dev.str()},
+                  {"timeoutS", req.timeout_s},
+                  {"settings", {{"warmup", settings.warmup}, {"iterations", settings.iterations}, {"trials", settings.trials},
+                                {"flushL2", settings.flush_l2}, {"atol", settings.atol}, {"rtol", settings.rtol}}},
+                  {"generatedInputs", task->generated},
+                  {"build", {{"key", build.key}, {"compiler", build.compiler}, {"command", build.command}, {"cached", build.cached}, {"ok", build.ok}}},
+                  {"child", child_end},
+                  {"harness", hres.is_object() ? hres : Json(nullptr)}};
+  const std::string samples_text = samples.dump();
+  const Digest samples_digest = Sha256Of(samples_text), log_digest = Sha256Of(log);
+
+  Json spec = {{"implementationDigest", out.implementation.str()},
+               {"workloadDigest", out.workload.str()},
+               {"protocolDigest", out.protocol.str()},
+               {"environmentDigest", out.environment.str()},
+               {"status", status},
+               {"observedAt", internal::NowUtc()},
+               {"evidence", {{"logs", {{"uri", Artifact(log_digest)}, {"digest", log_digest.str()}}},
+                             {"rawSamples", {{"uri", Artifact(samples_digest)}, {"digest", samples_digest.str()}}}}}};
+  if (hres.is_object() && hres["correctness"].value("checked", false)) {
+    const Json& c = hres["correctness"];
+    Json cj = {{"comparator", internal::kComparator}};
+    for (auto [from, to] : {std::pair{"max_abs_error", "maximumAbsoluteError"}, {"max_rel_error", "maximumRelativeError"},
+                            {"matched_ratio", "matchedRatio"}}) {
+      if (c.contains(from) && c[from].is_number() && std::isfinite(c[from].get<double>()) && c[from].get<double>() >= 0)
+        cj[to] = c[from];
+    }
+    spec["correctness"] = cj;
+  }
+  if (timed) {
+    spec["timing"] = TimingJson(hres);
+    spec["timing"]["rawSamples"] = {{"uri", Artifact(samples_digest)}, {"digest", samples_digest.str()}};
+    out.latency_ns = spec["timing"]["latencyNs"]["mean"].get<double>();
+  }
+  std::string stamp = spec["observedAt"];
+  std::string run_name;
+  for (char c : stamp)
+    if (std::isdigit(static_cast<unsigned char>(c))) run_name.push_back(c);
+  run_name = "run-" + (impl_name.empty() ? "impl" : impl_name) + "-" + run_name;
+  if (run_name.size() > 200) run_name = run_name.substr(run_name.size() - 200);
+  Json rundoc = {{"apiVersion", kApiVersion}, {"kind", "BenchmarkRun"},
+                 {"metadata", {{"name", run_name}, {"title", impl_name + " on " + out.device_name}}}, {"spec", spec}};
+  KI_ASSIGN_OR_RETURN(Manifest rman, ManifestFromJson(rundoc, "run"));
+  out.spec = rman.spec;
+  out.run = rman.digest;
+
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  KI_RETURN_IF_ERROR(batch->PutBlob(log, "text/plain").status());
+  KI_RETURN_IF_ERROR(batch->PutBlob(samples_text, internal::kSamplesMediaType).status());
+  KI_RETURN_IF_ERROR(batch->PutManifest(pman, protocol.dump(), kDocumentMediaTypeJson).status());
+  KI_RETURN_IF_ERROR(batch->PutManifest(eman, envdoc.dump(), kDocumentMediaTypeJson).status());
+  KI_RETURN_IF_ERROR(batch->PutManifest(rman, rundoc.dump(), kDocumentMediaTypeJson).status());
+  KI_ASSIGN_OR_RETURN(Digest cohort, internal::IndexInCohort(*batch, rman, wm.spec, run_name, impl_name));
+  out.cohort = cohort;
+  Json facts = {{"seed", req.seed}, {"device", dev.str()}, {"kernel", callable.value("symbol", "")},
+                {"samples", samples_digest.str()}, {"log", log_digest.str()}, {"build", build.key}};
+  KI_RETURN_IF_ERROR(batch->Put(kRunsTable, rman.digest.raw(), facts.dump()));
+  KI_RETURN_IF_ERROR(batch->Commit());
+  return out;
+}
+
+// ---------------------------------------------------------------- Rerun
+
+Result<std::vector<Digest>> RerunsOf(Store& store, const Digest& run) {
+  std::vector<Digest> out;
+  KI_RETURN_IF_ERROR(store.Scan(internal::kRerunsTable, run.raw(), [&](std::string_view k, std::string_view) {
+    if (k.size() == 64) out.push_back(Digest::FromRaw(k.substr(32)));
+    return true;
+  }));
+  return out;
+}
+
+Result<std::optional<Digest>> OriginalOf(Store& store, const Digest& rerun) {
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(internal::kOriginalTable, rerun.raw()));
+  if (!v) return std::optional<Digest>();
+  KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(*v));
+  return std::optional<Digest>(d);
+}
+
+Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
+  RerunOutcome out;
+  Manifest rm;
+  KI_ASSIGN_OR_RETURN(out.original, ResolveKind(store, req.run, Kind::kBenchmarkRun, &rm));
+  out.original_spec = rm.spec;
+  const Json& s = rm.spec;
+  std::vector<std::string> missing;
+
+  // The original's run facts (seed, device, kernel) from its raw samples.
+  Json facts;
+  if (auto d = Digest::Parse(s.value("/evidence/rawSamples/digest"_json_pointer, std::string())); d.ok()) {
+    auto b = store.Read(*d);
+    if (b.ok()) {
+      Json j = Json::parse(*b, nullptr, false);
+      if (j.is_object() && j.value("format", "") == internal::kSamplesFormat) facts = j;
+    }
+  }
+  // Its protocol: ki's settings are repeated; another harness's protocol
+  // cannot be, and ki's cold-L2 protocol (flashinfer-bench's method) stands in.
+  RunRequest rr;
+  rr.seed = facts.is_object() ? facts.value("seed", uint64_t{0}) : 0;
+  rr.device = !req.device.empty() ? req.device : facts.is_object() ? facts.value("device", "") : "";
+  rr.timeout_s = req.timeout_s ? *req.timeout_s : facts.is_object() ? facts.value("timeoutS", 120.0) : 120.0;
+  if (auto pd = Digest::Parse(s.value("protocolDigest", "")); pd.ok()) {
+    auto pm = store.ReadManifest(*pd);
+    if (pm.ok() && internal::SettingsFromProtocol(pm->spec).ok()) rr.protocol = pd->str();
+  }
+  if (auto ed = Digest::Parse(s.value("environmentDigest", "")); ed.ok()) {
+    auto em = store.ReadManifest(*ed);
+    if (em.ok()) out.original_environment = em->spec;
+  }
+
+  // What the rerun needs, each checked so that the message can list them all.
+  const std::string wl = s.value("workloadDigest", "");
+  auto wd = Digest::Parse(wl);
+  Manifest wm;
+  bool have_workload = false;
+  if (wd.ok()) {
+    auto m = store.ReadManifest(*wd);
+    if (m.ok()) {
+      wm = *m;
+      have_workload = true;
+    } else if (m.status().IsNotFound()) {
+      missing.push_back("the workload " + wl);
+    } else {
+      return m.status();
+    }
+  }
+  if (have_workload) {
+    std::vector<std::string> tm;
+    (void)LoadTask(store, *wd, wm, &tm);
+    missing.insert(missing.end(), tm.begin(), tm.end());
+  }
+  const std::string impl = req.implementation.empty() ? s.value("implementationDigest", "") : req.implementation;
+  if (req.implementation.empty()) {
+    auto id = Digest::Parse(impl);
+    auto im = id.ok() ? store.ReadManifest(*id) : Result<Manifest>(Status::NotFound(""));
+    if (!im.ok()) {
+      missing.push_back("the implementation " + impl + " (its ImplementationRevision)");
+    } else {
+      auto src = im->spec.value("/source/contentDigest"_json_pointer, std::string());
+      auto sd = Digest::Parse(src);
+      if (!sd.ok()) {
+        missing.push_back("the source code of implementation " + impl + " (its ImplementationRevision names none)");
+      } else if (auto st = store.Stat(*sd); !st.ok() || !*st) {
+        missing.push_back("the source code " + src + " of implementation " + impl);
+      }
+      std::string lang = im->spec.value("/callable/language"_json_pointer, std::string());
+      if (lang != "cuda" && lang != "cpp")
+        missing.push_back("a build recipe for implementation " + impl + " (language '" + lang +
+                          "'; ki builds cuda and cpp sources)");
+    }
+  }
+  if (!missing.empty()) {
+    std::string msg = "cannot re-run " + out.original.str() + ": the store lacks";
+    for (const auto& m : missing) msg += "\n  - " + m;
+    if (req.implementation.empty())
+      msg += "\n`ki rerun REF --implementation IMPL` runs another implementation on the same workload and "
+             "shows where it would rank among the original's comparison group";
+    return Status::NotFound(msg);
+  }
+  out.same_implementation = req.implementation.empty();
+  rr.implementation = impl;
+  rr.workload = wl;
+  if (!out.same_implementation) rr.device = req.device;  // another implementation: its own device kind
+  KI_ASSIGN_OR_RETURN(out.fresh, Run(store, rr));
+
+  // The link, in ki's table: the schema has no field for it, and the run
+  // record must not change its digest for being re-run.
+  {
+    KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+    std::string k(out.original.raw());
+    k.append(out.fresh.run.raw());
+    KI_RETURN_IF_ERROR(batch->Put(internal::kRerunsTable, k, out.same_implementation ? "rerun" : "other-implementation"));
+    KI_RETURN_IF_ERROR(batch->Put(internal::kOriginalTable, out.fresh.run.raw(), out.original.str()));
+    KI_RETURN_IF_ERROR(batch->Commit());
+  }
+
+  // Compare.
+  std::optional<double> orig;
+  if (s.contains("timing")) {
+    std::string stat = s["timing"].value("primaryStatistic", "mean");
+    const Json& l = s["timing"]["latencyNs"];
+    if (l.contains(stat) && l[stat].is_number()) orig = l[stat].get<double>();
+  }
+  if (orig && out.fresh.latency_ns && *orig > 0) out.ratio = *out.fresh.latency_ns / *orig;
+  out.matched = out.same_implementation && s.value("status", "") == "passed" && out.fresh.status == "passed" &&
+                out.ratio && std::fabs(*out.ratio - 1.0) <= req.match_tolerance;
+  if (out.original_environment.is_object()) {
+    for (const auto& d : catalog::FieldDiffs(out.original_environment, out.fresh.environment_spec)) {
+      out.environment_differences.push_back(d.path + ": " + (d.a ? d.a->dump() : "(none)") + " -> " +
+                                            (d.b ? d.b->dump() : "(none)"));
+    }
+  }
+
+  // Where it would rank in the original's group.
+  if (!out.same_implementation && out.fresh.latency_ns) {
+    KI_ASSIGN_OR_RETURN(auto cohort, catalog::CohortOfRun(store, out.original));
+    if (cohort) {
+      KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(store, *cohort));
+      std::vector<catalog::RankEntry> all = r.ranked;
+      all.insert(all.end(), r.ineligible.begin(), r.ineligible.end());
+      catalog::RankEntry e;
+      e.run = out.fresh.run;
+      e.id = "~" + out.fresh.run.hex();
+      e.name = "(this run)";
+      e.status = "passed";
+      e.published = true;
+      e.value = *out.fresh.latency_ns;
+      e.unit = "ns";
+      e.observed_at = out.fresh.spec.value("observedAt", "");
+      all.push_back(e);
+      catalog::Ranking nr = catalog::RankV1(std::move(all), r.source_native);
+      RankPlace p;
+      p.metric = r.metric;
+      for (const auto& x : nr.ranked) {
+        if (x.run == out.fresh.run) p.rank = x.rank;
+        p.of = std::max(p.of, x.rank);
+      }
+      for (const auto& x : nr.ranked) {
+        if (x.rank == 1 && x.run != out.fresh.run && p.best_name.empty()) {
+          p.best_name = x.implementation.empty() ? x.name : x.implementation;
+          p.best_value = x.value.value_or(0);
+        }
+      }
+      out.place = p;
+    }
+  }
+
+  // A `reproduced` attestation when asked and when it matched.
+  if (!req.sign_key.empty()) {
+    if (!out.matched) {
+      out.attestation_note = "not signed: the re-run did not match (both passed, latency within " +
+                             std::to_string(int(req.match_tolerance * 100)) + "%)";
+    } else {
+      KI_ASSIGN_OR_RETURN(Keyring ring, Keyring::Default());
+      KI_ASSIGN_OR_RETURN(SigningKey key, ring.Load(req.sign_key, DefaultPassphrase));
+      AttestationRequest ar;
+      ar.subject = out.original;
+      ar.predicate = PredicateKind::kReproduced;
+      RerunResult res;
+      res.run = out.fresh.run;
+      res.latency_ns = *out.fresh.latency_ns;
+      res.ratio = *out.ratio;
+      res.passed = true;
+      char host[256] = {0};
+      ::gethostname(host, sizeof host - 1);
+      res.machine = std::string(host) + " " + out.fresh.device_name;
+      res.environment = out.fresh.environment;
+      ar.rerun = res;
+      ar.note = "ki rerun on " + out.fresh.device;
+      KI_ASSIGN_OR_RETURN(PutResult pr, CreateAttestation(store, key, ar));
+      out.attestation = pr.digest;
+    }
+  }
+  return out;
+}
+
+}  // namespace ki::run
