@@ -283,9 +283,14 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     pr.ref = ref;
     std::string want = ref;
     if (!Digest::IsValid(ref) && !IsValidTag(ref)) want = SanitizeTag(ref);
+    // A digest is first read as a ki digest (push tags every root
+    // ki-<hex>), then as an OCI manifest digest. In that order because a
+    // registry asked for a manifest by the digest of a blob it holds may
+    // answer 500 (distribution 2.8 does).
+    if (Digest::IsValid(ref)) want = "ki-" + ref.substr(7);
     auto fetched = conn->GetManifest(want);
     if (!fetched.ok() && fetched.status().IsNotFound() && Digest::IsValid(ref)) {
-      want = "ki-" + ref.substr(7);  // a ki digest: push tags it ki-<hex>
+      want = ref;
       fetched = conn->GetManifest(want);
     }
     if (!fetched.ok()) return fetched.status();
