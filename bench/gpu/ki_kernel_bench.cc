@@ -41,7 +41,9 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
   --graph-calls N       also time N back-to-back calls in a CUDA graph (default 0)
   --no-flush            no L2 flush between iterations
   --events              CUDA events instead of CUPTI
-  --tune k=v,...        fast-kernel plan: chunk, waves, min_chunk, stages (CUDA builds)
+  --tune k=v,...        fast-kernel plan: chunk, waves, min_chunk, stages, mode (1 legacy, 2 split,
+                        3 cluster), cluster (blocks per sequence), evict_first (1 on, 2 off),
+                        per_sm (split: blocks per SM aimed for) (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
   --no-samples          leave raw samples out of the JSON
   --list                list the kernels and exit
@@ -120,6 +122,10 @@ bool ApplyTune(const std::string& spec, std::string* err) {
     else if (key == "waves") t.waves = v;
     else if (key == "min_chunk") t.min_chunk = v;
     else if (key == "stages") t.stages = v;
+    else if (key == "mode") t.mode = v;
+    else if (key == "cluster") t.cluster = v;
+    else if (key == "evict_first") t.evict_first = v;
+    else if (key == "per_sm") t.per_sm = v;
     else { *err = "--tune: unknown key " + key; return false; }
   }
   ki::gqa::SetFastTuning(t);

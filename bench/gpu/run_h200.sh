@@ -54,9 +54,9 @@ grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure|GPU:|timer:|worst|tests? ran"
 
 if [ $SWEEP = 1 ]; then
   stamp "plan sweep (CUPTI, cold L2, no check)"
-  for tune in "" "waves=1" "waves=4" "waves=8" "min_chunk=16" "min_chunk=32" "min_chunk=128" \
-              "stages=2" "stages=4" "waves=1,stages=4" "waves=4,stages=2" "waves=4,stages=4"; do
-    printf "%-22s" "[$tune]"
+  for tune in "" "mode=1" "mode=2" "mode=2,stages=3" "mode=2,stages=2,per_sm=1" "mode=3,cluster=8,stages=2" \
+              "mode=3,cluster=16" "evict_first=1" "evict_first=2"; do
+    printf "%-30s" "[$tune]"
     timeout 60 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --no-check --trials 2 \
       --tune "$tune" --json /dev/null | awk '/synthetic/ {printf " %s=%s", $2, $10} END {print ""}'
   done

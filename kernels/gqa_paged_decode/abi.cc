@@ -41,8 +41,9 @@ int32_t ReferenceRun(const ki_call* call) {
 
 const ki_kernel kFast = {
     {KI_ABI_VERSION, KI_DEVICE_CUDA, "ki.gqa_paged_decode.fast", kDefinitionName,
-     "split-KV tensor-core decode: block per (chunk, KV head), 8 heads share each K/V tile, "
-     "cp.async pipeline, in-launch merge; workspace zeroed once, its counters reset by the kernel"},
+     "split-KV tensor-core decode, 8 heads share each K/V tile, cp.async pipeline, in-launch merge; "
+     "blocks per (chunk, KV head), per chunk over all KV heads, or a cluster per short sequence "
+     "merging in distributed shared memory; workspace zeroed once, its counters reset by the kernel"},
     FastWorkspace,
     FastRun,
 };

@@ -1,6 +1,9 @@
-// Fast GQA paged decode for sm_90a / sm_100a (any sm_80+ part runs it).
+// Fast GQA paged decode for sm_90a / sm_100a (any sm_80+ part runs it; cluster
+// mode needs sm_90+).
 //
-// Design (see docs/kernel-abi.md for the calling convention):
+// Three ways to run, chosen by PlanFast from batch and total tokens (FastMode):
+// v1 ("legacy", below), v2 split and v2 cluster (further down). Design of v1
+// (see docs/kernel-abi.md for the calling convention):
 // - One block per (work item, KV head). A work item is one chunk of one
 //   sequence; a sequence of len tokens gets n = max(1, ceil(len / chunk))
 //   balanced chunks. The host knows only batch and the total token count
@@ -114,7 +117,7 @@ __device__ __forceinline__ uint32_t Swz(int row, int chunk) {
 }
 
 template <int STAGES>
-__global__ void __launch_bounds__(kThreads) GqaDecodeFast(Params p) {
+__global__ void __launch_bounds__(kThreads) GqaDecodeV1(Params p) {
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ int s_scan[kWarps];
   __shared__ int s_work[4];  // sequence, chunk, chunks of the sequence, first work item of the sequence
@@ -412,6 +415,520 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFast(Params p) {
   if (tid == 0) p.counters[b * kNumKvHeads + kvh] = 0;  // counters zero again for the next call
 }
 
+// ============================================================================
+// v2: one block per (work item) covering all 4 KV heads, warp w = KV head w.
+// - The 4 warps stream the same tokens, so each page's K and V rows (1 KiB
+//   each, all 4 heads) are read whole and at about the same time.
+// - Page indices travel ahead of the data through a per-warp shared ring
+//   filled by 4-byte cp.async: the indices of tile t + 2*STAGES are requested
+//   with the data of tile t + STAGES, so no tile copy waits on an index load.
+// - K/V copies carry an L2 evict-first policy: streamed once, they should
+//   not push anything else (dirty lines included) out of L2.
+// - Two ways to cover a sequence:
+//   split   (kCluster = false) token-balanced work items found by a scan of
+//           kv_indptr, partials merged through global memory by the last
+//           block of the sequence (counter per sequence, reset by it);
+//   cluster (kCluster = true) grid (C, batch), one thread-block cluster of
+//           C blocks per sequence, partials merged through distributed
+//           shared memory (no global round trip, no counters). With batch 1
+//           the block predicts kv_indptr = {0, num_kv_indices} and requests
+//           its indices before kv_indptr arrives (checked, redone if wrong).
+// ============================================================================
+
+constexpr int kRing = 16;                             // index ring slots (tiles) per warp; >= 2*STAGES+1
+constexpr int kRingBytes = kRing * kTile * 4;         // 1 KiB
+constexpr int kPageElems = kNumKvHeads * kHeadDim;    // elements of one page of one cache
+constexpr int kMaxCluster = 16;
+constexpr int kMinChunkV2 = 32;                       // smallest automatic split chunk (2 tiles per warp)
+constexpr int64_t kEvictFirstMaxTokens = 131072;      // automatic L2 evict-first hint up to this many tokens
+constexpr int64_t kClusterMaxTokens = 2048;           // auto: cluster mode for one sequence up to this long
+constexpr int64_t kClusterSoloTokens = 64;            // auto cluster size 1 (no merge) up to this long
+constexpr int64_t kSplitMinAvgTokens = 2048;          // auto: v2 split from this mean sequence length
+
+struct Params2 {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  const int32_t* indptr;
+  const int32_t* indices;
+  __nv_bfloat16* out;
+  float* lse;
+  float* part_o;      // [max_work][32][128] (split)
+  float* part_lse;    // [max_work][32]
+  int32_t* counters;  // [batch]
+  int batch;
+  int chunk;
+  float scale_log2;
+  int spec_len;     // batch 1: predicted kv_indptr[1] (kv_indptr[0] = 0), checked; -1 = no prediction
+  int evict_first;  // K/V copies with an L2 evict-first policy
+};
+
+__host__ __device__ constexpr int WarpBytesV2(int stages) { return stages * 2 * kTileBytes + kRingBytes; }
+
+__device__ __forceinline__ void CpAsync16Hint(uint32_t dst, const void* src, int src_bytes, uint64_t pol) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "l"(pol));
+}
+__device__ __forceinline__ void CpAsync4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ uint64_t EvictFirstPolicy() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
+
+// Thread-block cluster primitives (sm_90+; the host uses cluster mode only there).
+__device__ __forceinline__ uint32_t ClusterMap(uint32_t addr, uint32_t rank) {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+#else
+  __trap();
+#endif
+  return r;
+}
+__device__ __forceinline__ float4 LdCluster4(uint32_t addr) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ float LdCluster1(uint32_t addr) {
+  float v = 0.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ void ClusterArrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void ClusterWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ uint4 PackBf16x8(const float (&v)[8], float scale) {
+  uint4 r;
+  r.x = PackBf16(v[0] * scale, v[1] * scale);
+  r.y = PackBf16(v[2] * scale, v[3] * scale);
+  r.z = PackBf16(v[4] * scale, v[5] * scale);
+  r.w = PackBf16(v[6] * scale, v[7] * scale);
+  return r;
+}
+
+template <int STAGES, bool kCluster>
+__global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
+  static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int s_scan[kWarps];
+  __shared__ int s_work[4];  // sequence, chunk, chunks of the sequence, first work item of the sequence
+  __shared__ int s_last;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;  // = KV head
+  const int g = lane >> 2;
+  const int c = lane & 3;
+  constexpr unsigned kFull = 0xffffffffu;
+
+  int b, chunk_idx, nchunks, first_work = 0;
+  if constexpr (kCluster) {
+    b = blockIdx.y;
+    chunk_idx = blockIdx.x;  // cluster dims (C, 1, 1) and gridDim.x == C: the rank in the cluster
+    nchunks = gridDim.x;
+  } else if (p.spec_len >= 0) {
+    // Batch 1: the sequence is predicted to be all of kv_indices (checked below).
+    b = 0;
+    chunk_idx = blockIdx.x;
+    nchunks = p.spec_len <= 0 ? 1 : (p.spec_len + p.chunk - 1) / p.chunk;
+    if (chunk_idx >= nchunks) return;  // surplus block (a shorter real sequence has no more chunks)
+  } else {
+    const int work = blockIdx.x;
+    if (tid == 0) s_work[0] = -1;
+    int base_work = 0;
+    for (int base = 0; base < p.batch; base += kThreads) {
+      const int i = base + tid;
+      int cnt = 0;
+      if (i < p.batch) {
+        const int len = __ldg(p.indptr + i + 1) - __ldg(p.indptr + i);
+        cnt = len <= 0 ? 1 : (len + p.chunk - 1) / p.chunk;
+      }
+      int x = cnt;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(kFull, x, o);
+        if (lane >= o) x += y;
+      }
+      if (lane == 31) s_scan[warp] = x;
+      __syncthreads();
+      int warp_off = 0, total = 0;
+#pragma unroll
+      for (int k = 0; k < kWarps; ++k) {
+        const int t = s_scan[k];
+        warp_off += k < warp ? t : 0;
+        total += t;
+      }
+      const int incl = base_work + warp_off + x;
+      const int excl = incl - cnt;
+      if (i < p.batch && work >= excl && work < incl) {
+        s_work[0] = i;
+        s_work[1] = work - excl;
+        s_work[2] = cnt;
+        s_work[3] = excl;
+      }
+      __syncthreads();
+      base_work += total;
+      if (s_work[0] >= 0 || work < base_work) break;
+    }
+    b = s_work[0];
+    if (b < 0) return;  // surplus block: uniform exit
+    chunk_idx = s_work[1];
+    nchunks = s_work[2];
+    first_work = s_work[3];
+  }
+
+  // Q^T of this warp's 8 query heads as B fragments (independent of kv_indptr).
+  uint32_t qf[kHeadDim / 16][2];
+  {
+    const uint32_t* qrow = reinterpret_cast<const uint32_t*>(
+        p.q + (static_cast<size_t>(b) * kNumQoHeads + warp * kGroup + g) * kHeadDim + 2 * c);
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+      qf[ks][0] = __ldg(qrow + ks * 8);
+      qf[ks][1] = __ldg(qrow + ks * 8 + 4);
+    }
+  }
+
+  const bool spec = p.spec_len >= 0;
+  int seq_start, len;
+  int a0 = 0, a1 = 0;
+  if (spec) {
+    a0 = __ldg(p.indptr);
+    a1 = __ldg(p.indptr + 1);
+    seq_start = 0;
+    len = p.spec_len;
+  } else {
+    seq_start = __ldg(p.indptr + b);
+    len = max(0, __ldg(p.indptr + b + 1) - seq_start);
+  }
+  int c_begin = static_cast<int>(static_cast<long long>(len) * chunk_idx / nchunks);
+  int ntok = static_cast<int>(static_cast<long long>(len) * (chunk_idx + 1) / nchunks) - c_begin;
+
+  uint8_t* wsm = smem + warp * WarpBytesV2(STAGES);
+  const uint32_t wsm_addr = SmemAddr(wsm);
+  const uint32_t ring_addr = wsm_addr + STAGES * 2 * kTileBytes;
+  const int32_t* ring = reinterpret_cast<const int32_t*>(wsm + STAGES * 2 * kTileBytes);
+  const __nv_bfloat16* kbase = p.k + warp * kHeadDim;
+  const __nv_bfloat16* vbase = p.v + warp * kHeadDim;
+  const uint64_t pol = EvictFirstPolicy();
+  const bool hint = p.evict_first != 0;
+  const int32_t* idx = p.indices + seq_start + c_begin;
+
+  // Lanes 0..15 copy the page indices of tile t into ring slot t % kRing.
+  auto issue_idx = [&](int t) {
+    const int tok = t * kTile + lane;
+    if (lane < kTile && tok < ntok) CpAsync4(ring_addr + ((t & (kRing - 1)) * kTile + lane) * 4, idx + tok);
+  };
+  // Copies tile t (rows = tokens, pages from the ring) into stage t % STAGES;
+  // rows past the chunk are zero-filled.
+  auto issue_data = [&](int t) {
+    const uint32_t kdst = wsm_addr + (t % STAGES) * 2 * kTileBytes;
+    const uint32_t vdst = kdst + kTileBytes;
+    const int32_t* slot = ring + (t & (kRing - 1)) * kTile;
+    const int cc = lane & 15;
+#pragma unroll
+    for (int i = 0; i < kTile / 2; ++i) {
+      const int r = (lane >> 4) + 2 * i;
+      const bool valid = t * kTile + r < ntok;
+      const int pg = valid ? slot[r] : 0;
+      const size_t off = static_cast<size_t>(pg) * kPageElems + cc * 8;
+      const int n = valid ? 16 : 0;
+      if (hint) {
+        CpAsync16Hint(kdst + Swz(r, cc), kbase + off, n, pol);
+        CpAsync16Hint(vdst + Swz(r, cc), vbase + off, n, pol);
+      } else {
+        CpAsync16(kdst + Swz(r, cc), kbase + off, n);
+        CpAsync16(vdst + Swz(r, cc), vbase + off, n);
+      }
+    }
+  };
+
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) issue_idx(s);
+  CpAsyncCommit();
+  if (spec && (a0 != 0 || a1 != p.spec_len)) {  // prediction wrong: redo with the real bounds
+    CpAsyncWait<0>();
+    __syncwarp();
+    seq_start = a0;
+    len = max(0, a1 - a0);
+    if constexpr (!kCluster) {
+      nchunks = len <= 0 ? 1 : (len + p.chunk - 1) / p.chunk;
+      if (chunk_idx >= nchunks) return;  // uniform over the block, before any block barrier
+    }
+    c_begin = static_cast<int>(static_cast<long long>(len) * chunk_idx / nchunks);
+    ntok = static_cast<int>(static_cast<long long>(len) * (chunk_idx + 1) / nchunks) - c_begin;
+    idx = p.indices + seq_start + c_begin;
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) issue_idx(s);
+    CpAsyncCommit();
+  }
+  const int ntiles = (ntok + kTile - 1) / kTile;
+  CpAsyncWait<0>();
+  __syncwarp();
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+    if (s < ntiles) issue_data(s);
+    issue_idx(STAGES + s);
+    CpAsyncCommit();
+  }
+
+  float m0 = -INFINITY, m1 = -INFINITY;
+  float l0 = 0.f, l1 = 0.f;
+  float acc[kHeadDim / 16][4];
+#pragma unroll
+  for (int mt = 0; mt < kHeadDim / 16; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+
+  const int krow = (lane & 7) | (((lane >> 3) & 1) << 3);
+  const int khalf = lane >> 4;
+  const int vrow = (lane & 7) | ((lane >> 4) << 3);
+  const int vhalf = (lane >> 3) & 1;
+
+  for (int k = 0; k < ntiles; ++k) {
+    CpAsyncWait<STAGES - 1>();
+    __syncwarp();
+    const uint32_t ks_addr = wsm_addr + (k % STAGES) * 2 * kTileBytes;
+    const uint32_t vs_addr = ks_addr + kTileBytes;
+
+    // S^T = K Q^T in two independent accumulation chains.
+    float sa[4] = {0.f, 0.f, 0.f, 0.f};
+    float sb[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ks += 2) {
+      uint32_t a[4], a2[4];
+      LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
+      LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
+      Mma16816(sa, a, qf[ks][0], qf[ks][1]);
+      Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
+    }
+    float s[4];
+    const int t0 = k * kTile;
+    const bool lo_ok = t0 + g < ntok;
+    const bool hi_ok = t0 + g + 8 < ntok;
+    s[0] = lo_ok ? (sa[0] + sb[0]) * p.scale_log2 : -INFINITY;
+    s[1] = lo_ok ? (sa[1] + sb[1]) * p.scale_log2 : -INFINITY;
+    s[2] = hi_ok ? (sa[2] + sb[2]) * p.scale_log2 : -INFINITY;
+    s[3] = hi_ok ? (sa[3] + sb[3]) * p.scale_log2 : -INFINITY;
+    float mx0 = fmaxf(s[0], s[2]);
+    float mx1 = fmaxf(s[1], s[3]);
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(kFull, mx0, o));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(kFull, mx1, o));
+    }
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    const float al0 = Exp2(m0 - n0), al1 = Exp2(m1 - n1);
+    const float p0 = Exp2(s[0] - n0), p1 = Exp2(s[1] - n1);
+    const float p2 = Exp2(s[2] - n0), p3 = Exp2(s[3] - n1);
+    l0 = l0 * al0 + p0 + p2;
+    l1 = l1 * al1 + p1 + p3;
+    m0 = n0;
+    m1 = n1;
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      acc[mt][0] *= al0;
+      acc[mt][1] *= al1;
+      acc[mt][2] *= al0;
+      acc[mt][3] *= al1;
+    }
+    const uint32_t b0 = MovMatrixTrans(PackBf16(p0, p1));
+    const uint32_t b1 = MovMatrixTrans(PackBf16(p2, p3));
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      uint32_t a[4];
+      LdMatrixX4Trans(a, vs_addr + Swz(vrow, 2 * mt + vhalf));
+      Mma16816(acc[mt], a, b0, b1);
+    }
+    __syncwarp();
+    if (k + STAGES < ntiles) issue_data(k + STAGES);
+    issue_idx(k + 2 * STAGES);
+    CpAsyncCommit();
+  }
+  CpAsyncWait<0>();
+  __syncwarp();
+#pragma unroll
+  for (int o = 4; o < 32; o <<= 1) {
+    l0 += __shfl_xor_sync(kFull, l0, o);
+    l1 += __shfl_xor_sync(kFull, l1, o);
+  }
+
+  // This warp's normalised result for its 8 heads, in its own region:
+  // F[head][kMergeStride] floats, then FL[8] base-2 lse.
+  float* F = reinterpret_cast<float*>(wsm);
+  float* FL = F + kGroup * kMergeStride;
+  {
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f;
+    const float inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      const int d = mt * 16 + g;
+      F[(2 * c) * kMergeStride + d] = acc[mt][0] * inv0;
+      F[(2 * c + 1) * kMergeStride + d] = acc[mt][1] * inv1;
+      F[(2 * c) * kMergeStride + d + 8] = acc[mt][2] * inv0;
+      F[(2 * c + 1) * kMergeStride + d + 8] = acc[mt][3] * inv1;
+    }
+    if (g == 0) {
+      FL[2 * c] = l0 > 0.f ? m0 + __log2f(l0) : -INFINITY;
+      FL[2 * c + 1] = l1 > 0.f ? m1 + __log2f(l1) : -INFINITY;
+    }
+  }
+  __syncwarp();
+  const size_t row0 = static_cast<size_t>(b) * kNumQoHeads + warp * kGroup;  // the warp's first query row
+
+  if (nchunks == 1) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int item = lane + 32 * j;
+      const int hd = item >> 4;
+      const int d0 = (item & 15) * 8;
+      const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
+      const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
+      const float v[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+      *reinterpret_cast<uint4*>(p.out + (row0 + hd) * kHeadDim + d0) = PackBf16x8(v, 1.f);
+    }
+    if (lane < kGroup) p.lse[row0 + lane] = FL[lane];
+    return;
+  }
+
+  if constexpr (kCluster) {
+    // ---- merge the C partials of the sequence through distributed shared memory ----
+    ClusterArrive();
+    ClusterWait();  // every block's F / FL are written
+    const int C = nchunks;
+    const int i_begin = chunk_idx * (kNumQoHeads * 16) / C;
+    const int i_end = (chunk_idx + 1) * (kNumQoHeads * 16) / C;
+    const uint32_t smem_base = SmemAddr(smem);
+    for (int item = i_begin + tid; item < i_end; item += kThreads) {
+      const int row = item >> 4;  // query head 0..31
+      const int d0 = (item & 15) * 8;
+      const uint32_t region = smem_base + (row >> 3) * WarpBytesV2(STAGES);
+      const uint32_t lo = region + ((row & 7) * kMergeStride + d0) * 4;
+      const uint32_t ll = region + (kGroup * kMergeStride + (row & 7)) * 4;
+      float4 x0[kMaxCluster], x1[kMaxCluster];
+      float xl[kMaxCluster];
+#pragma unroll
+      for (int q = 0; q < kMaxCluster; ++q) {
+        if (q < C) {
+          const uint32_t ro = ClusterMap(lo, q);
+          x0[q] = LdCluster4(ro);
+          x1[q] = LdCluster4(ro + 16);
+          xl[q] = LdCluster1(ClusterMap(ll, q));
+        }
+      }
+      float M = -INFINITY;
+#pragma unroll
+      for (int q = 0; q < kMaxCluster; ++q)
+        if (q < C) M = fmaxf(M, xl[q]);
+      float L = 0.f;
+      float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int q = 0; q < kMaxCluster; ++q) {
+        if (q < C) {
+          const float f = xl[q] == -INFINITY ? 0.f : Exp2(xl[q] - M);
+          L += f;
+          o[0] += f * x0[q].x; o[1] += f * x0[q].y; o[2] += f * x0[q].z; o[3] += f * x0[q].w;
+          o[4] += f * x1[q].x; o[5] += f * x1[q].y; o[6] += f * x1[q].z; o[7] += f * x1[q].w;
+        }
+      }
+      const size_t orow = static_cast<size_t>(b) * kNumQoHeads + row;
+      *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o, L > 0.f ? 1.f / L : 0.f);
+      if ((item & 15) == 0) p.lse[orow] = L > 0.f ? M + __log2f(L) : -INFINITY;
+    }
+    ClusterArrive();
+    ClusterWait();  // no block leaves while another may still read its shared memory
+    return;
+  } else {
+    // ---- split sequence: publish the partial, the last block merges ----
+    const size_t slot = blockIdx.x;
+    float* po = p.part_o + (slot * kNumQoHeads + warp * kGroup) * kHeadDim;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int item = lane + 32 * j;
+      const int hd = item >> 4;
+      const int d0 = (item & 15) * 8;
+      const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
+      const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
+      *reinterpret_cast<float4*>(po + hd * kHeadDim + d0) = x0;
+      *reinterpret_cast<float4*>(po + hd * kHeadDim + d0 + 4) = x1;
+    }
+    if (lane < kGroup) p.part_lse[slot * kNumQoHeads + warp * kGroup + lane] = FL[lane];
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      const int prev = atomicAdd(p.counters + b, 1);
+      s_last = prev == nchunks - 1;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    // Warp = KV head; lane: heads (lane >> 4) + 2j of the group, dims d0..d0+7.
+    // One online pass, the loads of two partials x four items in flight.
+    const int d0 = (lane & 15) * 8;
+    const int hrow = warp * kGroup + (lane >> 4);
+    float M[4], L[4], o[4][8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      M[j] = -INFINITY;
+      L[j] = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[j][e] = 0.f;
+    }
+#pragma unroll 2
+    for (int q = 0; q < nchunks; ++q) {
+      const size_t base = static_cast<size_t>(first_work + q) * kNumQoHeads + hrow;
+      float lj[4];
+      float4 x0[4], x1[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const size_t sl = base + 2 * j;
+        lj[j] = __ldcg(p.part_lse + sl);
+        const float4* src = reinterpret_cast<const float4*>(p.part_o + sl * kHeadDim + d0);
+        x0[j] = __ldcg(src);
+        x1[j] = __ldcg(src + 1);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float nm = fmaxf(M[j], lj[j]);
+        if (nm != -INFINITY) {
+          const float sa = Exp2(M[j] - nm);
+          const float f = Exp2(lj[j] - nm);
+          L[j] = L[j] * sa + f;
+          o[j][0] = o[j][0] * sa + f * x0[j].x; o[j][1] = o[j][1] * sa + f * x0[j].y;
+          o[j][2] = o[j][2] * sa + f * x0[j].z; o[j][3] = o[j][3] * sa + f * x0[j].w;
+          o[j][4] = o[j][4] * sa + f * x1[j].x; o[j][5] = o[j][5] * sa + f * x1[j].y;
+          o[j][6] = o[j][6] * sa + f * x1[j].z; o[j][7] = o[j][7] * sa + f * x1[j].w;
+          M[j] = nm;
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const size_t orow = static_cast<size_t>(b) * kNumQoHeads + hrow + 2 * j;
+      *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o[j], L[j] > 0.f ? 1.f / L[j] : 0.f);
+      if ((lane & 15) == 0) p.lse[orow] = L[j] > 0.f ? M[j] + __log2f(L[j]) : -INFINITY;
+    }
+    if (tid == 0) p.counters[b] = 0;  // zero again for the next call
+  }
+}
+
 // ---- host side ----
 
 std::mutex g_tuning_mu;
@@ -421,19 +938,62 @@ constexpr int kMaxDevices = 64;
 struct DeviceInfo {
   std::once_flag once;
   int num_sms = 0;
-  int blocks_per_sm[5] = {0, 0, 0, 0, 0};  // by stages
+  int cc_major = 0;
+  int blocks_per_sm[5] = {0, 0, 0, 0, 0};     // v1, by stages
+  int blocks_per_sm_v2[5] = {0, 0, 0, 0, 0};  // v2 (split), by stages
+  int max_cluster[5] = {0, 0, 0, 0, 0};       // v2 cluster mode: largest cluster that fits, by stages (0: none)
   cudaError_t error = cudaSuccess;
 };
 DeviceInfo g_devices[kMaxDevices];
 
 size_t SmemBytes(int stages) { return static_cast<size_t>(kWarps) * stages * 2 * kTileBytes; }
+size_t SmemBytesV2(int stages) { return static_cast<size_t>(kWarps) * WarpBytesV2(stages); }
 
 template <int S>
 cudaError_t Configure(int* blocks_per_sm) {
-  cudaError_t e = cudaFuncSetAttribute(GqaDecodeFast<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  cudaError_t e = cudaFuncSetAttribute(GqaDecodeV1<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(SmemBytes(S)));
   if (e != cudaSuccess) return e;
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, GqaDecodeFast<S>, kThreads, SmemBytes(S));
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, GqaDecodeV1<S>, kThreads, SmemBytes(S));
+}
+
+template <int S>
+cudaError_t ConfigureV2(int cc_major, int* blocks_per_sm, int* max_cluster) {
+  cudaError_t e = cudaFuncSetAttribute(GqaDecodeV2<S, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(SmemBytesV2(S)));
+  if (e != cudaSuccess) return e;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, GqaDecodeV2<S, false>, kThreads, SmemBytesV2(S));
+  if (e != cudaSuccess) return e;
+  *max_cluster = 0;
+  if (cc_major < 9) return cudaSuccess;
+  e = cudaFuncSetAttribute(GqaDecodeV2<S, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(SmemBytesV2(S)));
+  if (e != cudaSuccess) return e;
+  if (cudaFuncSetAttribute(GqaDecodeV2<S, true>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    (void)cudaGetLastError();  // portable sizes (<= 8) only
+  for (int cs : {kMaxCluster, 8, 4, 2}) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(cs, 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = SmemBytesV2(S);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cs;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, GqaDecodeV2<S, true>, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    if (n > 0) {
+      *max_cluster = cs;
+      break;
+    }
+  }
+  return cudaSuccess;
 }
 
 const DeviceInfo* GetDeviceInfo(int* device) {
@@ -441,9 +1001,13 @@ const DeviceInfo* GetDeviceInfo(int* device) {
   DeviceInfo& d = g_devices[*device];
   std::call_once(d.once, [&] {
     d.error = cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, *device);
+    if (d.error == cudaSuccess) d.error = cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, *device);
     if (d.error == cudaSuccess) d.error = Configure<2>(&d.blocks_per_sm[2]);
     if (d.error == cudaSuccess) d.error = Configure<3>(&d.blocks_per_sm[3]);
     if (d.error == cudaSuccess) d.error = Configure<4>(&d.blocks_per_sm[4]);
+    if (d.error == cudaSuccess) d.error = ConfigureV2<2>(d.cc_major, &d.blocks_per_sm_v2[2], &d.max_cluster[2]);
+    if (d.error == cudaSuccess) d.error = ConfigureV2<3>(d.cc_major, &d.blocks_per_sm_v2[3], &d.max_cluster[3]);
+    if (d.error == cudaSuccess) d.error = ConfigureV2<4>(d.cc_major, &d.blocks_per_sm_v2[4], &d.max_cluster[4]);
   });
   return d.error == cudaSuccess ? &d : nullptr;
 }
@@ -453,14 +1017,17 @@ uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 struct WorkspaceLayout {
   uint64_t counters = 0, part_lse = 0, part_o = 0, total = 0;
 };
-WorkspaceLayout Layout(int64_t batch, int64_t max_work) {
+// Partials of `heads_per_work` query heads per work item; counters: one per (sequence, counter_per_seq).
+WorkspaceLayout Layout(int64_t batch, int64_t max_work, int64_t counters_per_seq, int64_t heads_per_work) {
   WorkspaceLayout l;
   l.counters = 0;
-  l.part_lse = AlignUp(static_cast<uint64_t>(batch) * kNumKvHeads * 4, 256);
-  l.part_o = l.part_lse + AlignUp(static_cast<uint64_t>(max_work) * kNumKvHeads * kGroup * 4, 256);
-  l.total = l.part_o + static_cast<uint64_t>(max_work) * kNumKvHeads * kGroup * kHeadDim * 4;
+  l.part_lse = AlignUp(static_cast<uint64_t>(batch) * counters_per_seq * 4, 256);
+  l.part_o = l.part_lse + AlignUp(static_cast<uint64_t>(max_work) * heads_per_work * 4, 256);
+  l.total = l.part_o + static_cast<uint64_t>(max_work) * heads_per_work * kHeadDim * 4;
   return l;
 }
+WorkspaceLayout LayoutV1(int64_t batch, int64_t max_work) { return Layout(batch, max_work, kNumKvHeads, kNumKvHeads * kGroup); }
+WorkspaceLayout LayoutV2(int64_t batch, int64_t max_work) { return Layout(batch, max_work, 1, kNumQoHeads); }
 
 }  // namespace
 
@@ -478,39 +1045,114 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   const DeviceInfo* info = GetDeviceInfo(&device);
   if (!info) return KI_ERR_LAUNCH;
   const FastTuning t = GetFastTuning();
-  const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 3;
-  const int per_sm = std::max(1, info->blocks_per_sm[stages]);
   const int64_t total = args.num_kv_indices;
   const int64_t batch = args.batch;
+  *plan = FastPlan{};
+  plan->num_sms = info->num_sms;
+  // Evict-first K/V copies: measured (H200, cold L2 after the bench's flush)
+  // faster up to 16x4096 tokens and slower at 64x8192; on up to 128 Ki tokens.
+  plan->evict_first = t.evict_first == 1 || (t.evict_first == 0 && total <= kEvictFirstMaxTokens);
+
+  int mode = t.mode;
+  if (mode < kModeAuto || mode > kModeCluster) mode = kModeAuto;
+  if (mode == kModeAuto) {
+    // Chosen from what the host knows (batch, total tokens) by measurements on
+    // an H200 (bench/results/gqa-decode-h200-2026-11-29-v2.md):
+    // - one short sequence: a cluster of blocks shares it and merges on chip;
+    // - long sequences on average: v2 split (whole 1 KiB page rows, index ring);
+    // - otherwise (many short or ragged sequences, one long one): v1, whose
+    //   per-KV-head merge stays cheap with many chunks per sequence (v2's
+    //   32-head merge grows by about 0.6 us per partial).
+    const int64_t avg = total / std::max<int64_t>(1, batch);
+    if (batch == 1 && total <= kClusterMaxTokens && info->cc_major >= 9 && info->max_cluster[3] > 0)
+      mode = kModeCluster;
+    else if (batch > 1 && avg >= kSplitMinAvgTokens)
+      mode = kModeSplit;
+    else
+      mode = kModeLegacy;
+  }
+  if (mode == kModeCluster && (batch > 65535 || info->cc_major < 9)) mode = kModeSplit;
+
+  if (mode == kModeLegacy) {
+    const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 3;
+    const int per_sm = std::max(1, info->blocks_per_sm[stages]);
+    int64_t chunk = t.chunk_tokens;
+    if (chunk <= 0) {
+      const int64_t waves = t.waves > 0 ? t.waves : 2;
+      const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : 64;
+      const int64_t blocks = static_cast<int64_t>(info->num_sms) * per_sm * waves / kNumKvHeads;
+      chunk = (total + blocks - 1) / std::max<int64_t>(1, blocks);
+      chunk = std::max<int64_t>(min_chunk, (chunk + kTile - 1) / kTile * kTile);
+    }
+    chunk = std::min<int64_t>(chunk, int64_t{1} << 30);
+    const int64_t max_work = (total + chunk - 1) / chunk + batch;
+    if (max_work > (int64_t{1} << 31) - 1) return KI_ERR_UNSUPPORTED;
+    plan->mode = kModeLegacy;
+    plan->chunk = static_cast<int>(chunk);
+    plan->max_work = static_cast<int>(max_work);
+    plan->stages = stages;
+    plan->blocks_per_sm = per_sm;
+    plan->workspace_bytes = LayoutV1(batch, max_work).total;
+    return KI_OK;
+  }
+
+  // v2 depth: 4 (one block per SM) measured best for split, 3 for cluster.
+  const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : (mode == kModeSplit ? 4 : 3);
+  if (mode == kModeCluster) {
+    int cmax = info->max_cluster[stages];
+    if (cmax <= 0) return KI_ERR_UNSUPPORTED;
+    int64_t cs = t.cluster;
+    if (cs <= 0) {
+      // About tpb tokens per block (each warp: its KV head over them); up to
+      // kClusterSoloTokens one block takes the sequence (no merge at all).
+      const int64_t tpb = t.min_chunk > 0 ? t.min_chunk : 32;
+      const int64_t avg = (total + batch - 1) / std::max<int64_t>(1, batch);
+      cs = avg <= kClusterSoloTokens ? 1 : (avg + tpb - 1) / tpb;
+    }
+    cs = std::max<int64_t>(1, std::min<int64_t>(cs, cmax));
+    plan->mode = kModeCluster;
+    plan->cluster = static_cast<int>(cs);
+    plan->chunk = 0;
+    plan->max_work = static_cast<int>(cs * batch);
+    plan->stages = stages;
+    plan->blocks_per_sm = std::max(1, info->blocks_per_sm_v2[stages]);
+    plan->spec_len = (batch == 1 && total <= (int64_t{1} << 31) - 1) ? static_cast<int>(total) : -1;
+    plan->workspace_bytes = 0;
+    return KI_OK;
+  }
+
+  // Split mode (v2): blocks cover all 4 KV heads of their chunk.
+  const int per_sm = std::max(1, info->blocks_per_sm_v2[stages]);
   int64_t chunk = t.chunk_tokens;
   if (chunk <= 0) {
-    // Aim for `waves` GPU-fulls of blocks over the 4 KV heads, balanced by
-    // tokens; small problems stop at min_chunk tokens per block (4 warps x
-    // 16-token tiles), where more blocks only add merge work.
-    const int64_t waves = t.waves > 0 ? t.waves : 2;
-    const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : 64;
-    const int64_t blocks = static_cast<int64_t>(info->num_sms) * per_sm * waves / kNumKvHeads;
-    chunk = (total + blocks - 1) / std::max<int64_t>(1, blocks);
+    const int64_t waves = t.waves > 0 ? t.waves : 1;
+    const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : kMinChunkV2;
+    const int64_t aim_per_sm = t.per_sm > 0 ? std::min(t.per_sm, per_sm) : per_sm;
+    const int64_t blocks = static_cast<int64_t>(info->num_sms) * aim_per_sm * waves;
+    // sum_b ceil(len_b / chunk) <= total / chunk + batch: aiming at blocks - batch
+    // keeps the launch within `blocks` whatever the lengths (when batch is small
+    // against it), so one wave is one wave.
+    const int64_t aim = blocks > 2 * batch ? blocks - batch : blocks;
+    chunk = (total + aim - 1) / std::max<int64_t>(1, aim);
     chunk = std::max<int64_t>(min_chunk, (chunk + kTile - 1) / kTile * kTile);
   }
   chunk = std::min<int64_t>(chunk, int64_t{1} << 30);
   const int64_t max_work = (total + chunk - 1) / chunk + batch;
   if (max_work > (int64_t{1} << 31) - 1) return KI_ERR_UNSUPPORTED;
+  plan->mode = kModeSplit;
+  plan->spec_len = (batch == 1 && total <= (int64_t{1} << 31) - 1) ? static_cast<int>(total) : -1;
   plan->chunk = static_cast<int>(chunk);
   plan->max_work = static_cast<int>(max_work);
   plan->stages = stages;
-  plan->num_sms = info->num_sms;
   plan->blocks_per_sm = per_sm;
-  plan->workspace_bytes = Layout(batch, max_work).total;
+  plan->workspace_bytes = LayoutV2(batch, max_work).total;
   return KI_OK;
 }
 
-int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint64_t workspace_bytes,
-                   void* stream) {
-  if (args.batch == 0) return KI_OK;
-  if (workspace_bytes < plan.workspace_bytes || (!workspace && plan.workspace_bytes > 0))
-    return KI_ERR_WORKSPACE_TOO_SMALL;
-  const WorkspaceLayout l = Layout(args.batch, plan.max_work);
+namespace {
+
+int32_t LaunchLegacy(const Args& args, const FastPlan& plan, void* workspace, cudaStream_t s) {
+  const WorkspaceLayout l = LayoutV1(args.batch, plan.max_work);
   uint8_t* ws = static_cast<uint8_t*>(workspace);
   Params p;
   p.q = static_cast<const __nv_bfloat16*>(args.q);
@@ -527,14 +1169,81 @@ int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint
   p.chunk = plan.chunk;
   p.scale_log2 = args.sm_scale * kLog2e;
   const dim3 grid(static_cast<unsigned>(plan.max_work), kNumKvHeads);
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (plan.stages) {
-    case 2: GqaDecodeFast<2><<<grid, kThreads, SmemBytes(2), s>>>(p); break;
-    case 3: GqaDecodeFast<3><<<grid, kThreads, SmemBytes(3), s>>>(p); break;
-    case 4: GqaDecodeFast<4><<<grid, kThreads, SmemBytes(4), s>>>(p); break;
+    case 2: GqaDecodeV1<2><<<grid, kThreads, SmemBytes(2), s>>>(p); break;
+    case 3: GqaDecodeV1<3><<<grid, kThreads, SmemBytes(3), s>>>(p); break;
+    case 4: GqaDecodeV1<4><<<grid, kThreads, SmemBytes(4), s>>>(p); break;
     default: return KI_ERR_INTERNAL;
   }
   return cudaGetLastError() == cudaSuccess ? KI_OK : KI_ERR_LAUNCH;
+}
+
+template <int S>
+cudaError_t LaunchV2(const Params2& p, const FastPlan& plan, cudaStream_t s) {
+  if (plan.mode == kModeSplit) {
+    GqaDecodeV2<S, false><<<dim3(static_cast<unsigned>(plan.max_work)), kThreads, SmemBytesV2(S), s>>>(p);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(plan.cluster), static_cast<unsigned>(p.batch), 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = SmemBytesV2(S);
+  cfg.stream = s;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(plan.cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = plan.cluster > 1 ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, GqaDecodeV2<S, true>, p);
+}
+
+}  // namespace
+
+int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint64_t workspace_bytes,
+                   void* stream) {
+  if (args.batch == 0) return KI_OK;
+  if (workspace_bytes < plan.workspace_bytes || (!workspace && plan.workspace_bytes > 0))
+    return KI_ERR_WORKSPACE_TOO_SMALL;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (plan.mode == kModeLegacy) return LaunchLegacy(args, plan, workspace, s);
+  if (plan.mode != kModeSplit && plan.mode != kModeCluster) return KI_ERR_INTERNAL;
+  Params2 p;
+  p.q = static_cast<const __nv_bfloat16*>(args.q);
+  p.k = static_cast<const __nv_bfloat16*>(args.k_cache);
+  p.v = static_cast<const __nv_bfloat16*>(args.v_cache);
+  p.indptr = args.kv_indptr;
+  p.indices = args.kv_indices;
+  p.out = static_cast<__nv_bfloat16*>(args.out);
+  p.lse = args.lse;
+  p.counters = nullptr;
+  p.part_lse = nullptr;
+  p.part_o = nullptr;
+  if (plan.mode == kModeSplit) {
+    const WorkspaceLayout l = LayoutV2(args.batch, plan.max_work);
+    uint8_t* ws = static_cast<uint8_t*>(workspace);
+    p.counters = reinterpret_cast<int32_t*>(ws + l.counters);
+    p.part_lse = reinterpret_cast<float*>(ws + l.part_lse);
+    p.part_o = reinterpret_cast<float*>(ws + l.part_o);
+  }
+  p.batch = static_cast<int>(args.batch);
+  p.chunk = plan.chunk;
+  p.scale_log2 = args.sm_scale * kLog2e;
+  p.spec_len = plan.spec_len;
+  p.evict_first = plan.evict_first ? 1 : 0;
+  cudaError_t e;
+  switch (plan.stages) {
+    case 2: e = LaunchV2<2>(p, plan, s); break;
+    case 3: e = LaunchV2<3>(p, plan, s); break;
+    case 4: e = LaunchV2<4>(p, plan, s); break;
+    default: return KI_ERR_INTERNAL;
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return KI_ERR_LAUNCH;
+  }
+  return KI_OK;
 }
 
 }  // namespace ki::gqa

@@ -13,12 +13,24 @@
 
 namespace ki::gqa {
 
-// Knobs of the split-KV plan. Zero means "choose automatically".
+// How the fast kernel covers the sequences (FastTuning::mode, FastPlan::mode).
+enum FastMode : int {
+  kModeAuto = 0,     // tuning only: let the plan choose
+  kModeLegacy = 1,   // v1: block per (chunk, KV head), 4 warps split the chunk's tiles
+  kModeSplit = 2,    // v2: block per chunk covering all 4 KV heads (warp = KV head), global merge
+  kModeCluster = 3,  // v2: cluster of C blocks per sequence, merge through distributed shared memory
+};
+
+// Knobs of the plan. Zero means "choose automatically".
 struct FastTuning {
   int chunk_tokens = 0;  // tokens per block (upper bound; chunks of a sequence are balanced)
   int waves = 0;         // blocks to aim for, in units of resident blocks on the whole GPU
-  int min_chunk = 0;     // lower bound of the automatic chunk
+  int min_chunk = 0;     // lower bound of the automatic chunk (cluster mode: tokens per block aimed for)
   int stages = 0;        // cp.async pipeline depth per warp: 2, 3 or 4
+  int mode = 0;          // FastMode
+  int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits)
+  int evict_first = 0;   // v2 K/V copies with an L2 evict-first policy: 0 auto (by size), 1 on, 2 off
+  int per_sm = 0;        // v2 split: blocks per SM aimed for (at most what fits; 0: what fits)
 };
 void SetFastTuning(const FastTuning& tuning);
 FastTuning GetFastTuning();
@@ -26,8 +38,12 @@ FastTuning GetFastTuning();
 // What one launch of the fast kernel will do; a pure function of the shapes,
 // the device and the tuning.
 struct FastPlan {
+  int mode = 0;           // FastMode (never kModeAuto)
+  int cluster = 0;        // cluster mode: blocks per sequence
+  int spec_len = -1;      // batch 1: predicted kv_indptr[1] (kv_indptr[0] = 0), checked by the kernel
+  bool evict_first = true;
   int chunk = 0;          // max tokens per block
-  int max_work = 0;       // blocks along x: an upper bound of sum(max(1, ceil(len_b / chunk)))
+  int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch
   int stages = 0;
   int num_sms = 0;
   int blocks_per_sm = 0;

@@ -3,9 +3,12 @@
 // so on one line (ctest's SKIP_REGULAR_EXPRESSION reads it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ki/gpu_backend.h"
@@ -187,6 +190,154 @@ TEST(GpuFast, RaggedAndSplitPlans) {
           << "chunk " << t.chunk_tokens << " waves " << t.waves << " stages " << t.stages << ": " << Describe(r);
     }
   }
+#endif
+}
+
+#if defined(KI_HAVE_CUDA_BACKEND)
+// A workload with explicit sequence lengths (pages drawn at random).
+Workload WithLengths(const char* name, const std::vector<int64_t>& lens) {
+  std::vector<int64_t> indptr(1, 0);
+  for (int64_t l : lens) indptr.push_back(indptr.back() + l);
+  Workload w = MakePagedDecodeWorkload(name, static_cast<int64_t>(lens.size()), 1, 0.0883883);
+  w.axes["num_kv_indices"] = indptr.back();
+  w.axes["num_pages"] = indptr.back() + 29;
+  w.inputs["kv_indptr"].kind = InputSource::Kind::kValues;
+  w.inputs["kv_indptr"].values = indptr;
+  return w;
+}
+#endif
+
+TEST(GpuFast, EveryModeDepthAndClusterSize) {
+  REQUIRE_GPU();
+#if defined(KI_HAVE_CUDA_BACKEND)
+  // Short and long single sequences (cluster mode's home, with its kv_indptr
+  // prediction), ragged batches with empty sequences, a batch of equal ones.
+  const std::vector<Workload> ws = {
+      WithLengths("one-1", {1}),
+      WithLengths("one-17", {17}),
+      WithLengths("one-362", {362}),
+      WithLengths("one-3001", {3001}),
+      WithLengths("ragged", {0, 700, 5, 0, 2100, 33, 16, 0}),
+      WithLengths("equal", {512, 512, 512, 512}),
+  };
+  struct Variant {
+    gqa::FastTuning t;
+    const char* what;
+  };
+  std::vector<Variant> vs;
+  for (int stages : {2, 3, 4}) {
+    vs.push_back({{0, 0, 0, stages, gqa::kModeLegacy, 0, 0}, "legacy"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeSplit, 0, 0}, "split"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeSplit, 0, 2}, "split, no L2 hint"});
+    vs.push_back({{16, 0, 0, stages, gqa::kModeSplit, 0, 0}, "split, chunk 16"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeSplit, 0, 1}, "split, L2 hint"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeSplit, 0, 0, 1}, "split, 1 block per SM"});
+    vs.push_back({{0, 4, 16, stages, gqa::kModeSplit, 0, 0}, "split, 4 waves"});
+    for (int cs : {1, 2, 3, 8, 12, 16}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 0}, "cluster"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, 0, 0}, "cluster auto"});
+  }
+  for (const Variant& v : vs) {
+    TuningScope scope(v.t);
+    for (const Workload& w : ws) {
+      const RunResult r = RunWorkload(Fast(), Def(), w, CheckOnly(13));
+      EXPECT_EQ(r.status, RunStatus::kPassed) << w.uuid << " " << v.what << " stages " << v.t.stages << " cluster "
+                                              << v.t.cluster << ": " << Describe(r);
+    }
+  }
+#endif
+}
+
+TEST(GpuFast, PredictionMissIsRedone) {
+  REQUIRE_GPU();
+#if defined(KI_HAVE_CUDA_BACKEND)
+  // Batch 1 predicts kv_indptr = {0, num_kv_indices} (split and cluster
+  // modes). Calls whose kv_indptr says otherwise (the harness never makes
+  // them) must still be right: compare with the CUDA reference on the same
+  // buffers.
+  gpu::Backend* be = gpu::CudaBackend();
+  const int64_t n = 700, pages = 1000;
+  auto q = be->Alloc(32 * 128 * 2);
+  auto k = be->Alloc(pages * 4 * 128 * 2);
+  auto v = be->Alloc(pages * 4 * 128 * 2);
+  auto ind = be->Alloc(n * 4);
+  auto ptr = be->Alloc(2 * 4);
+  auto out_f = be->Alloc(32 * 128 * 2), out_r = be->Alloc(32 * 128 * 2);
+  auto lse_f = be->Alloc(32 * 4), lse_r = be->Alloc(32 * 4);
+  ASSERT_TRUE(q.ok() && k.ok() && v.ok() && ind.ok() && ptr.ok() && out_f.ok() && out_r.ok() && lse_f.ok() && lse_r.ok());
+  ASSERT_TRUE(be->FillRandom(*q, KI_DTYPE_BF16, 32 * 128, 101).ok());
+  ASSERT_TRUE(be->FillRandom(*k, KI_DTYPE_BF16, pages * 512, 102).ok());
+  ASSERT_TRUE(be->FillRandom(*v, KI_DTYPE_BF16, pages * 512, 103).ok());
+  std::vector<int32_t> idx(n);
+  for (int64_t i = 0; i < n; ++i) idx[i] = static_cast<int32_t>((i * 379 + 11) % pages);
+  ASSERT_TRUE(be->CopyToDevice(*ind, idx.data(), n * 4).ok());
+  struct Variant {
+    int mode, cluster, chunk;
+  };
+  const Variant variants[] = {{gqa::kModeCluster, 1, 0},  {gqa::kModeCluster, 4, 0}, {gqa::kModeCluster, 16, 0},
+                              {gqa::kModeSplit, 0, 0},    {gqa::kModeSplit, 0, 64},  {gqa::kModeSplit, 0, 100000}};
+  for (const Variant& var : variants) {
+    const int cs = var.cluster;
+    for (const auto& bounds : std::vector<std::pair<int32_t, int32_t>>{{0, 695}, {5, 700}, {3, 3}, {0, 700}}) {
+      const int32_t hp[2] = {bounds.first, bounds.second};
+      ASSERT_TRUE(be->CopyToDevice(*ptr, hp, sizeof(hp)).ok());
+      gqa::Args a;
+      a.batch = 1;
+      a.num_pages = pages;
+      a.num_kv_indices = n;
+      a.sm_scale = 0.0883883f;
+      a.q = *q;
+      a.k_cache = *k;
+      a.v_cache = *v;
+      a.kv_indptr = static_cast<const int32_t*>(*ptr);
+      a.kv_indices = static_cast<const int32_t*>(*ind);
+      a.lse = static_cast<float*>(*lse_f);
+      a.out = *out_f;
+      gqa::SetFastTuning({var.chunk, 0, 0, 0, var.mode, cs, 0});
+      gqa::FastPlan plan;
+      ASSERT_EQ(gqa::PlanFast(a, &plan), KI_OK);
+      gqa::SetFastTuning({});
+      ASSERT_EQ(plan.mode, var.mode);
+      ASSERT_EQ(plan.spec_len, n);
+      void* ws = nullptr;
+      if (plan.workspace_bytes > 0) {
+        auto w = be->Alloc(plan.workspace_bytes);
+        ASSERT_TRUE(w.ok());
+        ws = *w;
+        ASSERT_TRUE(be->Fill(ws, 0, plan.workspace_bytes).ok());
+      }
+      ASSERT_EQ(gqa::LaunchFast(a, plan, ws, plan.workspace_bytes, nullptr), KI_OK);
+      // Twice: the counters must be back to zero after the first call.
+      ASSERT_EQ(gqa::LaunchFast(a, plan, ws, plan.workspace_bytes, nullptr), KI_OK);
+      a.lse = static_cast<float*>(*lse_r);
+      a.out = *out_r;
+      ASSERT_EQ(gqa::LaunchReference(a, nullptr), KI_OK);
+      std::vector<uint16_t> of(32 * 128), orf(32 * 128);
+      std::vector<float> lf(32), lr(32);
+      ASSERT_TRUE(be->CopyToHost(of.data(), *out_f, of.size() * 2).ok());
+      ASSERT_TRUE(be->CopyToHost(orf.data(), *out_r, orf.size() * 2).ok());
+      ASSERT_TRUE(be->CopyToHost(lf.data(), *lse_f, 32 * 4).ok());
+      ASSERT_TRUE(be->CopyToHost(lr.data(), *lse_r, 32 * 4).ok());
+      auto bf = [](uint16_t x) {
+        const uint32_t u = static_cast<uint32_t>(x) << 16;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return f;
+      };
+      double worst = 0;
+      for (size_t i = 0; i < of.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(bf(of[i]) - bf(orf[i]))));
+      if (ws) be->Free(ws);
+      EXPECT_LT(worst, 1e-2) << "mode " << var.mode << " cluster " << cs << " chunk " << var.chunk << " indptr {"
+                             << hp[0] << ", " << hp[1] << "}";
+      for (int h = 0; h < 32; ++h) {
+        if (std::isinf(lr[h])) {
+          EXPECT_TRUE(std::isinf(lf[h]) && lf[h] < 0) << h;
+        } else {
+          EXPECT_NEAR(lf[h], lr[h], 1e-2) << "mode " << var.mode << " cluster " << cs << " head " << h;
+        }
+      }
+    }
+  }
+  for (void* p : {*q, *k, *v, *ind, *ptr, *out_f, *out_r, *lse_f, *lse_r}) be->Free(p);
 #endif
 }
 
