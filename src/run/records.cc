@@ -200,8 +200,9 @@ Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& work
       e.value = tm["latencyNs"][stat].get<double>();
       e.unit = "ns";
     }
-    if (tm.contains("confidence95") && tm["confidence95"].size() == 2)
-      e.interval = std::make_pair(tm["confidence95"][0].get<double>(), tm["confidence95"][1].get<double>());
+    const Json& ci = tm["latencyNs"].value("confidence95", Json::array());
+    if (ci.size() == 2 && ci[0].is_number() && ci[1].is_number())
+      e.interval = std::make_pair(ci[0].get<double>(), ci[1].get<double>());
   }
   Json entry = t::EntryToJson(e);
   Json runv = entry;

@@ -194,7 +194,7 @@ Json TimingJson(const Json& h) {
     // onto the headline so it brackets the value ranking compares.
     double half = (num(st, "ci95_high") - num(st, "ci95_low")) / 2;
     double mid = num(t, "latency_us");
-    out["confidence95"] = {Ns(mid - half), Ns(mid + half)};
+    out["latencyNs"]["confidence95"] = {Ns(mid - half), Ns(mid + half)};
   }
   return out;
 }
