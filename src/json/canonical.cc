@@ -7,6 +7,7 @@
 //  - object keys are sorted by UTF-16 code units, not by bytes or code points;
 //  - strings escape only '"', '\\' and C0 controls; everything else is raw UTF-8.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -56,20 +57,30 @@ size_t Utf8SeqLen(std::string_view s, size_t i) {
   return 0;
 }
 
+// Bytes that cannot be copied as they are: C0 controls, '"', '\\', and the
+// lead bytes of multi-byte sequences (which must be validated).
+constexpr std::array<bool, 256> kSpecial = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = true;
+  t['"'] = t['\\'] = true;
+  for (int c = 0x80; c < 0x100; ++c) t[c] = true;
+  return t;
+}();
+
 Status AppendString(std::string_view s, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
+  const size_t n = s.size();
   size_t run = 0;  // start of the pending run of bytes copied verbatim
-  for (size_t i = 0; i < s.size();) {
+  size_t i = 0;
+  while (true) {
+    while (i < n && !kSpecial[static_cast<uint8_t>(s[i])]) ++i;
+    if (i == n) break;
     uint8_t c = static_cast<uint8_t>(s[i]);
     if (c >= 0x80) {
       size_t len = Utf8SeqLen(s, i);
       if (len == 0) return Status::InvalidInput("string is not valid UTF-8");
       i += len;
-      continue;
-    }
-    if (c >= 0x20 && c != '"' && c != '\\') {
-      ++i;
       continue;
     }
     out->append(s.data() + run, i - run);
@@ -88,7 +99,7 @@ Status AppendString(std::string_view s, std::string* out) {
     }
     run = ++i;
   }
-  out->append(s.data() + run, s.size() - run);
+  out->append(s.data() + run, n - run);
   out->push_back('"');
   return Status::OK();
 }
@@ -114,38 +125,47 @@ void AppendUnsigned(uint64_t v, bool negative, std::string* out) {
 
 Status AppendValue(const Json& v, std::string* out);
 
+bool NeedsUtf16Sort(const std::string& key) {
+  for (char ch : key)
+    if (static_cast<uint8_t>(ch) >= 0xEE) return true;
+  return false;
+}
+
 Status AppendObject(const Json& v, std::string* out) {
   const auto& obj = v.get_ref<const Json::object_t&>();
+  const size_t start = out->size();
   out->push_back('{');
   // nlohmann keeps keys in byte order, which equals UTF-16 order unless some
-  // key holds a character >= U+E000 (lead byte >= 0xEE); only then re-sort.
-  bool needs_sort = false;
-  for (const auto& [k, _] : obj) {
-    for (char ch : k) {
-      if (static_cast<uint8_t>(ch) >= 0xEE) {
-        needs_sort = true;
-        break;
-      }
-    }
-    if (needs_sort) break;
-  }
+  // key holds a character >= U+E000 (lead byte >= 0xEE). Write in map order
+  // and, in that rare case, start the object again with a UTF-16 sort.
   bool first = true;
-  auto emit = [&](const std::string& k, const Json& val) -> Status {
+  bool resort = false;
+  for (const auto& [k, val] : obj) {
+    if (NeedsUtf16Sort(k)) {
+      resort = true;
+      break;
+    }
     if (!first) out->push_back(',');
     first = false;
     KI_RETURN_IF_ERROR(AppendString(k, out));
     out->push_back(':');
-    return AppendValue(val, out);
-  };
-  if (!needs_sort) {
-    for (const auto& [k, val] : obj) KI_RETURN_IF_ERROR(emit(k, val));
-  } else {
+    KI_RETURN_IF_ERROR(AppendValue(val, out));
+  }
+  if (resort) {
+    out->resize(start + 1);
     std::vector<const Json::object_t::value_type*> items;
     items.reserve(obj.size());
     for (const auto& item : obj) items.push_back(&item);
     std::sort(items.begin(), items.end(),
               [](auto* a, auto* b) { return Utf16Less(a->first, b->first); });
-    for (auto* item : items) KI_RETURN_IF_ERROR(emit(item->first, item->second));
+    first = true;
+    for (auto* item : items) {
+      if (!first) out->push_back(',');
+      first = false;
+      KI_RETURN_IF_ERROR(AppendString(item->first, out));
+      out->push_back(':');
+      KI_RETURN_IF_ERROR(AppendValue(item->second, out));
+    }
   }
   out->push_back('}');
   return Status::OK();

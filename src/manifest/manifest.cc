@@ -68,14 +68,6 @@ Status CanonicalBody(Kind kind, const Json& spec, std::string* out) {
   return Status::OK();
 }
 
-// A hasher per thread, reused: setting up an EVP context costs about as much
-// as hashing a small manifest.
-Digest HashCanonical(std::string_view canonical) {
-  thread_local Sha256 hasher;
-  hasher.Update(canonical);
-  return hasher.Finish();
-}
-
 // Envelope: the checks that come before the kind's schema can be chosen.
 Result<Kind> CheckEnvelope(const Json& doc, std::string_view source, std::string_view prefix,
                            bool want_metadata) {
@@ -117,7 +109,7 @@ Result<Manifest> BuildManifest(Json doc, std::string_view source, std::string_vi
   NormalizeSets(kind, &m.spec);
   st = CanonicalBody(kind, m.spec, &m.canonical);
   if (!st.ok()) return Invalid(source, std::string(prefix) + "/spec: " + st.message());
-  m.digest = HashCanonical(m.canonical);
+  m.digest = Sha256Of(m.canonical);
   return m;
 }
 
@@ -282,7 +274,7 @@ Result<Manifest> ManifestFromCanonical(std::string_view canonical, std::string_v
   st = CanonicalBody(kind, m.spec, &m.canonical);
   if (!st.ok()) return Invalid(source, st.message());
   if (m.canonical != canonical) return Invalid(source, "bytes are not the canonical form of the manifest");
-  m.digest = HashCanonical(m.canonical);
+  m.digest = Sha256Of(m.canonical);
   return m;
 }
 

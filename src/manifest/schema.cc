@@ -543,12 +543,18 @@ class Validator {
   }
 
   Status CheckString(const Node* n, std::string_view s) {
-    if (n->min_length || n->max_length) {
+    // A string has at most as many code points as bytes: most length checks
+    // are settled without counting.
+    const bool need_count = (n->min_length && s.size() >= *n->min_length && *n->min_length > 0) ||
+                            (n->max_length && s.size() > *n->max_length);
+    if (need_count) {
       size_t len = CodePoints(s);
       if (n->min_length && len < *n->min_length)
         return Error("string shorter than " + std::to_string(*n->min_length) + " characters");
       if (n->max_length && len > *n->max_length)
         return Error("string longer than " + std::to_string(*n->max_length) + " characters");
+    } else if (n->min_length && s.size() < *n->min_length) {
+      return Error("string shorter than " + std::to_string(*n->min_length) + " characters");
     }
     if (n->pattern && !n->pattern->Matches(s))
       return Error(Describe(Json(s)) + " does not match pattern " + n->pattern->source());
@@ -630,6 +636,9 @@ class Validator {
   Status ValidateAnyOf(const Node* n, Json* v) {
     Status first_typed;  // the error of the first branch whose type fits
     for (const Node* branch : n->any_of) {
+      // A branch of the wrong type cannot match: skip it without building
+      // an error message (the common case: shapes mix integers and names).
+      if (branch->types != 0 && !branch->ref && !TypeOk(branch->types, *v)) continue;
       size_t depth = path_.size();
       Status st;
       if (branch->may_mutate) {
@@ -641,10 +650,10 @@ class Validator {
       }
       path_.resize(depth);
       if (st.ok()) return st;
-      if (first_typed.ok() && (branch->types == 0 || TypeOk(branch->types, *v))) first_typed = st;
+      if (first_typed.ok()) first_typed = st;
     }
     if (!first_typed.ok()) return first_typed;
-    return Error(Describe(*v) + " matches none of the allowed forms");
+    return Error(Describe(*v) + " is none of the allowed types");
   }
 
   // Errors name the JSON pointer of the value being checked; it is only
