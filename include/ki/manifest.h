@@ -4,7 +4,7 @@
 // digest") is SHA-256 over the RFC 8785 canonical JSON of
 // {apiVersion, kind, spec} after two normalisations (durations to integer
 // nanoseconds; set-like lists sorted and de-duplicated), exactly as
-// KernelIndex computes it (docs/format.md, "Manifest identity"). metadata is
+// KernelIndex computes it (docs/identity.md). metadata is
 // editorial and never hashed.
 //
 // Thread-safety: values and pure functions.
@@ -73,7 +73,7 @@ struct Reference {
 };
 
 // Every digest the manifest names: *Digest fields, artifact {uri, digest}
-// objects, contentDigest of sources, and so on (see docs/format.md).
+// objects, contentDigest of sources, and so on (docs/identity.md, section 8).
 std::vector<Reference> ExtractReferences(const Manifest& m);
 
 // One input file may hold one manifest, a bundle {run, protocol, environment}
