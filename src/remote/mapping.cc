@@ -82,7 +82,72 @@ Digest EmptyConfigDigest() {
   return d;
 }
 
-Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_view preferred_name) {
+namespace {
+
+// What one object contributes to a closure: its own layer(s), the
+// attestations filed under it, and the objects it references.
+Status LoadNode(Store& store, const Digest& d, ClosureNode* n) {
+  KI_ASSIGN_OR_RETURN(auto info, store.Stat(d));
+  n->present = info.has_value();
+  if (!info) return Status::OK();
+  Layer l;
+  l.digest = d;
+  l.size = info->size;
+  l.media_type = info->media_type;
+  if (info->type == ObjectType::kManifest) {
+    l.role = Role::kManifest;
+    l.kind = info->kind;
+    l.title = std::string(KindName(*info->kind)) + "-" + d.hex() + ".json";
+    KI_ASSIGN_OR_RETURN(Manifest m, store.ReadManifest(d));
+    n->layers.push_back(std::move(l));
+    for (const Reference& ref : ExtractReferences(m)) n->children.push_back(ref.target);
+    KI_ASSIGN_OR_RETURN(auto doc, store.DocumentOf(d));
+    if (doc) {
+      KI_ASSIGN_OR_RETURN(auto dinfo, store.Stat(*doc));
+      if (dinfo) {
+        Layer dl;
+        dl.digest = *doc;
+        dl.size = dinfo->size;
+        dl.role = Role::kDocument;
+        dl.media_type = dinfo->media_type;
+        dl.kind = info->kind;
+        dl.document_of = d;
+        bool yaml = dinfo->media_type == kDocumentMediaTypeYaml;
+        dl.title = std::string(KindName(*info->kind)) + "-" + d.hex() + ".document" + (yaml ? ".yaml" : ".json");
+        n->layers.push_back(std::move(dl));
+      }
+    }
+  } else {
+    l.role = Role::kBlob;
+    l.title = "blob-" + d.hex() + ExtensionFor(info->media_type);
+    n->layers.push_back(std::move(l));
+  }
+  // Attestations filed under this object travel with it.
+  std::vector<std::pair<Digest, std::string>> envs;
+  KI_RETURN_IF_ERROR(store.Scan(kRemoteAttestationTable, d.raw(), [&](std::string_view k, std::string_view v) {
+    if (k.size() == 64) envs.emplace_back(Digest::FromRaw(k.substr(32)), std::string(v));
+    return true;
+  }));
+  for (auto& [env, value] : envs) {
+    KI_ASSIGN_OR_RETURN(auto einfo, store.Stat(env));
+    if (!einfo) continue;
+    Layer al;
+    al.digest = env;
+    al.size = einfo->size;
+    al.role = Role::kAttestation;
+    al.media_type = einfo->media_type.empty() ? std::string(kDsseMediaType) : einfo->media_type;
+    al.subject = d;
+    al.index_value = value;
+    al.title = "attestation-" + env.hex() + ".dsse.json";
+    n->attestations.push_back(std::move(al));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_view preferred_name,
+                               ClosureCache* cache) {
   Closure c;
   c.root = root;
   KI_ASSIGN_OR_RETURN(auto root_info, store.Stat(root));
@@ -93,79 +158,37 @@ Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_vie
   if (c.name.empty() && !names.empty()) c.name = names.front();
   c.root_kind = root_info->kind;
 
+  ClosureCache local;
+  if (!cache) cache = &local;
   std::unordered_set<Digest> seen{root};
   std::deque<Digest> queue{root};
-  std::vector<Layer> attestations;
+  std::vector<const Layer*> attestations;
   std::unordered_set<Digest> layered;
-  auto add_layer = [&](Layer l) {
-    if (layered.insert(l.digest).second) c.layers.push_back(std::move(l));
-  };
   while (!queue.empty()) {
     Digest d = queue.front();
     queue.pop_front();
-    KI_ASSIGN_OR_RETURN(auto info, store.Stat(d));
-    if (!info) {
+    auto it = cache->nodes.find(d);
+    if (it == cache->nodes.end()) {
+      ClosureNode n;
+      KI_RETURN_IF_ERROR(LoadNode(store, d, &n));
+      it = cache->nodes.emplace(d, std::move(n)).first;
+    }
+    const ClosureNode& n = it->second;
+    if (!n.present) {
       c.missing.push_back(d);
       continue;
     }
-    Layer l;
-    l.digest = d;
-    l.size = info->size;
-    l.media_type = info->media_type;
-    if (info->type == ObjectType::kManifest) {
-      l.role = Role::kManifest;
-      l.kind = info->kind;
-      l.title = std::string(KindName(*info->kind)) + "-" + d.hex() + ".json";
-      KI_ASSIGN_OR_RETURN(Manifest m, store.ReadManifest(d));
-      add_layer(std::move(l));
-      for (const Reference& ref : ExtractReferences(m)) {
-        if (seen.insert(ref.target).second) queue.push_back(ref.target);
-      }
-      KI_ASSIGN_OR_RETURN(auto doc, store.DocumentOf(d));
-      if (doc && !layered.count(*doc)) {
-        KI_ASSIGN_OR_RETURN(auto dinfo, store.Stat(*doc));
-        if (dinfo) {
-          seen.insert(*doc);
-          Layer dl;
-          dl.digest = *doc;
-          dl.size = dinfo->size;
-          dl.role = Role::kDocument;
-          dl.media_type = dinfo->media_type;
-          dl.kind = info->kind;
-          dl.document_of = d;
-          bool yaml = dinfo->media_type == kDocumentMediaTypeYaml;
-          dl.title = std::string(KindName(*info->kind)) + "-" + d.hex() + ".document" + (yaml ? ".yaml" : ".json");
-          add_layer(std::move(dl));
-        }
-      }
-    } else {
-      l.role = Role::kBlob;
-      l.title = "blob-" + d.hex() + ExtensionFor(info->media_type);
-      add_layer(std::move(l));
+    for (const Layer& l : n.layers) {
+      seen.insert(l.digest);
+      if (layered.insert(l.digest).second) c.layers.push_back(l);
     }
-    // Attestations filed under this object travel with it.
-    std::vector<std::pair<Digest, std::string>> envs;
-    KI_RETURN_IF_ERROR(store.Scan(kRemoteAttestationTable, d.raw(), [&](std::string_view k, std::string_view v) {
-      if (k.size() == 64) envs.emplace_back(Digest::FromRaw(k.substr(32)), std::string(v));
-      return true;
-    }));
-    for (auto& [env, value] : envs) {
-      KI_ASSIGN_OR_RETURN(auto einfo, store.Stat(env));
-      if (!einfo) continue;
-      Layer al;
-      al.digest = env;
-      al.size = einfo->size;
-      al.role = Role::kAttestation;
-      al.media_type = einfo->media_type.empty() ? std::string(kDsseMediaType) : einfo->media_type;
-      al.subject = d;
-      al.index_value = value;
-      al.title = "attestation-" + env.hex() + ".dsse.json";
-      attestations.push_back(std::move(al));
-    }
+    for (const Layer& a : n.attestations) attestations.push_back(&a);
+    for (const Digest& child : n.children)
+      if (seen.insert(child).second) queue.push_back(child);
   }
-  for (auto& a : attestations) {
-    if (layered.count(a.digest)) continue;  // an envelope filed under two subjects travels once
-    add_layer(std::move(a));
+  for (const Layer* a : attestations) {
+    // An envelope filed under two subjects travels once.
+    if (layered.insert(a->digest).second) c.layers.push_back(*a);
   }
   return c;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ki/digest.h"
@@ -37,9 +38,22 @@ struct Closure {
   std::vector<Digest> missing;        // referenced, not held locally (not pushed)
 };
 
+struct ClosureNode {
+  bool present = false;
+  std::vector<Layer> layers;        // the object, then its document
+  std::vector<Layer> attestations;  // filed under the object
+  std::vector<Digest> children;     // digests its manifest names
+};
+// Objects already read while collecting earlier closures of one push (a
+// protocol shared by thousands of runs is read once).
+struct ClosureCache {
+  std::unordered_map<Digest, ClosureNode> nodes;
+};
+
 // The root and everything it reaches (references, document links) that the
 // store holds, plus the attestations filed under any of them.
-Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_view preferred_name);
+Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_view preferred_name,
+                               ClosureCache* cache = nullptr);
 
 // The empty config blob "{}" every ki image manifest uses.
 std::string_view EmptyConfig();

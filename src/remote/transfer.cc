@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -119,9 +120,12 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
                         const TransferOptions& opts) {
   PushReport report;
   std::vector<Closure> closures;
+  remote::ClosureCache cache;
+  std::unordered_set<Digest> roots;
   for (const auto& ref : refs) {
     KI_ASSIGN_OR_RETURN(Digest root, store.Resolve(ref));
-    KI_ASSIGN_OR_RETURN(Closure c, remote::CollectClosure(store, root, ref));
+    if (!roots.insert(root).second) continue;  // named twice: pushed once
+    KI_ASSIGN_OR_RETURN(Closure c, remote::CollectClosure(store, root, ref, &cache));
     PushedRef pr;
     pr.ref = ref;
     pr.root = root;
@@ -131,6 +135,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     report.refs.push_back(std::move(pr));
     closures.push_back(std::move(c));
   }
+  cache.nodes.clear();
   KI_ASSIGN_OR_RETURN(auto target, OpenTarget(url, opts, Access::kPush));
 
   // Unique blobs over every closure, plus the empty config.
@@ -189,40 +194,40 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     }
   }
 
-  // Manifests last.
-  KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
-  size_t written = 0;
-  Status mst;
-  for (size_t r = 0; r < closures.size() && mst.ok(); ++r) {
+  // Manifests last, in parallel too (thousands of records per push).
+  std::atomic<size_t> written{0};
+  Status mst = RunParallel(*target, opts.parallelism, closures.size(), [&](Conn& conn, size_t r) -> Status {
     PushedRef& pr = report.refs[r];
     std::string manifest = remote::ImageManifest(closures[r]);
     pr.manifest = Sha256Of(manifest);
-    mst = conn->PutManifest(pr.tag, manifest, remote::kOciManifestType, nullptr);
+    KI_RETURN_IF_ERROR(conn.PutManifest(pr.tag, manifest, remote::kOciManifestType, nullptr));
     // The ki digest is a tag too, so `ki pull REMOTE <ki digest>` works.
     std::string digest_tag = "ki-" + pr.root.hex();
-    if (mst.ok() && pr.tag != digest_tag) mst = conn->PutManifest(digest_tag, manifest, remote::kOciManifestType, nullptr);
+    if (pr.tag != digest_tag) KI_RETURN_IF_ERROR(conn.PutManifest(digest_tag, manifest, remote::kOciManifestType, nullptr));
     for (const Layer& l : closures[r].layers) {
-      if (!mst.ok() || l.role != Role::kAttestation) continue;
+      if (l.role != Role::kAttestation) continue;
       std::string ref_manifest = remote::AttestationManifest(l, pr.manifest, manifest.size());
       Digest rd = Sha256Of(ref_manifest);
       bool indexed = false;
-      mst = conn->PutManifest(rd.str(), ref_manifest, remote::kOciManifestType, &indexed);
-      if (mst.ok() && !indexed) {
+      KI_RETURN_IF_ERROR(conn.PutManifest(rd.str(), ref_manifest, remote::kOciManifestType, &indexed));
+      if (!indexed) {
+        // Roots are distinct, so no two workers update one subject's index.
         Json desc = {{"mediaType", remote::kOciManifestType},
                      {"digest", rd.str()},
                      {"size", ref_manifest.size()},
                      {"artifactType", kDsseMediaType},
                      {"annotations", {{std::string(kAnnSubject), l.subject->str()}}}};
-        mst = AddToFallbackIndex(*conn, pr.manifest, desc, opts);
+        KI_RETURN_IF_ERROR(AddToFallbackIndex(conn, pr.manifest, desc, opts));
       }
     }
-    if (mst.ok()) written++;
-  }
+    written++;
+    return Status::OK();
+  });
   Status fin = target->Finish();
   report.http_requests = target->requests();
   if (!mst.ok()) {
     return mst.WithContext("push to " + url.str() + " is incomplete: every object was uploaded, but only " +
-                           std::to_string(written) + " of " + std::to_string(closures.size()) +
+                           std::to_string(written.load()) + " of " + std::to_string(closures.size()) +
                            " refs were written; run the same ki push again to finish");
   }
   KI_RETURN_IF_ERROR(fin);
@@ -245,19 +250,99 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
                         const TransferOptions& opts) {
   PullReport report;
   KI_ASSIGN_OR_RETURN(auto target, OpenTarget(url, opts, Access::kPull));
-  KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
 
+  // 1. Every ref's manifest and its referrers, in parallel.
+  struct RefFetch {
+    PulledRef pr;
+    std::string tag;                 // "" when pulled by manifest digest
+    std::vector<Layer> layers;       // the image manifest's
+    std::vector<Layer> attached;     // attestations found as referrers
+  };
+  std::vector<RefFetch> fetches(refs.size());
+  std::atomic<int> referrers_api{-1};  // -1 unknown, 0 absent, 1 present
+  Status st = RunParallel(*target, opts.parallelism, refs.size(), [&](Conn& c, size_t r) -> Status {
+    RefFetch& f = fetches[r];
+    const std::string& ref = refs[r];
+    f.pr.ref = ref;
+    std::string want = ref;
+    if (!Digest::IsValid(ref) && !IsValidTag(ref)) want = SanitizeTag(ref);
+    // A digest is first read as a ki digest (push tags every root
+    // ki-<hex>), then as an OCI manifest digest. In that order because a
+    // registry asked for a manifest by the digest of a blob it holds may
+    // answer 500 (distribution 2.8 does).
+    if (Digest::IsValid(ref)) want = "ki-" + ref.substr(7);
+    auto fetched = c.GetManifest(want);
+    if (!fetched.ok() && fetched.status().IsNotFound() && Digest::IsValid(ref)) {
+      want = ref;
+      fetched = c.GetManifest(want);
+    }
+    if (!fetched.ok()) return fetched.status();
+    f.tag = Digest::IsValid(want) ? "" : want;
+    f.pr.manifest = fetched->digest;
+    auto closure = remote::ParseImageManifest(fetched->bytes, fetched->media_type, opts);
+    if (!closure.ok()) return closure.status().WithContext(url.str() + " " + ref);
+    f.pr.root = closure->root;
+    f.pr.objects = closure->layers.size();
+    f.layers = std::move(closure->layers);
+    // Attestations attached later, as referrers of this manifest.
+    std::string index_bytes;
+    std::optional<std::string> api;
+    if (referrers_api != 0) {
+      KI_ASSIGN_OR_RETURN(api, c.Referrers(f.pr.manifest));
+      referrers_api = api ? 1 : 0;
+    }
+    if (api) {
+      index_bytes = std::move(*api);
+    } else {
+      auto fb = c.GetManifest(FallbackTag(f.pr.manifest));
+      if (fb.ok()) index_bytes = std::move(fb->bytes);
+      else if (!fb.status().IsNotFound()) return fb.status();
+    }
+    if (index_bytes.empty()) return Status::OK();
+    ParseLimits limits;
+    limits.max_bytes = opts.max_manifest_size;
+    auto idx = ParseDocument(index_bytes, DocFormat::kJson, "referrers of " + f.pr.manifest.str(), limits);
+    if (!idx.ok() || !idx->is_object() || !idx->contains("manifests") || !(*idx)["manifests"].is_array()) {
+      f.pr.warnings.push_back("ignored a malformed referrers index for " + f.pr.manifest.str());
+      return Status::OK();
+    }
+    for (const Json& d : (*idx)["manifests"]) {
+      if (!d.is_object() || d.value("artifactType", std::string()) != kDsseMediaType) continue;
+      auto rd = Digest::Parse(d.value("digest", std::string()));
+      if (!rd.ok()) continue;
+      auto rm = c.GetManifest(rd->str());
+      if (!rm.ok()) {
+        f.pr.warnings.push_back("referrer " + rd->str() + ": " + rm.status().message());
+        continue;
+      }
+      auto att = remote::ParseAttestationManifest(rm->bytes, rm->media_type, f.pr.manifest, opts);
+      if (!att.ok()) {
+        f.pr.warnings.push_back("referrer " + rd->str() + " ignored: " + att.status().message());
+        continue;
+      }
+      f.attached.push_back(std::move(*att));
+    }
+    return Status::OK();
+  });
+  report.http_requests = target->requests();
+  if (!st.ok()) return st;
+
+  // 2. Merge: one item per digest, marked when the store holds it already.
   std::vector<PullItem> items;
   std::unordered_map<Digest, size_t> item_of;
-  std::vector<std::string> tags;
   std::vector<std::vector<Digest>> ref_layers;  // per ref: the digests its manifest lists
+  struct AttRow {
+    Digest subject, envelope;
+    std::string value;
+  };
+  std::vector<AttRow> rows;
+  std::set<std::pair<Digest, Digest>> row_keys;
   auto add_item = [&](const Layer& l) -> Status {
     auto it = item_of.find(l.digest);
     if (it != item_of.end()) {
-      const Layer& have = items[it->second].layer;
-      if (have.size != l.size) return Status::InvalidInput("remote manifests disagree on the size of " + l.digest.str());
-      // An envelope may be filed under several subjects; the first wins here,
-      // the others are added as index rows below.
+      if (items[it->second].layer.size != l.size) {
+        return Status::InvalidInput("remote manifests disagree on the size of " + l.digest.str());
+      }
       return Status::OK();
     }
     KI_ASSIGN_OR_RETURN(auto info, store.Stat(l.digest));
@@ -272,86 +357,24 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     items.push_back(std::move(p));
     return Status::OK();
   };
-  struct AttRow {
-    Digest subject, envelope;
-    std::string value;
-  };
-  std::vector<AttRow> rows;
-
-  for (const auto& ref : refs) {
-    PulledRef pr;
-    pr.ref = ref;
-    std::string want = ref;
-    if (!Digest::IsValid(ref) && !IsValidTag(ref)) want = SanitizeTag(ref);
-    // A digest is first read as a ki digest (push tags every root
-    // ki-<hex>), then as an OCI manifest digest. In that order because a
-    // registry asked for a manifest by the digest of a blob it holds may
-    // answer 500 (distribution 2.8 does).
-    if (Digest::IsValid(ref)) want = "ki-" + ref.substr(7);
-    auto fetched = conn->GetManifest(want);
-    if (!fetched.ok() && fetched.status().IsNotFound() && Digest::IsValid(ref)) {
-      want = ref;
-      fetched = conn->GetManifest(want);
-    }
-    if (!fetched.ok()) return fetched.status();
-    tags.push_back(Digest::IsValid(want) ? "" : want);
-    pr.manifest = fetched->digest;
-    auto closure = remote::ParseImageManifest(fetched->bytes, fetched->media_type, opts);
-    if (!closure.ok()) return closure.status().WithContext(url.str() + " " + ref);
-    pr.root = closure->root;
-    pr.objects = closure->layers.size();
+  for (RefFetch& f : fetches) {
     ref_layers.emplace_back();
-    for (const Layer& l : closure->layers) {
-      KI_RETURN_IF_ERROR(add_item(l));
-      ref_layers.back().push_back(l.digest);
-      if (l.role == Role::kAttestation) {
-        rows.push_back({*l.subject, l.digest, l.index_value});
-        pr.attestations++;
-      }
-    }
-    // Attestations attached later, as referrers of this manifest.
-    KI_ASSIGN_OR_RETURN(auto api, conn->Referrers(pr.manifest));
-    std::string index_bytes;
-    if (api) {
-      index_bytes = std::move(*api);
-    } else {
-      auto fb = conn->GetManifest(FallbackTag(pr.manifest));
-      if (fb.ok()) index_bytes = std::move(fb->bytes);
-      else if (!fb.status().IsNotFound()) return fb.status();
-    }
-    if (!index_bytes.empty()) {
-      ParseLimits limits;
-      limits.max_bytes = opts.max_manifest_size;
-      auto idx = ParseDocument(index_bytes, DocFormat::kJson, "referrers of " + pr.manifest.str(), limits);
-      if (!idx.ok() || !idx->is_object() || !idx->contains("manifests") || !(*idx)["manifests"].is_array()) {
-        pr.warnings.push_back("ignored a malformed referrers index for " + pr.manifest.str());
-      } else {
-        for (const Json& d : (*idx)["manifests"]) {
-          if (!d.is_object() || d.value("artifactType", std::string()) != kDsseMediaType) continue;
-          auto rd = Digest::Parse(d.value("digest", std::string()));
-          if (!rd.ok()) continue;
-          auto rm = conn->GetManifest(rd->str());
-          if (!rm.ok()) {
-            pr.warnings.push_back("referrer " + rd->str() + ": " + rm.status().message());
-            continue;
-          }
-          auto att = remote::ParseAttestationManifest(rm->bytes, rm->media_type, pr.manifest, opts);
-          if (!att.ok()) {
-            pr.warnings.push_back("referrer " + rd->str() + " ignored: " + att.status().message());
-            continue;
-          }
-          bool known = false;
-          for (const auto& r : rows) known |= r.envelope == att->digest && r.subject == *att->subject;
-          if (known) continue;
-          KI_RETURN_IF_ERROR(add_item(*att));
-          ref_layers.back().push_back(att->digest);
-          rows.push_back({*att->subject, att->digest, att->index_value});
-          pr.attestations++;
+    for (const std::vector<Layer>* list : {&f.layers, &f.attached}) {
+      for (const Layer& l : *list) {
+        if (l.role == Role::kAttestation && !row_keys.insert({*l.subject, l.digest}).second) continue;
+        KI_RETURN_IF_ERROR(add_item(l));
+        ref_layers.back().push_back(l.digest);
+        if (l.role == Role::kAttestation) {
+          rows.push_back({*l.subject, l.digest, l.index_value});
+          f.pr.attestations++;
         }
       }
     }
-    report.refs.push_back(std::move(pr));
+    report.refs.push_back(f.pr);
   }
+  std::vector<std::string> tags;
+  for (const RefFetch& f : fetches) tags.push_back(f.tag);
+  fetches.clear();
 
   // Fetch what the store lacks, in parallel; each blob is checked on arrival.
   std::vector<size_t> need;
@@ -359,7 +382,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     if (!items[i].present) need.push_back(i);
   Progress progress(opts, need.size());
   std::atomic<uint64_t> bytes_in{0};
-  Status st = RunParallel(*target, opts.parallelism, need.size(), [&](Conn& c, size_t k) -> Status {
+  st = RunParallel(*target, opts.parallelism, need.size(), [&](Conn& c, size_t k) -> Status {
     PullItem& p = items[need[k]];
     KI_ASSIGN_OR_RETURN(p.bytes, c.GetBlob(p.layer.digest, p.layer.size));
     bytes_in += p.bytes.size();
@@ -371,14 +394,15 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
 
   // A tag that moved meanwhile: what we pulled is the manifest we read
   // first, complete and verified; say so.
-  for (size_t r = 0; r < report.refs.size(); ++r) {
-    if (tags[r].empty()) continue;
-    auto now = conn->ResolveTag(tags[r]);
+  (void)RunParallel(*target, opts.parallelism, report.refs.size(), [&](Conn& c, size_t r) -> Status {
+    if (tags[r].empty()) return Status::OK();
+    auto now = c.ResolveTag(tags[r]);
     if (now.ok() && *now && **now != report.refs[r].manifest) {
       report.refs[r].warnings.push_back("the tag " + tags[r] + " moved during the pull (now " + (*now)->str() +
                                         "); pulled " + report.refs[r].manifest.str());
     }
-  }
+    return Status::OK();
+  });
 
   // Everything is verified: build the batch.
   auto bytes_of = [&](PullItem& p) -> Result<std::string*> {
