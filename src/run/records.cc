@@ -169,32 +169,32 @@ Json EnvironmentSpec(const Json* h, bool cuda, int device, const std::string& co
   return spec;
 }
 
-Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& workload_spec,
-                             const std::string& run_name, const std::string& implementation_name) {
-  namespace t = catalog::tables;
+Result<Digest> CohortKeyOf(const Json& run_spec, const Json& workload_spec) {
   catalog::ComparisonParts parts;
   parts.operation = workload_spec.value("operationSpecDigest", "");
-  parts.workload = run.spec.value("workloadDigest", "");
-  parts.protocol = run.spec.value("protocolDigest", "");
-  parts.environment = run.spec.value("environmentDigest", "");
+  parts.workload = run_spec.value("workloadDigest", "");
+  parts.protocol = run_spec.value("protocolDigest", "");
+  parts.environment = run_spec.value("environmentDigest", "");
   KI_ASSIGN_OR_RETURN(Digest corr, catalog::CorrectnessKey(workload_spec));
   parts.correctness = corr.str();
-  parts.metric = catalog::MetricKey(run.spec);
-  KI_ASSIGN_OR_RETURN(Digest cohort, catalog::ComparisonKey(parts));
+  parts.metric = catalog::MetricKey(run_spec);
+  return catalog::ComparisonKey(parts);
+}
 
+catalog::RankEntry EntryOf(const Digest& run, const Json& spec, const std::string& run_name,
+                           const std::string& implementation_name, catalog::Evidence evidence) {
   catalog::RankEntry e;
-  e.run = run.digest;
-  e.id = run.digest.hex();
+  e.run = run;
+  e.id = run.hex();
   e.name = run_name;
   e.implementation = implementation_name;
-  e.status = run.spec.value("status", "");
-  e.observed_at = run.spec.value("observedAt", "");
-  // Source and raw samples are in the store with the run: reproducible.
-  e.evidence = catalog::Evidence::kReproducible;
+  e.status = spec.value("status", "");
+  e.observed_at = spec.value("observedAt", "");
+  e.evidence = evidence;
   // A run stored here is published to this store; ranking-v1 needs that.
   e.published = true;
-  if (run.spec.contains("timing")) {
-    const Json& tm = run.spec["timing"];
+  if (spec.contains("timing")) {
+    const Json& tm = spec["timing"];
     std::string stat = tm.value("primaryStatistic", "mean");
     if (tm["latencyNs"].contains(stat) && tm["latencyNs"][stat].is_number()) {
       e.value = tm["latencyNs"][stat].get<double>();
@@ -204,6 +204,15 @@ Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& work
     if (ci.size() == 2 && ci[0].is_number() && ci[1].is_number())
       e.interval = std::make_pair(ci[0].get<double>(), ci[1].get<double>());
   }
+  return e;
+}
+
+Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& workload_spec,
+                             const std::string& run_name, const std::string& implementation_name) {
+  namespace t = catalog::tables;
+  KI_ASSIGN_OR_RETURN(Digest cohort, CohortKeyOf(run.spec, workload_spec));
+  // Source and raw samples are in the store with the run: reproducible.
+  catalog::RankEntry e = EntryOf(run.digest, run.spec, run_name, implementation_name, catalog::Evidence::kReproducible);
   Json entry = t::EntryToJson(e);
   Json runv = entry;
   runv["cohort"] = cohort.str();
@@ -214,9 +223,16 @@ Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& work
   Json desc;
   if (existing) desc = Json::parse(*existing, nullptr, false);
   if (!desc.is_object()) {
-    desc = {{"kind", "kernel"},          {"operation", parts.operation},   {"workload", parts.workload},
-            {"protocol", parts.protocol}, {"environment", parts.environment}, {"correctness", parts.correctness},
-            {"metric", parts.metric},     {"sourceNative", false},          {"runs", 0}};
+    KI_ASSIGN_OR_RETURN(Digest corr, catalog::CorrectnessKey(workload_spec));
+    desc = {{"kind", "kernel"},
+            {"operation", workload_spec.value("operationSpecDigest", "")},
+            {"workload", run.spec.value("workloadDigest", "")},
+            {"protocol", run.spec.value("protocolDigest", "")},
+            {"environment", run.spec.value("environmentDigest", "")},
+            {"correctness", corr.str()},
+            {"metric", catalog::MetricKey(run.spec)},
+            {"sourceNative", false},
+            {"runs", 0}};
   }
   desc["runs"] = desc.value("runs", uint64_t{0}) + 1;
   KI_RETURN_IF_ERROR(batch.Put(t::kCohorts, cohort.raw(), desc.dump()));

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "ki/catalog.h"
 #include "ki/harness.h"
 #include "ki/json.h"
 #include "ki/run.h"
@@ -30,6 +31,12 @@ Json EnvironmentSpec(const Json* harness_environment, bool cuda, int device, con
 
 // Now, RFC 3339 UTC with milliseconds.
 std::string NowUtc();
+
+// The comparison key of a run (docs/kernelindex-identity.md, "Comparison key").
+Result<Digest> CohortKeyOf(const Json& run_spec, const Json& workload_spec);
+// The ranking facts of a run, as the catalog keeps them.
+catalog::RankEntry EntryOf(const Digest& run, const Json& run_spec, const std::string& run_name,
+                           const std::string& implementation_name, catalog::Evidence evidence);
 
 // Indexes a stored run in its comparison group (the catalog's tables), so
 // `ki rank` lists it beside imported runs of the same group.

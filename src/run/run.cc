@@ -1,6 +1,7 @@
 // ki run and ki rerun: build, run in a child process, store the records.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -548,36 +549,46 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
     }
   }
 
-  // Where it would rank in the original's group.
-  if (!out.same_implementation && out.fresh.latency_ns) {
+  // Where it would rank in the original's group: the group's runs as the
+  // store knows them, the original itself (a run added with `ki add` is in
+  // no imported group), and this run.
+  if (!out.same_implementation && out.fresh.latency_ns && have_workload) {
     KI_ASSIGN_OR_RETURN(auto cohort, catalog::CohortOfRun(store, out.original));
+    if (!cohort) {
+      auto k = internal::CohortKeyOf(s, wm.spec);
+      if (k.ok()) cohort = *k;
+    }
     if (cohort) {
-      KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(store, *cohort));
-      std::vector<catalog::RankEntry> all = r.ranked;
-      all.insert(all.end(), r.ineligible.begin(), r.ineligible.end());
-      catalog::RankEntry e;
-      e.run = out.fresh.run;
-      e.id = "~" + out.fresh.run.hex();
-      e.name = "(this run)";
-      e.status = "passed";
-      e.published = true;
-      e.value = *out.fresh.latency_ns;
-      e.unit = "ns";
-      e.observed_at = out.fresh.spec.value("observedAt", "");
-      all.push_back(e);
-      catalog::Ranking nr = catalog::RankV1(std::move(all), r.source_native);
       RankPlace p;
-      p.metric = r.metric;
+      std::vector<catalog::RankEntry> all;
+      bool source_native = s.contains("sourceNative");
+      if (auto r = catalog::RankCohort(store, *cohort); r.ok()) {
+        all = r->ranked;
+        all.insert(all.end(), r->ineligible.begin(), r->ineligible.end());
+        source_native = r->source_native;
+        p.metric = r->metric;
+      }
+      if (p.metric.empty()) p.metric = catalog::MetricKey(s);
+      if (std::none_of(all.begin(), all.end(), [&](const auto& e) { return e.run == out.original; })) {
+        std::string impl_name;
+        if (auto id = Digest::Parse(s.value("implementationDigest", "")); id.ok()) impl_name = NameOf(store, *id);
+        all.push_back(internal::EntryOf(out.original, s, NameOf(store, out.original), impl_name,
+                                        catalog::Evidence::kReported));
+      }
+      catalog::RankEntry e = internal::EntryOf(out.fresh.run, out.fresh.spec, "(this run)",
+                                               NameOf(store, out.fresh.implementation), catalog::Evidence::kReproducible);
+      e.interval.reset();  // compared by value with runs measured elsewhere
+      all.push_back(e);
+      catalog::Ranking nr = catalog::RankV1(std::move(all), source_native);
       for (const auto& x : nr.ranked) {
         if (x.run == out.fresh.run) p.rank = x.rank;
         p.of = std::max(p.of, x.rank);
-      }
-      for (const auto& x : nr.ranked) {
         if (x.rank == 1 && x.run != out.fresh.run && p.best_name.empty()) {
           p.best_name = x.implementation.empty() ? x.name : x.implementation;
           p.best_value = x.value.value_or(0);
         }
       }
+      p.of = int(nr.ranked.size());
       out.place = p;
     }
   }
