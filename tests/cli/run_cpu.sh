@@ -1,0 +1,92 @@
+# ki run / ki rerun end to end on the CPU: a C++ GQA decode through the
+# kernel ABI, records that verify, a rerun linked and ranked with its
+# original, and each failure recorded with its status (tests/data/run/).
+source "$(dirname "$0")/testlib.bash" "$@"
+ROOT=$(readlink -f "$DATA/../..")
+RUN="$DATA/run"
+WL=gqa-paged-decode-h32-kv4-d128-ps1-27ef153a
+OP=gqa-paged-decode-h32-kv4-d128-ps1
+
+ki init "$WORK/store" >/dev/null
+expect_exit 0 ki import flashinfer-bench "$RUN/flashinfer-trace"
+expect_contains "$OUT" "sha256:aa3e71334e9e611281084843cf42058bed78031fcf7c794707a4446d3156e354  gqa_paged_decode_h32_kv4_d128_ps1" "operation digest equals the catalog export's"
+expect_contains "$OUT" "WorkloadCase             48 new" "48 workloads"
+expect_contains "$OUT" "missing input files      96" "safetensors inputs recorded as missing"
+expect_exit 0 ki resolve $WL
+expect_contains "$OUT" "sha256:fcf16458148fc0adb1372367ac83b468de3af7a4009854a2980b9096ec1e0088" "the seed's workload digest"
+expect_exit 0 ki import flashinfer-bench "$RUN/flashinfer-trace"
+expect_contains "$OUT" "OperationSpec            0 new, 1 existing" "import is idempotent"
+
+add_impl() {  # add_impl VARIANT
+  expect_exit 0 ki add --implementation "$RUN/gqa_decode_$1.cc" -I "$ROOT/include" --operation $OP \
+    --symbol "test.gqa_decode.$1" --name "test-$1"
+}
+add_impl cpu
+expect_contains "$OUT" "ImplementationRevision	test-cpu	new" "implementation stored"
+expect_exit 0 ki verify ImplementationRevision/test-cpu
+
+# A run that passes.
+expect_exit 0 ki run --implementation test-cpu --workload $WL --seed 7
+expect_contains "$OUT" "status       passed" "CPU run passes"
+expect_contains "$OUT" "generated from seed 7" "says which inputs it generated"
+RUN1=$(echo "$OUT" | head -1)
+expect_exit 0 ki verify "$RUN1"
+expect_contains "$OUT" "0 missing, 0 corrupt" "run record verifies with all its objects"
+expect_exit 0 ki show "$RUN1" --json
+for f in '"implementationDigest"' '"protocolDigest"' '"environmentDigest"' '"rawSamples"' '"logs"' '"latencyNs"' '"matchedRatio"'; do
+  expect_contains "$OUT" "$f" "run names $f"
+done
+# Builds are cached: the second run compiles nothing.
+expect_exit 0 ki run --implementation test-cpu --workload $WL --seed 7 --json
+expect_contains "$OUT" '"buildCached": true' "build cache hit"
+
+# Rerun: same seed, linked, side by side, one comparison group.
+expect_exit 0 ki rerun "$RUN1"
+expect_contains "$OUT" "re-ran $RUN1" "rerun names the original"
+expect_contains "$OUT" "ratio" "rerun prints the latency ratio"
+expect_contains "$OUT" "environment   same" "same machine, same environment"
+expect_exit 0 ki rerun "$RUN1" --json
+python3 -c 'import json,sys; j=json.loads(sys.argv[1]); assert j["rerun"]["spec"]["status"]=="passed"; assert j["ratio"]>0' "$OUT" \
+  || fail "rerun JSON"
+expect_exit 0 ki rank "$RUN1"
+expect_contains "$OUT" "4 ranked, 0 ineligible" "runs and reruns share one comparison group"
+
+# Failures are results.
+check_status() {  # check_status VARIANT STATUS [ki run options]
+  local v=$1 want=$2
+  shift 2
+  add_impl "$v"
+  expect_exit 1 ki run --implementation "test-$v" --workload $WL "$@"
+  expect_contains "$OUT" "status       $want" "$v gives $want"
+  local d
+  d=$(echo "$OUT" | head -1)
+  expect_exit 0 ki verify "$d"
+  expect_exit 0 ki show "$d" --json
+  expect_contains "$OUT" "\"status\": \"$want\"" "$v stored as $want"
+}
+check_status wrong incorrect_numerical
+check_status broken compile_error
+check_status crash runtime_error
+check_status hang timeout --timeout 2
+expect_contains "$OUT" '"logs"' "a timeout keeps its log"
+
+# Bad input.
+expect_exit 2 ki run --implementation test-cpu --workload $WL --device cuda:0
+expect_exit 2 ki run --implementation test-cpu --workload $WL --device tpu
+expect_exit 3 ki run --implementation nosuch --workload $WL
+expect_exit 2 ki add --implementation "$RUN/gqa_decode_cpu.cc"
+expect_exit 4 ki add --implementation "$RUN/../SOURCES.md" --operation $OP
+
+# The seed record: its kernel source was never published, so a rerun says
+# exactly what is missing (exit 3); --implementation runs ours instead and
+# places it in the seed's comparison group.
+expect_exit 0 ki import kernelindex "$RUN/seed-cohort.jsonl"
+expect_exit 0 ki add "$SEED"
+expect_exit 3 ki rerun $SEED_RUN
+expect_contains "$ERR" "the store lacks" "rerun of the seed lists what is missing"
+expect_contains "$ERR" "sha256:9065668f65f0c70486702b4d7105d2a2da70e1aebd03314d68ffce9743ed081e" "names the missing implementation"
+expect_contains "$ERR" "--implementation" "suggests --implementation"
+expect_exit 0 ki rerun $SEED_RUN --implementation test-cpu
+expect_contains "$OUT" "would rank    3 of 3 in the original's group" "ranked among the seed's group"
+expect_contains "$OUT" "hardware.product" "environment differences listed"
+finish
