@@ -99,7 +99,7 @@ void PrintReport(const catalog::ImportReport& r, double seconds) {
                 WithCommas(r.absent.existing).c_str());
   out += buf;
   out += "  keys recomputed: " + WithCommas(r.keys_checked) + ", mismatches: " + WithCommas(r.mismatches.size()) + "\n";
-  out += "  comparison groups: " + WithCommas(r.cohorts - r.serving_cohorts) + " kernel, " +
+  out += "  comparison groups: " + WithCommas(r.cohorts) + " kernel, " +
          WithCommas(r.serving_cohorts) + " serving\n";
   out += "  record events reproduced: " + WithCommas(r.record_events_reproduced) + " of " +
          WithCommas(r.record_events) +

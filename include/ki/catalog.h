@@ -97,7 +97,7 @@ struct ImportReport {
   std::map<std::string, KindCount> kinds;  // per manifest kind (unique digests)
   KindCount absent;           // artifacts recorded as known-but-missing
   uint64_t keys_checked = 0;  // digests and keys recomputed
-  uint64_t cohorts = 0, serving_cohorts = 0;
+  uint64_t cohorts = 0, serving_cohorts = 0;  // kernel comparison groups; serving cohorts
   uint64_t record_events = 0, record_events_reproduced = 0;
   // Events naming a run (or previous run) that neither the export nor the
   // store holds (a partial export, like the test slice): not checkable.
