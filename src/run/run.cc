@@ -589,6 +589,10 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
         }
       }
       p.of = int(nr.ranked.size());
+      if (p.best_name.empty()) {  // this run is #1 alone
+        p.best_name = "this run";
+        p.best_value = *out.fresh.latency_ns;
+      }
       out.place = p;
     }
   }
