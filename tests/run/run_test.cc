@@ -1,0 +1,180 @@
+// src/fib and src/run: the flashinfer-bench mapping against KernelIndex's
+// digests, source bundles, and a CPU run end to end through the library.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ki/flashinfer.h"
+#include "ki/manifest.h"
+#include "ki/run.h"
+
+namespace ki {
+namespace {
+
+const std::string kRunData = std::string(KI_TEST_DATA_DIR) + "/run";
+const std::string kDef = kRunData + "/flashinfer-trace/definitions/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.json";
+const std::string kWorkloads = kRunData + "/flashinfer-trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl";
+
+std::string Slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(FlashinferMapping, OperationDigestEqualsTheExport) {
+  auto doc = fib::OperationDocument(Slurp(kDef), "def");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto m = ManifestFromJson(*doc, "def");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->digest.str(), "sha256:aa3e71334e9e611281084843cf42058bed78031fcf7c794707a4446d3156e354");
+  EXPECT_EQ(m->name(), "gqa-paged-decode-h32-kv4-d128-ps1");
+}
+
+TEST(FlashinferMapping, SeedWorkloadDigestEqualsTheExport) {
+  auto op = Digest::Parse("sha256:aa3e71334e9e611281084843cf42058bed78031fcf7c794707a4446d3156e354");
+  std::istringstream lines(Slurp(kWorkloads));
+  bool found = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("27ef153a-4d10-402a-998b-1922904e94b2") == std::string::npos) continue;
+    auto doc = fib::WorkloadDocument(Slurp(kDef), line, *op, "wl");
+    ASSERT_TRUE(doc.ok()) << doc.status().message();
+    auto m = ManifestFromJson(*doc, "wl");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m->digest.str(), "sha256:fcf16458148fc0adb1372367ac83b468de3af7a4009854a2980b9096ec1e0088");
+    EXPECT_EQ(m->name(), "gqa-paged-decode-h32-kv4-d128-ps1-27ef153a");
+    EXPECT_EQ((*doc)["metadata"]["title"],
+              "gqa_paged_decode_h32_kv4_d128_ps1 · batch_size=1, num_pages=412, len_indptr=2, num_kv_indices=362");
+    found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(FlashinferMapping, Dtypes) {
+  EXPECT_EQ(fib::KernelIndexDtype("bfloat16"), "bf16");
+  EXPECT_EQ(fib::KernelIndexDtype("float32"), "fp32");
+  EXPECT_EQ(fib::KernelIndexDtype("int32"), "int32");
+}
+
+TEST(Sources, BundleCollectsIncludesAndRoundTrips) {
+  std::vector<std::string> unresolved;
+  auto b = run::CollectSources(kRunData + "/gqa_decode_wrong.cc", {}, {std::string(KI_SOURCE_DIR) + "/include"},
+                               &unresolved);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_TRUE(unresolved.empty());
+  EXPECT_EQ(b->main, "gqa_decode_wrong.cc");
+  EXPECT_TRUE(b->files.count("gqa_decode_cpu.h"));
+  EXPECT_TRUE(b->files.count("ki/kernel_abi.h"));
+  EXPECT_TRUE(b->files.count("ki/gqa_paged_decode.h"));
+  std::string media;
+  auto enc = run::EncodeBundle(*b, &media);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(media, run::kBundleMediaType);
+  auto dec = run::DecodeBundle(*enc, "x");
+  ASSERT_TRUE(dec.ok());
+  EXPECT_EQ(dec->files, b->files);
+  EXPECT_EQ(dec->units, b->units);
+  // Encoding is deterministic (canonical JSON).
+  EXPECT_EQ(*run::EncodeBundle(*dec, nullptr), *enc);
+}
+
+TEST(Sources, SingleFileStoredAsItself) {
+  auto dec = run::DecodeBundle("int x;", "k.cu");
+  ASSERT_TRUE(dec.ok());
+  EXPECT_EQ(dec->main, "k.cu");
+  std::string media;
+  EXPECT_EQ(*run::EncodeBundle(*dec, &media), "int x;");
+  EXPECT_EQ(media, "text/x-cuda");
+}
+
+TEST(Sources, Languages) {
+  EXPECT_EQ(run::LanguageOfFile("a.cu"), run::Language::kCuda);
+  EXPECT_EQ(run::LanguageOfFile("a.cc"), run::Language::kCpp);
+  EXPECT_EQ(run::LanguageOfFile("a.py"), std::nullopt);
+}
+
+class RunOnCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("ki-run-test-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    auto s = Store::Init(dir_.string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    store_ = std::move(*s);
+    ASSERT_TRUE(fib::ImportDataset(*store_, kRunData + "/flashinfer-trace").ok());
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  Digest Add(const std::string& variant) {
+    run::ImplementationOptions o;
+    o.main = kRunData + "/gqa_decode_" + variant + ".cc";
+    o.include_dirs = {std::string(KI_SOURCE_DIR) + "/include"};
+    o.operation = "gqa-paged-decode-h32-kv4-d128-ps1";
+    o.symbol = "test.gqa_decode." + variant;
+    o.name = "t-" + variant;
+    auto a = run::AddImplementation(*store_, o);
+    EXPECT_TRUE(a.ok()) << a.status().message();
+    return a.ok() ? a->digest : Digest{};
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(RunOnCpu, PassesVerifiesAndReruns) {
+  Digest impl = Add("cpu");
+  run::RunRequest req;
+  req.implementation = impl.str();
+  req.workload = "gqa-paged-decode-h32-kv4-d128-ps1-27ef153a";
+  req.seed = 3;
+  auto r = run::Run(*store_, req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, "passed") << r->message;
+  ASSERT_TRUE(r->latency_ns.has_value());
+  auto v = store_->Verify(r->run);
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->HasFaults());
+  for (const auto& e : v->entries) EXPECT_EQ(e.state, CheckState::kOk) << e.digest.str() << " " << e.via;
+
+  run::RerunRequest rr;
+  rr.run = r->run.str();
+  auto re = run::Rerun(*store_, rr);
+  ASSERT_TRUE(re.ok()) << re.status().message();
+  EXPECT_EQ(re->fresh.status, "passed");
+  ASSERT_TRUE(re->ratio.has_value());
+  EXPECT_TRUE(re->environment_differences.empty());
+  EXPECT_EQ(re->fresh.cohort, r->cohort);  // same machine, same group
+  auto reruns = run::RerunsOf(*store_, r->run);
+  ASSERT_TRUE(reruns.ok());
+  ASSERT_EQ(reruns->size(), 1u);
+  EXPECT_EQ((*reruns)[0], re->fresh.run);
+  auto orig = run::OriginalOf(*store_, re->fresh.run);
+  ASSERT_TRUE(orig.ok() && orig->has_value());
+  EXPECT_EQ(**orig, r->run);
+}
+
+TEST_F(RunOnCpu, WrongOutputsAreIncorrectNumerical) {
+  run::RunRequest req;
+  req.implementation = Add("wrong").str();
+  req.workload = "gqa-paged-decode-h32-kv4-d128-ps1-27ef153a";
+  auto r = run::Run(*store_, req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, "incorrect_numerical");
+  EXPECT_FALSE(r->spec.contains("timing"));
+}
+
+TEST_F(RunOnCpu, MissingWorkloadIsNotFound) {
+  run::RunRequest req;
+  req.implementation = Add("cpu").str();
+  req.workload = "no-such-workload";
+  auto r = run::Run(*store_, req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsNotFound());
+}
+
+}  // namespace
+}  // namespace ki
