@@ -61,6 +61,38 @@ Result<std::optional<MDB_dbi>> Environment::Table(Txn& txn, std::string_view nam
   return std::optional<MDB_dbi>(dbi);
 }
 
+Status Environment::OpenAllTables(const std::vector<std::string_view>& core) {
+  KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, !read_only_));
+  std::vector<std::string> names;
+  MDB_dbi main;
+  int rc = mdb_dbi_open(txn.get(), nullptr, 0, &main);
+  if (rc) return MdbStatus("open main table", rc);
+  {
+    KI_ASSIGN_OR_RETURN(Cursor cur, Cursor::Open(txn, main));
+    KI_ASSIGN_OR_RETURN(bool more, cur.Seek(""));
+    while (more) {
+      names.emplace_back(cur.key());
+      KI_ASSIGN_OR_RETURN(more, cur.Next());
+    }
+  }
+  if (!read_only_) {
+    for (std::string_view c : core) names.emplace_back(c);
+  }
+  std::map<std::string, MDB_dbi, std::less<>> opened;
+  for (const std::string& n : names) {
+    if (opened.count(n)) continue;
+    MDB_dbi dbi;
+    rc = mdb_dbi_open(txn.get(), n.c_str(), read_only_ ? 0 : MDB_CREATE, &dbi);
+    if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) continue;  // not a table of ours
+    if (rc) return MdbStatus("open table " + n, rc);
+    opened.emplace(n, dbi);
+  }
+  KI_RETURN_IF_ERROR(txn.Commit());
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_.merge(opened);
+  return Status::OK();
+}
+
 void Environment::Remember(std::string_view name, MDB_dbi dbi) {
   std::lock_guard<std::mutex> lock(mu_);
   tables_.emplace(std::string(name), dbi);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ki/status.h"
 
@@ -43,6 +44,12 @@ class Environment {
   // Named table handle. In a write transaction the table is created when
   // absent; in a read transaction an absent table yields nullopt.
   Result<std::optional<MDB_dbi>> Table(Txn& txn, std::string_view name);
+  // Opens every table that exists (and, when writable, creates `core` ones)
+  // in one committed transaction, caching the handles. Called once when the
+  // store opens: LMDB forbids opening handles in two live transactions of
+  // one process at once, and closes handles opened in an aborted one, so
+  // lazy opening while a write batch is live is avoided.
+  Status OpenAllTables(const std::vector<std::string_view>& core);
   // Caches a handle opened in a write transaction, after that transaction
   // committed (LMDB closes handles of aborted transactions).
   void Remember(std::string_view name, MDB_dbi dbi);

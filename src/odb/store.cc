@@ -150,7 +150,8 @@ class LmdbStore final : public Store {
     if (!read_only_ && !env()->IsWritableDir(dir_)) {
       return Status::IOError("the store " + dir_ + " is not writable");
     }
-    return lmdb_.Open(dir_ + "/" + std::string(kIndexDir), opts_.map_size, read_only_);
+    KI_RETURN_IF_ERROR(lmdb_.Open(dir_ + "/" + std::string(kIndexDir), opts_.map_size, read_only_));
+    return lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kDocs});
   }
 
   const std::string& path() const override { return dir_; }
