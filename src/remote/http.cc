@@ -1,7 +1,7 @@
 // HttpClient over libcurl (see http.h).
 #include "remote/http.h"
 
-#include <curl/curl.h>
+#include "remote/curl_api.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +12,6 @@ namespace ki::remote {
 
 namespace {
 
-std::once_flag g_curl_once;
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -76,59 +75,65 @@ std::string HttpResponse::Header(std::string_view name) const {
 }
 
 HttpClient::HttpClient(HttpLimits limits) : limits_(limits) {
-  std::call_once(g_curl_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  curl_ = curl_easy_init();
+  auto api = Curl();
+  if (!api.ok()) {
+    load_error_ = api.status();
+    return;
+  }
+  api_ = *api;
+  curl_ = api_->easy_init();
 }
 
 HttpClient::~HttpClient() {
-  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  if (curl_) api_->easy_cleanup(static_cast<CURL*>(curl_));
 }
 
 Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* transport) {
   *transport = Transport::kFatal;
+  if (!api_) return load_error_;
   CURL* h = static_cast<CURL*>(curl_);
   if (!h) return Status::IOError("cannot initialise libcurl");
-  curl_easy_reset(h);  // keeps the connection cache: keep-alive across requests
+  api_->easy_reset(h);  // keeps the connection cache: keep-alive across requests
   HttpResponse resp;
   Sink sink{&resp, req.max_body};
   sink.head = req.method == "HEAD";
-  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, limits_.connect_timeout_s);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, limits_.stall_timeout_s);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "ki/" KI_VERSION);
+  api_->easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  api_->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  api_->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  api_->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  api_->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, limits_.connect_timeout_s);
+  api_->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  api_->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, limits_.stall_timeout_s);
+  api_->easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+  api_->easy_setopt(h, CURLOPT_HEADERDATA, &sink);
+  api_->easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+  api_->easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  api_->easy_setopt(h, CURLOPT_USERAGENT, "ki/" KI_VERSION);
   // Proxies from the environment do not apply: a registry is reached directly.
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  api_->easy_setopt(h, CURLOPT_NOPROXY, "*");
 
   struct curl_slist* hdrs = nullptr;
   bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
   bool has_ct = false;
   for (const auto& [k, v] : req.headers) {
     if (Lower(k) == "content-type") has_ct = true;
-    hdrs = curl_slist_append(hdrs, (k + ": " + v).c_str());
+    hdrs = api_->slist_append(hdrs, (k + ": " + v).c_str());
   }
   if (has_body) {
-    if (!has_ct) hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
-    hdrs = curl_slist_append(hdrs, "Expect:");  // no 100-continue round trip
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(req.body.size()));
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.empty() ? "" : req.body.data());
-    if (req.method != "POST") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    if (!has_ct) hdrs = api_->slist_append(hdrs, "Content-Type: application/octet-stream");
+    hdrs = api_->slist_append(hdrs, "Expect:");  // no 100-continue round trip
+    api_->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(req.body.size()));
+    api_->easy_setopt(h, CURLOPT_POSTFIELDS, req.body.empty() ? "" : req.body.data());
+    if (req.method != "POST") api_->easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   } else if (req.method == "HEAD") {
-    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    api_->easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (req.method != "GET") {
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    api_->easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   }
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-  CURLcode rc = curl_easy_perform(h);
-  curl_slist_free_all(hdrs);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
+  api_->easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  CURLcode rc = api_->easy_perform(h);
+  api_->slist_free_all(hdrs);
+  api_->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   std::string where = req.method + " " + req.url;
   if (sink.over_limit) {
     return Status::Corruption(where + ": response body is larger than the limit of " +
@@ -147,7 +152,7 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
       default:
         break;
     }
-    std::string what = curl_easy_strerror(rc);
+    std::string what = api_->easy_strerror(rc);
     if (rc == CURLE_PARTIAL_FILE) what = "truncated response body (the connection closed early)";
     return Status::IOError(where + ": " + what);
   }

@@ -53,7 +53,9 @@ class HttpClient {
   Result<HttpResponse> Perform(const HttpRequest& req, Transport* transport);
 
  private:
-  void* curl_;  // CURL*
+  const struct CurlApi* api_ = nullptr;  // libcurl, loaded on first use
+  Status load_error_;
+  void* curl_ = nullptr;  // CURL*
   HttpLimits limits_;
 };
 
