@@ -62,8 +62,15 @@ Result<Manifest> ManifestFromJson(const Json& doc, std::string_view source);
 // The same, consuming `doc` (saves a copy of a large document).
 Result<Manifest> ManifestFromJson(Json&& doc, std::string_view source);
 
-// Re-reads a stored manifest object (canonical identity body, no metadata).
+// Re-reads a stored manifest object (canonical identity body, no metadata),
+// checking everything: schema, normalisation, and that the bytes are the
+// canonical form. For bytes from outside (a pull, a reindex, a verify).
 Result<Manifest> ManifestFromCanonical(std::string_view canonical, std::string_view source);
+
+// Re-reads manifest bytes the store has just re-hashed to `digest`: they were
+// fully checked when stored, so only the envelope is parsed (reads of a run
+// page stay fast). Do not use for bytes that did not come from the store.
+Result<Manifest> ManifestFromStored(std::string_view canonical, const Digest& digest);
 
 // A reference from a manifest to another object, by digest.
 struct Reference {

@@ -1,5 +1,6 @@
 #include "ki/digest.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <cstdlib>
@@ -15,6 +16,18 @@ int HexVal(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;  // upper case is not canonical: refused
+}
+
+// The SHA-256 implementation, fetched once. OpenSSL 3 otherwise looks the
+// algorithm up (and loads its configuration file) on first use of each
+// call; ki needs no configuration: only the default provider's SHA-256.
+const EVP_MD* Sha256Md() {
+  static const EVP_MD* md = [] {
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
+    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return fetched ? fetched : EVP_sha256();
+  }();
+  return md;
 }
 
 }  // namespace
@@ -62,7 +75,7 @@ struct Sha256::Ctx {
 Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
   ctx_->md = EVP_MD_CTX_new();
   // Allocation failure of a few hundred bytes leaves nothing sensible to do.
-  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) std::abort();
+  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, Sha256Md(), nullptr) != 1) std::abort();
 }
 
 Sha256::~Sha256() = default;
@@ -75,7 +88,7 @@ Digest Sha256::Finish() {
   Digest d;
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx_->md, d.bytes.data(), &len);
-  EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr);
+  EVP_DigestInit_ex(ctx_->md, Sha256Md(), nullptr);
   return d;
 }
 
@@ -83,7 +96,7 @@ Digest Sha256Of(std::string_view data) {
   // One-shot EVP_Digest avoids a context allocation per call (hot in bulk add).
   Digest d;
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), d.bytes.data(), &len, EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), d.bytes.data(), &len, Sha256Md(), nullptr);
   return d;
 }
 

@@ -278,6 +278,19 @@ Result<Manifest> ManifestFromCanonical(std::string_view canonical, std::string_v
   return m;
 }
 
+Result<Manifest> ManifestFromStored(std::string_view canonical, const Digest& digest) {
+  std::string source = digest.str();
+  Json doc = Json::parse(canonical, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Invalid(source, "stored manifest is not a JSON object");
+  KI_ASSIGN_OR_RETURN(Kind kind, CheckEnvelope(doc, source, "", /*want_metadata=*/false));
+  Manifest m;
+  m.kind = kind;
+  m.spec = std::move(doc["spec"]);
+  m.canonical = std::string(canonical);
+  m.digest = digest;
+  return m;
+}
+
 std::vector<Reference> ExtractReferences(const Manifest& m) {
   std::vector<Reference> out;
   std::string ptr = "/spec";

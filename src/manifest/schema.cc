@@ -746,45 +746,70 @@ Result<uint64_t> DurationToNanos(std::string_view text) {
   return ns;
 }
 
+namespace {
+
+// "BenchmarkRun" -> "benchmark-run.v1alpha1.schema.json", the embedded name.
+std::string SchemaFileName(Kind kind) {
+  std::string out;
+  for (char c : KindName(kind)) {
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (!out.empty()) out.push_back('-');
+      out.push_back(char(std::tolower(static_cast<unsigned char>(c))));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + ".v1alpha1.schema.json";
+}
+
+Result<std::unique_ptr<CompiledSchema>> LoadSchema(Kind kind) {
+  std::string want = SchemaFileName(kind);
+  size_t count = 0;
+  const EmbeddedFile* files = ki_embedded_schemas(&count);
+  for (size_t i = 0; i < count; ++i) {
+    if (files[i].name != want) continue;
+    Json doc;
+    try {
+      doc = Json::parse(files[i].data, files[i].data + files[i].size);
+    } catch (const std::exception& e) {
+      return Status::InvalidInput("embedded schema " + want + ": " + e.what());
+    }
+    const Json* kconst = nullptr;
+    if (doc.contains("properties") && doc["properties"].contains("kind"))
+      kconst = doc["properties"]["kind"].contains("const") ? &doc["properties"]["kind"]["const"] : nullptr;
+    if (!kconst || !kconst->is_string() || ParseKind(kconst->get<std::string>()) != kind) {
+      return Status::InvalidInput("embedded schema " + want + " is not the schema of " +
+                                  std::string(KindName(kind)));
+    }
+    return CompiledSchema::Compile(doc, want);
+  }
+  return Status::InvalidInput("no schema for kind " + std::string(KindName(kind)));
+}
+
+}  // namespace
+
 Result<const CompiledSchema*> SchemaFor(Kind kind) {
-  struct Registry {
-    std::unique_ptr<CompiledSchema> by_kind[32];
+  // Compiled on first use, one kind at a time: a command that reads one run
+  // should not pay for compiling all thirteen schemas (start-up time).
+  struct Slot {
+    std::once_flag once;
+    std::unique_ptr<CompiledSchema> schema;
     Status error;
   };
-  static const Registry* registry = [] {
-    auto* r = new Registry;  // lives for the process, like the embedded data
-    size_t count = 0;
-    const EmbeddedFile* files = ki_embedded_schemas(&count);
-    for (size_t i = 0; i < count && r->error.ok(); ++i) {
-      std::string_view name = files[i].name;
-      Json doc;
-      try {
-        doc = Json::parse(files[i].data, files[i].data + files[i].size);
-      } catch (const std::exception& e) {
-        r->error = Status::InvalidInput("embedded schema " + std::string(name) + ": " + e.what());
-        break;
-      }
-      const Json* kconst = nullptr;
-      if (doc.contains("properties") && doc["properties"].contains("kind"))
-        kconst = doc["properties"]["kind"].contains("const") ? &doc["properties"]["kind"]["const"] : nullptr;
-      auto kind_of = kconst && kconst->is_string() ? ParseKind(kconst->get<std::string>()) : std::nullopt;
-      if (!kind_of) {
-        r->error = Status::InvalidInput("embedded schema " + std::string(name) + " names no known kind");
-        break;
-      }
-      auto compiled = CompiledSchema::Compile(doc, name);
-      if (!compiled.ok()) {
-        r->error = compiled.status();
-        break;
-      }
-      r->by_kind[static_cast<int>(*kind_of)] = std::move(compiled).value();
+  static Slot slots[32];
+  int k = static_cast<int>(kind);
+  if (k <= 0 || k >= 32) return Status::InvalidInput("no schema for kind number " + std::to_string(k));
+  Slot& slot = slots[k];
+  std::call_once(slot.once, [&] {
+    auto compiled = LoadSchema(kind);
+    if (compiled.ok()) {
+      slot.schema = std::move(compiled).value();
+    } else {
+      slot.error = compiled.status();
     }
-    return r;
-  }();
-  if (!registry->error.ok()) return registry->error;
-  const CompiledSchema* s = registry->by_kind[static_cast<int>(kind)].get();
-  if (!s) return Status::InvalidInput("no schema for kind " + std::string(KindName(kind)));
-  return s;
+  });
+  if (!slot.error.ok()) return slot.error;
+  return static_cast<const CompiledSchema*>(slot.schema.get());
 }
 
 }  // namespace ki::schema

@@ -93,6 +93,7 @@ class LmdbBatch final : public Batch {
   }
   Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
                                 std::string_view document_media_type) override;
+  Result<PutResult> PutEncodedManifest(const EncodedManifest& m) override;
   Status SetName(Kind kind, std::string_view name, const Digest& target) override;
   Status RecordAbsent(const AbsentInfo& info) override;
   Status Put(std::string_view table, std::string_view key, std::string_view value) override {
@@ -125,6 +126,12 @@ class LmdbBatch final : public Batch {
  private:
   Result<PutResult> PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
                               std::string_view raw, const Digest& d);
+  // Checks the size and whether the object is stored; false: write it.
+  Result<bool> Exists(uint64_t raw_size, const Digest& d);
+  Status WriteObject(const EncodedObject& o);
+  // What PutManifest and PutEncodedManifest share after the object is put.
+  Status LinkManifest(Kind kind, const Digest& d, bool existed, const std::vector<Reference>* refs,
+                      const Manifest* m, std::optional<Digest> document, std::string_view name);
 
   LmdbStore* store_;
   lmdb::Txn txn_;
@@ -230,7 +237,8 @@ class LmdbStore final : public Store {
     if (info->type != ObjectType::kManifest) return Status::InvalidInput(d.str() + " is a blob, not a manifest");
     KI_ASSIGN_OR_RETURN(std::string frame, ReadFrame(*info));
     KI_ASSIGN_OR_RETURN(std::string raw, DecodeChecked(*info, frame));
-    auto m = ManifestFromCanonical(raw, d.str());
+    // The bytes were validated when stored and have just been re-hashed.
+    auto m = ManifestFromStored(raw, d);
     if (!m.ok()) return Status::Corruption(m.status().message());
     return m;
   }
@@ -335,6 +343,31 @@ class LmdbStore final : public Store {
     return std::unique_ptr<Batch>(new LmdbBatch(this, std::move(txn)));
   }
 
+  EncodedManifest EncodeManifest(const Manifest& m, std::optional<std::string_view> document,
+                                 std::string_view document_media_type) const override {
+    EncodedManifest e;
+    e.kind = m.kind;
+    e.digest = m.digest;
+    e.name = m.name();
+    e.object.digest = m.digest;
+    e.object.type = ObjectType::kManifest;
+    e.object.kind = uint8_t(m.kind);
+    e.object.media_type = "application/vnd.kernelindex.manifest+json";
+    e.object.raw_size = m.canonical.size();
+    e.object.frame = odb::EncodeFrame(ObjectType::kManifest, uint8_t(m.kind), e.object.media_type, m.canonical,
+                                      opts_.zstd_level);
+    e.references = ExtractReferences(m);
+    if (document) {
+      EncodedObject& d = e.document.emplace();
+      d.digest = Sha256Of(*document);
+      d.type = ObjectType::kBlob;
+      d.media_type = std::string(document_media_type);
+      d.raw_size = document->size();
+      d.frame = odb::EncodeFrame(ObjectType::kBlob, 0, document_media_type, *document, opts_.zstd_level);
+    }
+    return e;
+  }
+
   Result<VerifyReport> Verify(const Digest& root) override;
   Result<AuditReport> Audit() override;
   Result<AuditReport> Reindex() override;
@@ -366,24 +399,42 @@ Result<MDB_dbi> LmdbBatch::Table(std::string_view name) {
   return *dbi;
 }
 
-Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
-                                       std::string_view raw, const Digest& d) {
-  if (raw.size() > store_->options().max_object_size) {
-    return Status::InvalidInput("object of " + std::to_string(raw.size()) + " bytes is over the limit of " +
+Result<bool> LmdbBatch::Exists(uint64_t raw_size, const Digest& d) {
+  if (raw_size > store_->options().max_object_size) {
+    return Status::InvalidInput("object of " + std::to_string(raw_size) + " bytes is over the limit of " +
                                 std::to_string(store_->options().max_object_size));
   }
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));
-  if (existing) return PutResult{d, true};
+  return existing.has_value();
+}
 
-  std::string frame = odb::EncodeFrame(type, kind, media_type, raw, store_->options().zstd_level);
+Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
+                                       std::string_view raw, const Digest& d) {
+  KI_ASSIGN_OR_RETURN(bool existed, Exists(raw.size(), d));
+  if (existed) return PutResult{d, true};
+  EncodedObject o;
+  o.digest = d;
+  o.type = type;
+  o.kind = kind;
+  o.media_type = std::string(media_type);
+  o.raw_size = raw.size();
+  o.frame = odb::EncodeFrame(type, kind, media_type, raw, store_->options().zstd_level);
+  KI_RETURN_IF_ERROR(WriteObject(o));
+  return PutResult{d, false};
+}
+
+Status LmdbBatch::WriteObject(const EncodedObject& o) {
+  const Digest& d = o.digest;
+  const std::string& frame = o.frame;
   ObjectInfo info;
   info.digest = d;
-  info.type = type;
-  if (type == ObjectType::kManifest) info.kind = Kind(kind);
-  info.size = raw.size();
+  info.type = o.type;
+  if (o.type == ObjectType::kManifest) info.kind = Kind(o.kind);
+  info.size = o.raw_size;
   info.stored_size = frame.size();
-  info.media_type = std::string(media_type);
+  info.media_type = o.media_type;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   if (frame.size() > store_->options().loose_threshold) {
     // Large objects live as files: LMDB would copy them through its pages
     // on every write and keep the map large. Each is fsynced before its
@@ -404,11 +455,35 @@ Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::strin
     std::memcpy(dst, frame.data(), frame.size());
   }
   KI_RETURN_IF_ERROR(txn_.Put(meta, d.raw(), odb::PackMeta(info)));
-  if (type == ObjectType::kManifest) {
+  if (o.type == ObjectType::kManifest) {
     KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
-    KI_RETURN_IF_ERROR(txn_.Put(kinds, KindKey(Kind(kind), d), ""));
+    KI_RETURN_IF_ERROR(txn_.Put(kinds, KindKey(Kind(o.kind), d), ""));
   }
-  return PutResult{d, false};
+  return Status::OK();
+}
+
+Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const std::vector<Reference>* refs,
+                               const Manifest* m, std::optional<Digest> document, std::string_view name) {
+  if (!existed) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi refs_table, Table(kRefs));
+    std::vector<Reference> extracted;
+    if (!refs) {
+      extracted = ExtractReferences(*m);
+      refs = &extracted;
+    }
+    for (const Reference& ref : *refs) {
+      std::string key(ref.target.raw());
+      key.append(d.raw());
+      key.append(ref.field);
+      KI_RETURN_IF_ERROR(txn_.Put(refs_table, key, ref.uri));
+    }
+  }
+  if (document) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
+    KI_RETURN_IF_ERROR(txn_.Put(docs, d.raw(), document->raw()));
+  }
+  if (!name.empty()) KI_RETURN_IF_ERROR(SetName(kind, name, d));
+  return Status::OK();
 }
 
 Result<PutResult> LmdbBatch::PutManifest(const Manifest& m, std::optional<std::string_view> document,
@@ -416,22 +491,29 @@ Result<PutResult> LmdbBatch::PutManifest(const Manifest& m, std::optional<std::s
   KI_ASSIGN_OR_RETURN(PutResult r, PutObject(ObjectType::kManifest, uint8_t(m.kind),
                                              "application/vnd.kernelindex.manifest+json", m.canonical,
                                              m.digest));
-  if (!r.existed) {
-    KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
-    for (const Reference& ref : ExtractReferences(m)) {
-      std::string key(ref.target.raw());
-      key.append(m.digest.raw());
-      key.append(ref.field);
-      KI_RETURN_IF_ERROR(txn_.Put(refs, key, ref.uri));
-    }
-  }
+  std::optional<Digest> doc_digest;
   if (document) {
     KI_ASSIGN_OR_RETURN(PutResult doc, PutBlob(*document, document_media_type));
-    KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
-    KI_RETURN_IF_ERROR(txn_.Put(docs, m.digest.raw(), doc.digest.raw()));
+    doc_digest = doc.digest;
   }
-  if (std::string name = m.name(); !name.empty()) KI_RETURN_IF_ERROR(SetName(m.kind, name, m.digest));
+  KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, r.existed, nullptr, &m, doc_digest, m.name()));
   return r;
+}
+
+Result<PutResult> LmdbBatch::PutEncodedManifest(const EncodedManifest& m) {
+  if (!(m.object.digest == m.digest) || m.object.type != ObjectType::kManifest || m.object.kind != uint8_t(m.kind)) {
+    return Status::InvalidInput("encoded manifest " + m.digest.str() + " does not describe its own object");
+  }
+  KI_ASSIGN_OR_RETURN(bool existed, Exists(m.object.raw_size, m.digest));
+  if (!existed) KI_RETURN_IF_ERROR(WriteObject(m.object));
+  std::optional<Digest> doc_digest;
+  if (m.document) {
+    KI_ASSIGN_OR_RETURN(bool doc_existed, Exists(m.document->raw_size, m.document->digest));
+    if (!doc_existed) KI_RETURN_IF_ERROR(WriteObject(*m.document));
+    doc_digest = m.document->digest;
+  }
+  KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, existed, &m.references, nullptr, doc_digest, m.name));
+  return PutResult{m.digest, existed};
 }
 
 Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target) {
