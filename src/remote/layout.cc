@@ -7,6 +7,8 @@
 // index.json is rewritten once, atomically, in Finish(), after every blob
 // and manifest it names is on disk.
 #include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "ki/json.h"
 #include "remote/target.h"
@@ -48,7 +50,7 @@ class LayoutTarget final : public Target {
       KI_RETURN_IF_ERROR(env_->CreateDirs(dir + "/blobs/sha256"));
       Json j = {{"imageLayoutVersion", kLayoutVersion}};
       KI_RETURN_IF_ERROR(env_->WriteFileAtomic(layout, j.dump(), Durability::kSync));
-      index_ = {{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}};
+      Load({{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}});
       dirty_ = true;
       return Status::OK();
     }
@@ -59,15 +61,18 @@ class LayoutTarget final : public Target {
     }
     std::string index_path = dir + "/index.json";
     if (!env_->Exists(index_path)) {
-      index_ = {{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}};
+      Load({{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}});
       return Status::OK();
     }
-    KI_ASSIGN_OR_RETURN(std::string idx, env_->ReadFile(index_path, opts_.max_manifest_size));
-    index_ = Json::parse(idx, nullptr, false);
-    if (!index_.is_object() || index_.value("schemaVersion", 0) != 2 || !index_.contains("manifests") ||
-        !index_["manifests"].is_array()) {
+    // index.json lists every tag of the layout (two per pushed record), so
+    // it is capped far above one manifest.
+    KI_ASSIGN_OR_RETURN(std::string idx, env_->ReadFile(index_path, 1ull << 30));
+    Json index = Json::parse(idx, nullptr, false);
+    if (!index.is_object() || index.value("schemaVersion", 0) != 2 || !index.contains("manifests") ||
+        !index["manifests"].is_array()) {
       return Status::InvalidInput(index_path + ": not an OCI image index");
     }
+    Load(std::move(index));
     return Status::OK();
   }
 
@@ -79,7 +84,10 @@ class LayoutTarget final : public Target {
     std::lock_guard<std::mutex> l(mu_);
     if (!dirty_) return Status::OK();
     KI_RETURN_IF_ERROR(env_->SyncDir(url_.dir + "/blobs/sha256"));
-    KI_RETURN_IF_ERROR(env_->WriteFileAtomic(url_.dir + "/index.json", index_.dump(), Durability::kSync));
+    Json out = index_;
+    out["manifests"] = Json::array();
+    for (const Json& e : entries_) out["manifests"].push_back(e);
+    KI_RETURN_IF_ERROR(env_->WriteFileAtomic(url_.dir + "/index.json", out.dump(), Durability::kSync));
     KI_RETURN_IF_ERROR(env_->SyncDir(url_.dir));
     dirty_ = false;
     return Status::OK();
@@ -90,37 +98,56 @@ class LayoutTarget final : public Target {
   // The descriptor index.json has for a tag.
   std::optional<Json> FindTag(std::string_view tag) {
     std::lock_guard<std::mutex> l(mu_);
-    for (const Json& m : index_["manifests"]) {
-      if (!m.is_object() || !m.contains("annotations") || !m["annotations"].is_object()) continue;
-      const Json& a = m["annotations"];
-      if (a.contains(kAnnRefName) && a[kAnnRefName].is_string() && a[kAnnRefName].get<std::string>() == tag) return m;
-    }
-    return std::nullopt;
+    auto it = by_tag_.find(std::string(tag));
+    if (it == by_tag_.end()) return std::nullopt;
+    return entries_[it->second];
   }
 
   std::optional<Json> FindDigest(const Digest& d) {
     std::lock_guard<std::mutex> l(mu_);
-    for (const Json& m : index_["manifests"])
-      if (m.is_object() && m.value("digest", std::string()) == d.str()) return m;
-    return std::nullopt;
+    auto it = by_digest_.find(d.str());
+    if (it == by_digest_.end()) return std::nullopt;
+    return entries_[it->second];
   }
 
+  // Adds a descriptor under a tag (replacing what the tag named) or, for a
+  // digest reference, untagged unless the digest is listed already. Maps
+  // keep this O(1): a push records thousands of manifests.
   void Record(std::string_view ref, const Json& descriptor) {
     std::lock_guard<std::mutex> l(mu_);
-    Json& list = index_["manifests"];
-    bool is_tag = !Digest::IsValid(ref);
-    Json out = Json::array();
-    for (Json& m : list) {
-      bool same_tag = is_tag && m.is_object() && m.contains("annotations") && m["annotations"].is_object() &&
-                      m["annotations"].value(std::string(kAnnRefName), std::string()) == ref;
-      bool same_untagged = !is_tag && m.is_object() && m.value("digest", std::string()) == descriptor["digest"];
-      if (!same_tag && !same_untagged) out.push_back(std::move(m));
-    }
     Json d = descriptor;
-    if (is_tag) d["annotations"] = {{kAnnRefName, ref}};
-    out.push_back(std::move(d));
-    list = std::move(out);
+    std::string digest = d["digest"];
+    if (!Digest::IsValid(ref)) {
+      d["annotations"] = {{kAnnRefName, ref}};
+      auto it = by_tag_.find(std::string(ref));
+      if (it != by_tag_.end()) {
+        entries_[it->second] = d;
+      } else {
+        by_tag_[std::string(ref)] = entries_.size();
+        entries_.push_back(d);
+      }
+      by_digest_[digest] = by_tag_[std::string(ref)];
+    } else if (!by_digest_.count(digest)) {
+      by_digest_[digest] = entries_.size();
+      entries_.push_back(d);
+    }
     dirty_ = true;
+  }
+
+  void Load(Json index) {
+    index_ = std::move(index);
+    for (Json& m : index_["manifests"]) {
+      if (!m.is_object()) continue;
+      size_t i = entries_.size();
+      std::string digest = m.value("digest", std::string());
+      if (m.contains("annotations") && m["annotations"].is_object()) {
+        std::string tag = m["annotations"].value(std::string(kAnnRefName), std::string());
+        if (!tag.empty()) by_tag_[tag] = i;
+      }
+      if (!by_digest_.count(digest)) by_digest_[digest] = i;
+      entries_.push_back(std::move(m));
+    }
+    index_["manifests"] = Json::array();
   }
 
   RemoteUrl url_;
@@ -129,7 +156,9 @@ class LayoutTarget final : public Target {
 
  private:
   std::mutex mu_;
-  Json index_;
+  Json index_;                 // index.json without its manifests (kept below)
+  std::vector<Json> entries_;  // the manifests list
+  std::unordered_map<std::string, size_t> by_tag_, by_digest_;
   bool dirty_ = false;
 };
 
