@@ -9,6 +9,7 @@
 #include <compare>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,26 @@ struct Digest {
 
   auto operator<=>(const Digest&) const = default;
   bool operator==(const Digest&) const = default;
+};
+
+// A hex prefix of a digest, as users type them ("7d44d2", "sha256:7d44d").
+// Matches raw 32-byte digests (LMDB keys); an odd number of digits
+// constrains the high nibble of the next byte.
+class DigestPrefix {
+ public:
+  // nullopt unless `text` is 1..64 hex digits, optionally after "sha256:".
+  static std::optional<DigestPrefix> Parse(std::string_view text);
+  size_t digits() const { return digits_; }
+  bool had_scheme() const { return had_scheme_; }
+  // The whole bytes of the prefix: where a sorted-key scan starts.
+  const std::string& key() const { return key_; }
+  bool Matches(std::string_view raw32) const;
+
+ private:
+  std::string key_;
+  size_t digits_ = 0;
+  int last_nibble_ = -1;  // the odd trailing digit, or -1
+  bool had_scheme_ = false;
 };
 
 // Incremental SHA-256. RAII over an EVP_MD_CTX.

@@ -157,13 +157,6 @@ Result<Json> CohortDescription(Store& store, const Digest& cohort) {
   return ParseStored(*v, tables::kCohorts);
 }
 
-int HexNibble(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 Result<bool> HasCatalog(Store& store) {
@@ -198,18 +191,10 @@ Result<std::optional<Json>> RunFacts(Store& store, const Digest& run) {
 Result<Digest> ResolveCohort(Store& store, std::string_view ref) {
   // A cohort key (full or prefix) first: cohort keys are not objects, so
   // the store's own resolution cannot know them.
-  std::string_view hex = ref;
-  if (hex.substr(0, 7) == "sha256:") hex.remove_prefix(7);
-  bool all_hex = !hex.empty() && hex.size() <= 64 &&
-                 std::all_of(hex.begin(), hex.end(), [](char c) { return HexNibble(c) >= 0; });
-  if (all_hex && hex.size() >= 4) {
-    std::string key;
-    for (size_t i = 0; i + 1 < hex.size(); i += 2) key.push_back(char(HexNibble(hex[i]) << 4 | HexNibble(hex[i + 1])));
-    bool odd = hex.size() % 2 == 1;
-    int last = odd ? HexNibble(hex.back()) : 0;
+  if (auto prefix = DigestPrefix::Parse(ref); prefix && prefix->digits() >= 4) {
     std::vector<Digest> found;
-    KI_RETURN_IF_ERROR(store.Scan(tables::kCohorts, key, [&](std::string_view k, std::string_view) {
-      if (k.size() == 32 && (!odd || (uint8_t(k[key.size()]) >> 4) == last)) found.push_back(Digest::FromRaw(k));
+    KI_RETURN_IF_ERROR(store.Scan(tables::kCohorts, prefix->key(), [&](std::string_view k, std::string_view) {
+      if (prefix->Matches(k)) found.push_back(Digest::FromRaw(k));
       return found.size() < 20;
     }));
     if (found.size() == 1) return found[0];

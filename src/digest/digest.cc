@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
@@ -48,6 +49,27 @@ Result<Digest> Digest::Parse(std::string_view text) {
   std::string_view hex = text.substr(kPrefix.size());
   for (size_t i = 0; i < 32; ++i) d.bytes[i] = uint8_t(HexVal(hex[2 * i]) << 4 | HexVal(hex[2 * i + 1]));
   return d;
+}
+
+std::optional<DigestPrefix> DigestPrefix::Parse(std::string_view text) {
+  DigestPrefix p;
+  if (text.substr(0, kPrefix.size()) == kPrefix) {
+    text.remove_prefix(kPrefix.size());
+    p.had_scheme_ = true;
+  }
+  if (text.empty() || text.size() > 64) return std::nullopt;
+  for (char c : text)
+    if (HexVal(char(std::tolower(static_cast<unsigned char>(c)))) < 0) return std::nullopt;
+  auto nib = [](char c) { return HexVal(char(std::tolower(static_cast<unsigned char>(c)))); };
+  for (size_t i = 0; i + 1 < text.size(); i += 2) p.key_.push_back(char(nib(text[i]) << 4 | nib(text[i + 1])));
+  if (text.size() % 2 == 1) p.last_nibble_ = nib(text.back());
+  p.digits_ = text.size();
+  return p;
+}
+
+bool DigestPrefix::Matches(std::string_view raw32) const {
+  if (raw32.size() != 32 || raw32.substr(0, key_.size()) != key_) return false;
+  return last_nibble_ < 0 || (uint8_t(raw32[key_.size()]) >> 4) == last_nibble_;
 }
 
 std::string Digest::hex() const {
