@@ -79,6 +79,28 @@ struct StoreOptions {
 
 class Store;
 
+// One object's frame, encoded ahead of its Batch (Store::EncodeManifest).
+struct EncodedObject {
+  Digest digest;  // of the raw bytes
+  ObjectType type = ObjectType::kBlob;
+  uint8_t kind = 0;  // Kind value for manifests, 0 for blobs
+  std::string media_type;
+  uint64_t raw_size = 0;
+  std::string frame;  // docs/format.md, "Object frame"
+};
+
+// What Batch::PutManifest computes before it writes (frames, digests,
+// references, name), done off the writer's thread: a bulk import encodes
+// on its worker threads and keeps the single LMDB writer to the writes.
+struct EncodedManifest {
+  Kind kind{};
+  Digest digest;
+  std::string name;  // metadata.name, or "" when absent
+  EncodedObject object;
+  std::vector<Reference> references;
+  std::optional<EncodedObject> document;
+};
+
 // An atomic unit of writes. Obtain from Store::NewBatch().
 class Batch {
  public:
@@ -90,6 +112,9 @@ class Batch {
   // name `<Kind>/<name>` -> digest (moved if it pointed elsewhere).
   virtual Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
                                         std::string_view document_media_type) = 0;
+  // The same as PutManifest for a manifest encoded by Store::EncodeManifest
+  // (of this store: its frames follow this store's options).
+  virtual Result<PutResult> PutEncodedManifest(const EncodedManifest& m) = 0;
   virtual Status SetName(Kind kind, std::string_view name, const Digest& target) = 0;
   virtual Status RecordAbsent(const AbsentInfo& info) = 0;
   // Generic tables for other modules (catalog, signing): byte keys and values.
@@ -171,6 +196,10 @@ class Store {
 
   // --- writing ---
   virtual Result<std::unique_ptr<Batch>> NewBatch() = 0;
+  // Encodes a manifest (and its document) for Batch::PutEncodedManifest.
+  // Pure: safe to call from any thread, while a Batch is open.
+  virtual EncodedManifest EncodeManifest(const Manifest& m, std::optional<std::string_view> document,
+                                         std::string_view document_media_type) const = 0;
 
   // --- checking ---
   // Re-hashes `root` and every object it reaches through references and

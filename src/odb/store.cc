@@ -8,6 +8,7 @@
 #include <deque>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "index/lmdb.h"
@@ -74,13 +75,6 @@ std::string Describe(const ObjectInfo& info) {
   return "blob " + info.media_type;
 }
 
-int HexNibble(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 class LmdbStore;
 
 class LmdbBatch final : public Batch {
@@ -98,10 +92,11 @@ class LmdbBatch final : public Batch {
   Status RecordAbsent(const AbsentInfo& info) override;
   Status Put(std::string_view table, std::string_view key, std::string_view value) override {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
-    return txn_.Put(dbi, key, value);
+    return PutKV(dbi, key, value);
   }
   Status Delete(std::string_view table, std::string_view key) override {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    if (auto it = last_.find(dbi); it != last_.end() && it->second && *it->second == key) last_.erase(it);
     return txn_.Del(dbi, key);
   }
   Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override {
@@ -126,6 +121,19 @@ class LmdbBatch final : public Batch {
  private:
   Result<PutResult> PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
                               std::string_view raw, const Digest& d);
+  // Every write of the batch goes through these: a key that sorts after
+  // every key of its table is put through LMDB's append path, which starts
+  // a new page instead of splitting the last one in half. Writes in key
+  // order (a bulk import sorts them) then fill pages; other writes are
+  // ordinary puts.
+  Status PutKV(MDB_dbi dbi, std::string_view key, std::string_view value);
+  Result<char*> ReserveKV(MDB_dbi dbi, std::string_view key, size_t size);
+  Result<bool> SortsLast(MDB_dbi dbi, std::string_view key);
+  void RememberLast(MDB_dbi dbi, std::string_view key) {
+    auto& slot = last_[dbi];
+    if (slot) slot->assign(key);
+    else slot.emplace(key);
+  }
   // Checks the size and whether the object is stored; false: write it.
   Result<bool> Exists(uint64_t raw_size, const Digest& d);
   Status WriteObject(const EncodedObject& o);
@@ -136,6 +144,8 @@ class LmdbBatch final : public Batch {
   LmdbStore* store_;
   lmdb::Txn txn_;
   std::map<std::string, MDB_dbi, std::less<>> opened_;
+  // The last key of each table written to (nullopt: the table is empty).
+  std::unordered_map<MDB_dbi, std::optional<std::string>> last_;
   std::vector<std::string> new_loose_files_;  // removed again if we do not commit
   std::set<std::string> dirs_to_sync_;
   bool committed_ = false;
@@ -392,6 +402,53 @@ LmdbBatch::~LmdbBatch() {
   }
 }
 
+Result<bool> LmdbBatch::SortsLast(MDB_dbi dbi, std::string_view key) {
+  auto it = last_.find(dbi);
+  if (it == last_.end()) {
+    MDB_cursor* c = nullptr;
+    int rc = mdb_cursor_open(txn_.get(), dbi, &c);
+    if (rc) return Status::IOError(std::string("LMDB cursor: ") + mdb_strerror(rc));
+    MDB_val k{}, v{};
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND) return Status::IOError(std::string("LMDB cursor: ") + mdb_strerror(rc));
+    std::optional<std::string> last;
+    if (rc == 0) last.emplace(static_cast<const char*>(k.mv_data), k.mv_size);
+    it = last_.emplace(dbi, std::move(last)).first;
+  }
+  // LMDB orders keys as memcmp, then shorter first: string_view's order.
+  return !it->second || key > std::string_view(*it->second);
+}
+
+Status LmdbBatch::PutKV(MDB_dbi dbi, std::string_view key, std::string_view value) {
+  KI_ASSIGN_OR_RETURN(bool last, SortsLast(dbi, key));
+  if (last) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
+    int rc = mdb_put(txn_.get(), dbi, &k, &v, MDB_APPEND);
+    if (rc == 0) {
+      RememberLast(dbi, key);
+      return Status::OK();
+    }
+    if (rc != MDB_KEYEXIST) return txn_.Put(dbi, key, value);  // the ordinary path reports it
+    last_.erase(dbi);  // LMDB knows better: re-read the last key next time
+  }
+  return txn_.Put(dbi, key, value);
+}
+
+Result<char*> LmdbBatch::ReserveKV(MDB_dbi dbi, std::string_view key, size_t size) {
+  KI_ASSIGN_OR_RETURN(bool last, SortsLast(dbi, key));
+  if (last) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{size, nullptr};
+    int rc = mdb_put(txn_.get(), dbi, &k, &v, MDB_RESERVE | MDB_APPEND);
+    if (rc == 0) {
+      RememberLast(dbi, key);
+      return static_cast<char*>(v.mv_data);
+    }
+    if (rc == MDB_KEYEXIST) last_.erase(dbi);
+  }
+  return txn_.Reserve(dbi, key, size);
+}
+
 Result<MDB_dbi> LmdbBatch::Table(std::string_view name) {
   if (auto it = opened_.find(name); it != opened_.end()) return it->second;
   KI_ASSIGN_OR_RETURN(auto dbi, store_->lmdb().Table(txn_, name));
@@ -451,13 +508,13 @@ Status LmdbBatch::WriteObject(const EncodedObject& o) {
   } else {
     info.location = Location::kIndex;
     KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
-    KI_ASSIGN_OR_RETURN(char* dst, txn_.Reserve(objects, d.raw(), frame.size()));
+    KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), frame.size()));
     std::memcpy(dst, frame.data(), frame.size());
   }
-  KI_RETURN_IF_ERROR(txn_.Put(meta, d.raw(), odb::PackMeta(info)));
+  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
   if (o.type == ObjectType::kManifest) {
     KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
-    KI_RETURN_IF_ERROR(txn_.Put(kinds, KindKey(Kind(o.kind), d), ""));
+    KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(o.kind), d), ""));
   }
   return Status::OK();
 }
@@ -475,12 +532,12 @@ Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const s
       std::string key(ref.target.raw());
       key.append(d.raw());
       key.append(ref.field);
-      KI_RETURN_IF_ERROR(txn_.Put(refs_table, key, ref.uri));
+      KI_RETURN_IF_ERROR(PutKV(refs_table, key, ref.uri));
     }
   }
   if (document) {
     KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
-    KI_RETURN_IF_ERROR(txn_.Put(docs, d.raw(), document->raw()));
+    KI_RETURN_IF_ERROR(PutKV(docs, d.raw(), document->raw()));
   }
   if (!name.empty()) KI_RETURN_IF_ERROR(SetName(kind, name, d));
   return Status::OK();
@@ -527,17 +584,18 @@ Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target
     std::string okey(*old);
     okey.append(key);
     KI_RETURN_IF_ERROR(txn_.Del(namesof, okey));
+    if (auto it = last_.find(namesof); it != last_.end() && it->second && *it->second == okey) last_.erase(it);
   }
-  KI_RETURN_IF_ERROR(txn_.Put(names, key, target.raw()));
-  KI_RETURN_IF_ERROR(txn_.Put(bare, BareNameKey(kind, name), target.raw()));
+  KI_RETURN_IF_ERROR(PutKV(names, key, target.raw()));
+  KI_RETURN_IF_ERROR(PutKV(bare, BareNameKey(kind, name), target.raw()));
   std::string nkey(target.raw());
   nkey.append(key);
-  return txn_.Put(namesof, nkey, "");
+  return PutKV(namesof, nkey, "");
 }
 
 Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {
   KI_ASSIGN_OR_RETURN(MDB_dbi absent, Table(kAbsent));
-  return txn_.Put(absent, info.digest.raw(), AbsentValue(info));
+  return PutKV(absent, info.digest.raw(), AbsentValue(info));
 }
 
 Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc,
@@ -551,10 +609,10 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   info.media_type = h.media_type;
   info.location = loc;
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
-  KI_RETURN_IF_ERROR(txn_.Put(meta, d.raw(), odb::PackMeta(info)));
+  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
   if (h.type != ObjectType::kManifest) return Status::OK();
   KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
-  KI_RETURN_IF_ERROR(txn_.Put(kinds, KindKey(Kind(h.kind), d), ""));
+  KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(h.kind), d), ""));
   auto m = ManifestFromCanonical(raw, d.str());
   if (!m.ok()) return Status::Corruption(m.status().message());
   KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
@@ -562,7 +620,7 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
     std::string key(ref.target.raw());
     key.append(d.raw());
     key.append(ref.field);
-    KI_RETURN_IF_ERROR(txn_.Put(refs, key, ref.uri));
+    KI_RETURN_IF_ERROR(PutKV(refs, key, ref.uri));
   }
   return Status::OK();
 }
@@ -632,26 +690,12 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
   }
 
   // Hex prefix, with or without "sha256:".
-  std::string_view hex = ref;
-  bool had_prefix = false;
-  if (hex.substr(0, 7) == "sha256:") {
-    hex.remove_prefix(7);
-    had_prefix = true;
-  }
-  bool all_hex = !hex.empty() && hex.size() <= 64 &&
-                 std::all_of(hex.begin(), hex.end(), [](char c) { return HexNibble(c) >= 0; });
-  if (all_hex && hex.size() >= 4) {
-    std::string key;
-    for (size_t i = 0; i + 1 < hex.size(); i += 2) key.push_back(char(HexNibble(hex[i]) << 4 | HexNibble(hex[i + 1])));
-    bool odd = hex.size() % 2 == 1;
-    int last = odd ? HexNibble(hex.back()) : 0;
-    auto match = [&](std::string_view k) {
-      if (k.size() != 32 || k.substr(0, key.size()) != key) return false;
-      return !odd || (uint8_t(k[key.size()]) >> 4) == last;
-    };
+  std::optional<DigestPrefix> prefix = DigestPrefix::Parse(ref);
+  bool had_prefix = ref.substr(0, 7) == "sha256:";
+  if (prefix && prefix->digits() >= 4) {
     for (std::string_view table : {kMeta, kAbsent}) {
-      KI_RETURN_IF_ERROR(Scan(table, key, [&](std::string_view k, std::string_view) {
-        if (match(k)) add(Digest::FromRaw(k), "");
+      KI_RETURN_IF_ERROR(Scan(table, prefix->key(), [&](std::string_view k, std::string_view) {
+        if (prefix->Matches(k)) add(Digest::FromRaw(k), "");
         return found.size() <= 20;
       }));
     }
@@ -667,7 +711,7 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
       return true;
     }));
   }
-  if (found.empty() && all_hex && hex.size() < 4) {
+  if (found.empty() && prefix && prefix->digits() < 4) {
     return Status::InvalidInput("'" + std::string(ref) +
                                 "': a digest prefix needs at least 4 hex digits");
   }
