@@ -47,10 +47,9 @@ constexpr ManifestTable kManifestTables[] = {
     {"serving_runs", "runDigest"},
 };
 
-struct PutItem {
-  Manifest manifest;
-  std::string document;  // the document as exported (metadata included), JSON
-};
+// A manifest to store, encoded (frames, digests, references) by the worker
+// that built it; its document is the row's as exported, metadata included.
+using PutItem = EncodedManifest;
 
 // What a worker makes of one line.
 struct LineResult {
@@ -83,7 +82,7 @@ using DocCache = std::unordered_map<std::string, Digest>;
 
 class LineProcessor {
  public:
-  explicit LineProcessor(DocCache* cache) : cache_(cache) {}
+  LineProcessor(const Store& store, DocCache* cache) : store_(store), cache_(cache) {}
 
   void Process(std::string_view line, size_t line_no, LineResult* out) {
     out->line_no = line_no;
@@ -137,9 +136,10 @@ class LineProcessor {
     if (stored != computed.str()) out->mismatches.push_back({out->table, out->id, std::string(field), stored, computed.str()});
   }
 
-  // Builds one manifest; returns its digest, or nullopt after recording why not.
+  // Builds one manifest; returns its digest, or nullopt after recording why
+  // not. The manifest itself is moved to *keep when asked for (its spec).
   std::optional<Digest> Build(Json&& doc, const std::string& where, std::string_view field, bool cacheable,
-                              LineResult* out, const Json** spec_out = nullptr) {
+                              LineResult* out, Manifest* keep = nullptr) {
     std::string text = doc.dump(-1, ' ', false, Json::error_handler_t::strict);
     if (cacheable) {
       if (auto it = cache_->find(text); it != cache_->end()) {
@@ -153,9 +153,9 @@ class LineProcessor {
       return std::nullopt;
     }
     Digest d = m->digest;
-    if (cacheable) cache_->emplace(text, d);
-    out->puts.push_back({std::move(m).value(), std::move(text)});
-    if (spec_out) *spec_out = &out->puts.back().manifest.spec;
+    out->puts.push_back(store_.EncodeManifest(*m, text, kDocumentMediaTypeJson));
+    if (cacheable) cache_->emplace(std::move(text), d);
+    if (keep) *keep = std::move(m).value();
     return d;
   }
 
@@ -164,11 +164,11 @@ class LineProcessor {
       Fail(out, "manifest", where + ": the row has no manifest");
       return;
     }
-    const Json* spec = nullptr;
-    auto d = Build(std::move(row["manifest"]), where, "manifest", false, out, &spec);
+    Manifest m;
+    auto d = Build(std::move(row["manifest"]), where, "manifest", false, out, &m);
     if (!d) return;
     if (!mt.digest_field.empty()) Check(out, mt.digest_field, Str(row, mt.digest_field), *d);
-    const Manifest& m = out->puts.back().manifest;
+    const Json* spec = &m.spec;
     Json x = {{"digest", d->str()}, {"id", out->id}, {"name", m.name()}};
     if (out->table == "workloads") {
       x["op"] = Field(*spec, "operationSpecDigest");
@@ -180,7 +180,7 @@ class LineProcessor {
     } else if (out->table == "serving_workloads") {
       x["spec"] = {{"streaming", Field(*spec, "streaming")}, {"loadGeneration", Field(*spec, "loadGeneration")}};
     } else if (out->table == "serving_runs") {
-      x["spec"] = *spec;
+      x["spec"] = std::move(m.spec);
       for (const char* f : {"protocolKey", "metricSetKey", "cohortKey", "publishedAt", "retractedAt", "supersedesId"})
         x[f] = Field(row, f);
     }
@@ -201,10 +201,10 @@ class LineProcessor {
     }
     auto protocol = Build(std::move(bundle["protocol"]), where, "manifest.protocol", true, out);
     auto environment = Build(std::move(bundle["environment"]), where, "manifest.environment", true, out);
-    const Json* spec = nullptr;
-    auto run = Build(std::move(bundle["run"]), where, "manifest.run", false, out, &spec);
+    Manifest m;
+    auto run = Build(std::move(bundle["run"]), where, "manifest.run", false, out, &m);
     if (!protocol || !environment || !run) return;
-    const Manifest& m = out->puts.back().manifest;
+    const Json* spec = &m.spec;
     Check(out, "runDigest", Str(row, "runDigest"), *run);
     Check(out, "protocolKey", Str(row, "protocolKey"), *protocol);
     Check(out, "environmentKey", Str(row, "environmentKey"), *environment);
@@ -247,6 +247,7 @@ class LineProcessor {
     out->extract = std::move(x);
   }
 
+  const Store& store_;
   DocCache* cache_;
 };
 
@@ -299,19 +300,20 @@ class Importer {
     if (r.table.empty()) return Status::OK();
     report_->rows[r.table]++;
     for (auto& p : r.puts) {
-      bool first = seen_.insert(p.manifest.digest).second;
+      bool first = seen_.insert(p.digest).second;
       if (!storing()) {
         if (first) {
-          KI_ASSIGN_OR_RETURN(auto info, store_.Stat(p.manifest.digest));
-          Count(p.manifest.kind, info.has_value());
+          KI_ASSIGN_OR_RETURN(auto info, store_.Stat(p.digest));
+          Count(p.kind, info.has_value());
         }
         continue;
       }
-      KI_ASSIGN_OR_RETURN(PutResult put, batch_->PutManifest(p.manifest, p.document, kDocumentMediaTypeJson));
-      if (first) Count(p.manifest.kind, put.existed);
+      KI_ASSIGN_OR_RETURN(PutResult put, batch_->PutEncodedManifest(p));
+      if (first) Count(p.kind, put.existed);
     }
     Collect(r);
-    if (storing() && !r.id.empty()) KI_RETURN_IF_ERROR(batch_->Put(tables::kRows, RowKey(r.table, r.id), r.facts));
+    // Rows are written at the end, in key order (see PutSorted).
+    if (storing() && !r.id.empty()) rows_.emplace_back(RowKey(r.table, r.id), std::move(r.facts));
     if (r.table == "artifacts") KI_RETURN_IF_ERROR(Artifact(r.extract));
     return Status::OK();
   }
@@ -319,6 +321,7 @@ class Importer {
   Status Finish(const Digest& content, std::string_view source) {
     KI_RETURN_IF_ERROR(CrossRows());
     if (!storing()) return Status::OK();
+    KI_RETURN_IF_ERROR(PutSorted(tables::kRows, &rows_));
     Json summary = {{"source", source},
                     {"lines", report_->lines},
                     {"keysChecked", report_->keys_checked},
@@ -337,6 +340,20 @@ class Importer {
   }
 
  private:
+  using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+  // Puts a table's rows in key order: the batch appends keys that sort
+  // after the table's last one, which fills LMDB pages instead of splitting
+  // them in half (the catalog tables are half the size, and faster to
+  // write). A stable sort keeps the last of duplicate keys last, so it
+  // still wins, as it would in arrival order.
+  Status PutSorted(std::string_view table, KeyValues* kv) {
+    std::stable_sort(kv->begin(), kv->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [k, v] : *kv) KI_RETURN_IF_ERROR(batch_->Put(table, k, v));
+    KeyValues().swap(*kv);
+    return Status::OK();
+  }
+
   void Count(Kind k, bool existed) {
     auto& c = report_->kinds[std::string(KindName(k))];
     (existed ? c.existing : c.added)++;
@@ -625,24 +642,31 @@ class Importer {
     }
 
     if (!storing()) return Status::OK();
+    KeyValues runs, cohort_runs, cohort_rows, events;
+    runs.reserve(members.size());
+    cohort_runs.reserve(members.size());
     for (const auto& m : members) {
-      std::string entry = tables::EntryToJson(m.entry).dump();
       Json run = tables::EntryToJson(m.entry);
+      std::string entry = run.dump();
       run["cohort"] = m.cohort.str();
       run["kind"] = cohorts[m.cohort.str()].value("kind", "kernel");
-      KI_RETURN_IF_ERROR(batch_->Put(tables::kRuns, m.entry.run.raw(), run.dump()));
-      KI_RETURN_IF_ERROR(batch_->Put(tables::kCohortRuns, tables::PairKey(m.cohort, m.entry.run), entry));
+      runs.emplace_back(std::string(m.entry.run.raw()), run.dump());
+      cohort_runs.emplace_back(tables::PairKey(m.cohort, m.entry.run), std::move(entry));
     }
     for (const auto& [key, desc] : cohorts) {
       KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(key));
-      KI_RETURN_IF_ERROR(batch_->Put(tables::kCohorts, d.raw(), desc.dump()));
+      cohort_rows.emplace_back(std::string(d.raw()), desc.dump());
     }
     for (const Json& ev : events_) {
       auto cohort = Digest::Parse(Str(ev, "comparisonKey"));
       auto it = run_by_id.find(Str(ev, "runId"));
       if (!cohort.ok() || it == run_by_id.end()) continue;
-      KI_RETURN_IF_ERROR(batch_->Put(tables::kEvents, tables::PairKey(*cohort, it->second), ev.dump()));
+      events.emplace_back(tables::PairKey(*cohort, it->second), ev.dump());
     }
+    KI_RETURN_IF_ERROR(PutSorted(tables::kRuns, &runs));
+    KI_RETURN_IF_ERROR(PutSorted(tables::kCohortRuns, &cohort_runs));
+    KI_RETURN_IF_ERROR(PutSorted(tables::kCohorts, &cohort_rows));
+    KI_RETURN_IF_ERROR(PutSorted(tables::kEvents, &events));
     return Status::OK();
   }
 
@@ -653,6 +677,7 @@ class Importer {
   std::unordered_set<Digest> seen_, absent_seen_;
   std::unordered_map<std::string, Json> workloads_, impls_, models_, serving_workloads_;
   std::vector<Json> runs_, serving_runs_, events_;
+  KeyValues rows_;  // catalog.rows, written at the end
 };
 
 }  // namespace
@@ -701,7 +726,7 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
     for (int t = 0; t < nthreads; ++t) {
       caches.push_back(std::make_unique<DocCache>());
       workers.emplace_back([&, cache = caches.back().get()] {
-        LineProcessor proc(cache);
+        LineProcessor proc(store, cache);
         for (;;) {
           size_t c;
           {
@@ -740,7 +765,7 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
 
   Status st;
   DocCache inline_cache;
-  LineProcessor inline_proc(&inline_cache);
+  LineProcessor inline_proc(store, &inline_cache);
   for (size_t c = 0; c < nchunks && st.ok(); ++c) {
     std::vector<LineResult> chunk;
     if (workers.empty()) {
