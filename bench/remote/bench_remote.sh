@@ -78,9 +78,8 @@ timed "ki push (oci-layout)" "$TMP/lay.json" "$KI" --store "$TMP/src" push --jso
 
 python3 -c "
 import json; d = json.load(open('$TMP/layout/index.json'))
-for m in d['manifests']:
-    t = m.get('annotations', {}).get('org.opencontainers.image.ref.name', '')
-    if t and not t.startswith('ki-'): print(t)" | head -n "$SAMPLE" >"$TMP/sample"
+tags = [m.get('annotations', {}).get('org.opencontainers.image.ref.name', '') for m in d['manifests']]
+print('\n'.join([t for t in tags if t and not t.startswith('ki-')][:$SAMPLE]))" >"$TMP/sample"
 t0=$(date +%s.%N)
 while read -r t; do
   skopeo copy -q --dest-tls-verify=false "oci:$TMP/layout:$t" "docker://127.0.0.1:$PORT/ki/skopeo:$t"
