@@ -446,6 +446,9 @@ class Importer {
       RankEntry entry;
     };
     std::vector<Member> members;
+    members.reserve(runs_.size() + serving_runs_.size());
+    std::unordered_map<std::string, std::string> correctness_by_workload;
+    std::unordered_map<std::string, Digest> cohort_by_parts;
 
     for (const Json& r : runs_) {
       std::string id = Str(r, "id");
@@ -470,13 +473,31 @@ class Importer {
         Mismatch_("benchmark_runs", id, "comparisonKey", Str(r, "comparisonKey"), why);
         continue;
       }
-      Json wspec = Json::object();
-      if (wl->contains("correctness")) wspec["correctness"] = (*wl)["correctness"];
-      KI_ASSIGN_OR_RETURN(Digest correctness, CorrectnessKey(wspec));
-      CheckKey("benchmark_runs", r, "correctnessKey", correctness.str());
-      ComparisonParts parts{Str(*wl, "op"), workload, Str(r, "protocol"), Str(r, "environment"), correctness.str(),
+      // Keys are computed once per workload and once per set of parts:
+      // thousands of runs share a few hundred of each.
+      auto ck = correctness_by_workload.find(workload);
+      if (ck == correctness_by_workload.end()) {
+        Json wspec = Json::object();
+        if (wl->contains("correctness")) wspec["correctness"] = (*wl)["correctness"];
+        KI_ASSIGN_OR_RETURN(Digest correctness, CorrectnessKey(wspec));
+        ck = correctness_by_workload.emplace(workload, correctness.str()).first;
+      }
+      CheckKey("benchmark_runs", r, "correctnessKey", ck->second);
+      ComparisonParts parts{Str(*wl, "op"), workload, Str(r, "protocol"), Str(r, "environment"), ck->second,
                             Str(r, "metric")};
-      KI_ASSIGN_OR_RETURN(Digest cohort, ComparisonKey(parts));
+      std::string parts_key;  // each part length-prefixed: no two sets of parts collide
+      for (const std::string* part : {&parts.operation, &parts.workload, &parts.protocol, &parts.environment,
+                                      &parts.correctness, &parts.metric}) {
+        parts_key += std::to_string(part->size());
+        parts_key += ':';
+        parts_key += *part;
+      }
+      auto cc = cohort_by_parts.find(parts_key);
+      if (cc == cohort_by_parts.end()) {
+        KI_ASSIGN_OR_RETURN(Digest computed, ComparisonKey(parts));
+        cc = cohort_by_parts.emplace(std::move(parts_key), computed).first;
+      }
+      const Digest cohort = cc->second;
       CheckKey("benchmark_runs", r, "comparisonKey", cohort.str());
 
       // Evidence level, derived from stored facts (docs/kernelindex-identity.md).
