@@ -22,6 +22,7 @@
 
 #include "catalog/tables.h"
 #include "catalog/time.h"
+#include "json/dump.h"
 #include "ki/catalog.h"
 
 namespace ki::catalog {
@@ -122,7 +123,9 @@ class LineProcessor {
       out->extract = row;
     }
     row.erase("manifest");
-    out->facts = row.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (!json_internal::AppendDump(row, &out->facts).ok()) {
+      out->facts = row.dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
   }
 
  private:
@@ -140,7 +143,12 @@ class LineProcessor {
   // not. The manifest itself is moved to *keep when asked for (its spec).
   std::optional<Digest> Build(Json&& doc, const std::string& where, std::string_view field, bool cacheable,
                               LineResult* out, Manifest* keep = nullptr) {
-    std::string text = doc.dump(-1, ' ', false, Json::error_handler_t::strict);
+    std::string text;
+    text.reserve(4096);
+    if (Status st = json_internal::AppendDump(doc, &text); !st.ok()) {
+      Fail(out, std::string(field), where + " " + std::string(field) + ": " + st.message());
+      return std::nullopt;
+    }
     if (cacheable) {
       if (auto it = cache_->find(text); it != cache_->end()) {
         out->repeated.push_back(it->second);

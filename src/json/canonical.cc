@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "json/dump.h"
 #include "ki/json.h"
 
 namespace ki {
@@ -277,6 +278,70 @@ std::string FormatJcsNumber(double v) {
 }
 
 Status AppendCanonical(const Json& value, std::string* out) { return AppendValue(value, out); }
+
+namespace json_internal {
+
+// Json::dump()'s forms differ from RFC 8785 only in numbers (integers as
+// they are held, floats by nlohmann's Grisu2 with ".0" and "e+XX" forms,
+// non-finite as null) and in key order (the map's, never re-sorted);
+// strings are escaped alike.
+Status AppendDump(const Json& v, std::string* out) {
+  switch (v.type()) {
+    case Json::value_t::null: out->append("null"); return Status::OK();
+    case Json::value_t::boolean: out->append(v.get<bool>() ? "true" : "false"); return Status::OK();
+    case Json::value_t::number_unsigned: {
+      char buf[24];
+      char* p = std::to_chars(buf, buf + sizeof(buf), v.get<uint64_t>()).ptr;
+      out->append(buf, p);
+      return Status::OK();
+    }
+    case Json::value_t::number_integer: {
+      char buf[24];
+      char* p = std::to_chars(buf, buf + sizeof(buf), v.get<int64_t>()).ptr;
+      out->append(buf, p);
+      return Status::OK();
+    }
+    case Json::value_t::number_float: {
+      double d = v.get<double>();
+      if (!std::isfinite(d)) {
+        out->append("null");
+        return Status::OK();
+      }
+      std::array<char, 64> buf;
+      char* end = ::nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), d);
+      out->append(buf.data(), end);
+      return Status::OK();
+    }
+    case Json::value_t::string: return AppendString(v.get_ref<const std::string&>(), out);
+    case Json::value_t::array: {
+      out->push_back('[');
+      bool first = true;
+      for (const auto& e : v.get_ref<const Json::array_t&>()) {
+        if (!first) out->push_back(',');
+        first = false;
+        KI_RETURN_IF_ERROR(AppendDump(e, out));
+      }
+      out->push_back(']');
+      return Status::OK();
+    }
+    case Json::value_t::object: {
+      out->push_back('{');
+      bool first = true;
+      for (const auto& [k, val] : v.get_ref<const Json::object_t&>()) {
+        if (!first) out->push_back(',');
+        first = false;
+        KI_RETURN_IF_ERROR(AppendString(k, out));
+        out->push_back(':');
+        KI_RETURN_IF_ERROR(AppendDump(val, out));
+      }
+      out->push_back('}');
+      return Status::OK();
+    }
+    default: return Status::InvalidInput("value has no JSON form (binary or discarded)");
+  }
+}
+
+}  // namespace json_internal
 
 Result<std::string> Canonicalize(const Json& value) {
   std::string out;
