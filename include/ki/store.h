@@ -115,6 +115,11 @@ class Batch {
   // The same as PutManifest for a manifest encoded by Store::EncodeManifest
   // (of this store: its frames follow this store's options).
   virtual Result<PutResult> PutEncodedManifest(const EncodedManifest& m) = 0;
+  // The same as PutEncodedManifest for each entry in turn (results in list
+  // order; an entry whose object an earlier one put finds it existing), but
+  // written table by table in key order: a bulk load then appends to LMDB's
+  // tables instead of splitting pages at random.
+  virtual Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>& ms) = 0;
   virtual Status SetName(Kind kind, std::string_view name, const Digest& target) = 0;
   virtual Status RecordAbsent(const AbsentInfo& info) = 0;
   // Generic tables for other modules (catalog, signing): byte keys and values.

@@ -308,16 +308,16 @@ class Importer {
     if (r.table.empty()) return Status::OK();
     report_->rows[r.table]++;
     for (auto& p : r.puts) {
-      bool first = seen_.insert(p.digest).second;
-      if (!storing()) {
-        if (first) {
-          KI_ASSIGN_OR_RETURN(auto info, store_.Stat(p.digest));
-          Count(p.kind, info.has_value());
-        }
+      // Stored at the end, all at once (Batch::PutEncodedManifests writes
+      // each table in key order: appends instead of page splits).
+      if (storing()) {
+        pending_.push_back(std::move(p));
         continue;
       }
-      KI_ASSIGN_OR_RETURN(PutResult put, batch_->PutEncodedManifest(p));
-      if (first) Count(p.kind, put.existed);
+      if (seen_.insert(p.digest).second) {
+        KI_ASSIGN_OR_RETURN(auto info, store_.Stat(p.digest));
+        Count(p.kind, info.has_value());
+      }
     }
     Collect(r);
     // Rows are written at the end, in key order (see PutSorted).
@@ -327,8 +327,43 @@ class Importer {
   }
 
   Status Finish(const Digest& content, std::string_view source) {
-    KI_RETURN_IF_ERROR(CrossRows());
+    if (opts_.progress) opts_.progress({report_->lines, report_->lines, "indexing"});
+    // The manifests go into the batch on this thread (the batch's), while
+    // the cross-row pass computes beside it: it reads only this importer's
+    // tables and the committed store, and touches no field of the report
+    // that this thread does until the join.
+    const bool bulk = storing();
+    Status cross_status, put_status;
+    std::vector<PutResult> put;
+    std::thread cross([&] {
+      try {
+        cross_status = CrossRows();
+      } catch (const std::exception& e) {  // a JSON type error: a bug
+        cross_status = Status::InvalidInput(std::string("cross-row pass: ") + e.what());
+      }
+    });
+    if (bulk) {
+      auto r = batch_->PutEncodedManifests(pending_);
+      if (r.ok()) put = std::move(r).value();
+      else put_status = r.status();
+    }
+    cross.join();
+    KI_RETURN_IF_ERROR(put_status);
+    KI_RETURN_IF_ERROR(cross_status);
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (!seen_.insert(pending_[i].digest).second) continue;
+      bool existed;
+      if (bulk) {
+        existed = put[i].existed;
+      } else {
+        KI_ASSIGN_OR_RETURN(auto info, store_.Stat(pending_[i].digest));
+        existed = info.has_value();
+      }
+      Count(pending_[i].kind, existed);
+    }
+    std::vector<EncodedManifest>().swap(pending_);
     if (!storing()) return Status::OK();
+    for (auto& [table, kv] : cross_) KI_RETURN_IF_ERROR(PutSorted(table, &kv));
     KI_RETURN_IF_ERROR(PutSorted(tables::kRows, &rows_));
     Json summary = {{"source", source},
                     {"lines", report_->lines},
@@ -436,8 +471,9 @@ class Importer {
     }
   }
 
+  // Runs on its own thread (see Finish): the rows it would write are left
+  // in cross_ for the batch's thread.
   Status CrossRows() {
-    if (opts_.progress) opts_.progress({report_->lines, report_->lines, "indexing"});
     // Supersession: a run is superseded once a published run names it.
     std::unordered_set<std::string> superseded;
     for (const auto* list : {&runs_, &serving_runs_}) {
@@ -692,10 +728,10 @@ class Importer {
       if (!cohort.ok() || it == run_by_id.end()) continue;
       events.emplace_back(tables::PairKey(*cohort, it->second), ev.dump());
     }
-    KI_RETURN_IF_ERROR(PutSorted(tables::kRuns, &runs));
-    KI_RETURN_IF_ERROR(PutSorted(tables::kCohortRuns, &cohort_runs));
-    KI_RETURN_IF_ERROR(PutSorted(tables::kCohorts, &cohort_rows));
-    KI_RETURN_IF_ERROR(PutSorted(tables::kEvents, &events));
+    cross_.emplace_back(tables::kRuns, std::move(runs));
+    cross_.emplace_back(tables::kCohortRuns, std::move(cohort_runs));
+    cross_.emplace_back(tables::kCohorts, std::move(cohort_rows));
+    cross_.emplace_back(tables::kEvents, std::move(events));
     return Status::OK();
   }
 
@@ -707,6 +743,8 @@ class Importer {
   std::unordered_map<std::string, Json> workloads_, impls_, models_, serving_workloads_;
   std::vector<Json> runs_, serving_runs_, events_;
   KeyValues rows_;  // catalog.rows, written at the end
+  std::vector<EncodedManifest> pending_;  // manifests, stored at the end
+  std::vector<std::pair<std::string_view, KeyValues>> cross_;  // the cross-row pass's tables
 };
 
 }  // namespace

@@ -88,6 +88,7 @@ class LmdbBatch final : public Batch {
   Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
                                 std::string_view document_media_type) override;
   Result<PutResult> PutEncodedManifest(const EncodedManifest& m) override;
+  Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>& ms) override;
   Status SetName(Kind kind, std::string_view name, const Digest& target) override;
   Status RecordAbsent(const AbsentInfo& info) override;
   Status Put(std::string_view table, std::string_view key, std::string_view value) override {
@@ -136,7 +137,7 @@ class LmdbBatch final : public Batch {
   }
   // Checks the size and whether the object is stored; false: write it.
   Result<bool> Exists(uint64_t raw_size, const Digest& d);
-  Status WriteObject(const EncodedObject& o);
+  Status WriteObject(const EncodedObject& o, bool index_kind = true);
   // What PutManifest and PutEncodedManifest share after the object is put.
   Status LinkManifest(Kind kind, const Digest& d, bool existed, const std::vector<Reference>* refs,
                       const Manifest* m, std::optional<Digest> document, std::string_view name);
@@ -481,7 +482,7 @@ Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::strin
   return PutResult{d, false};
 }
 
-Status LmdbBatch::WriteObject(const EncodedObject& o) {
+Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
   const Digest& d = o.digest;
   const std::string& frame = o.frame;
   ObjectInfo info;
@@ -512,7 +513,7 @@ Status LmdbBatch::WriteObject(const EncodedObject& o) {
     std::memcpy(dst, frame.data(), frame.size());
   }
   KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
-  if (o.type == ObjectType::kManifest) {
+  if (o.type == ObjectType::kManifest && index_kind) {
     KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
     KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(o.kind), d), ""));
   }
@@ -571,6 +572,77 @@ Result<PutResult> LmdbBatch::PutEncodedManifest(const EncodedManifest& m) {
   }
   KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, existed, &m.references, nullptr, doc_digest, m.name));
   return PutResult{m.digest, existed};
+}
+
+Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<EncodedManifest>& ms) {
+  for (const EncodedManifest& m : ms) {
+    if (!(m.object.digest == m.digest) || m.object.type != ObjectType::kManifest || m.object.kind != uint8_t(m.kind)) {
+      return Status::InvalidInput("encoded manifest " + m.digest.str() + " does not describe its own object");
+    }
+  }
+  // What each put would find, in list order: an object is new when neither
+  // the store nor an earlier entry of the list holds it.
+  std::vector<PutResult> results(ms.size());
+  std::unordered_set<Digest> planned;
+  std::vector<const EncodedObject*> objects;
+  std::vector<size_t> new_manifests;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const EncodedManifest& m = ms[i];
+    KI_ASSIGN_OR_RETURN(bool existed, Exists(m.object.raw_size, m.digest));
+    existed = existed || !planned.insert(m.digest).second;
+    results[i] = PutResult{m.digest, existed};
+    if (!existed) {
+      objects.push_back(&m.object);
+      new_manifests.push_back(i);
+    }
+    if (m.document) {
+      KI_ASSIGN_OR_RETURN(bool doc_existed, Exists(m.document->raw_size, m.document->digest));
+      if (!doc_existed && planned.insert(m.document->digest).second) objects.push_back(&*m.document);
+    }
+  }
+  // Then each table in key order (appends; see PutKV). Objects and meta
+  // are keyed by digest alike.
+  std::sort(objects.begin(), objects.end(), [](auto* a, auto* b) { return a->digest < b->digest; });
+  for (const EncodedObject* o : objects) KI_RETURN_IF_ERROR(WriteObject(*o, /*index_kind=*/false));
+  using KV = std::pair<std::string, std::string_view>;
+  std::vector<KV> rows;
+  auto put_sorted = [&](std::string_view table) -> Status {
+    // Stable: of equal keys the later entry is put last and wins, as it
+    // would put one by one.
+    std::stable_sort(rows.begin(), rows.end(), [](const KV& a, const KV& b) { return a.first < b.first; });
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    for (const auto& [k, v] : rows) KI_RETURN_IF_ERROR(PutKV(dbi, k, v));
+    rows.clear();
+    return Status::OK();
+  };
+  for (size_t i : new_manifests) rows.emplace_back(KindKey(ms[i].kind, ms[i].digest), "");
+  KI_RETURN_IF_ERROR(put_sorted(kKinds));
+  for (size_t i : new_manifests) {
+    for (const Reference& ref : ms[i].references) {
+      std::string key(ref.target.raw());
+      key.append(ms[i].digest.raw());
+      key.append(ref.field);
+      rows.emplace_back(std::move(key), ref.uri);
+    }
+  }
+  KI_RETURN_IF_ERROR(put_sorted(kRefs));
+  for (const EncodedManifest& m : ms) {
+    if (m.document) rows.emplace_back(std::string(m.digest.raw()), m.document->digest.raw());
+  }
+  KI_RETURN_IF_ERROR(put_sorted(kDocs));
+  // Names: of several entries naming one `<Kind>/<name>`, the last wins (as
+  // one by one); set in key order.
+  std::vector<std::pair<std::string, size_t>> names;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (!ms[i].name.empty()) names.emplace_back(NameKey(ms[i].kind, ms[i].name), i);
+  }
+  std::stable_sort(names.begin(), names.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t j = 0; j < names.size(); ++j) {
+    if (j + 1 < names.size() && names[j + 1].first == names[j].first) continue;
+    const EncodedManifest& m = ms[names[j].second];
+    KI_RETURN_IF_ERROR(SetName(m.kind, m.name, m.digest));
+  }
+  return results;
 }
 
 Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target) {
