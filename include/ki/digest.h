@@ -54,7 +54,7 @@ class DigestPrefix {
   bool had_scheme_ = false;
 };
 
-// Incremental SHA-256. RAII over an EVP_MD_CTX.
+// Incremental SHA-256 (OpenSSL's SHA256_CTX behind a pointer, so this header names no OpenSSL type).
 class Sha256 {
  public:
   Sha256();

@@ -1,7 +1,12 @@
 #include "ki/digest.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+// SHA256_Init/Update/Final are deprecated in OpenSSL 3 in favour of EVP, but
+// they are the same assembly (SHA-NI where the CPU has it) without EVP's
+// algorithm fetch: that fetch builds OpenSSL's whole name map and cipher
+// table, about 2 ms of every ki process, more than a `ki show` may spend in
+// total. OpenSSL 3.x keeps them; bench/store measures the throughput.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -17,18 +22,6 @@ int HexVal(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;  // upper case is not canonical: refused
-}
-
-// The SHA-256 implementation, fetched once. OpenSSL 3 otherwise looks the
-// algorithm up (and loads its configuration file) on first use of each
-// call; ki needs no configuration: only the default provider's SHA-256.
-const EVP_MD* Sha256Md() {
-  static const EVP_MD* md = [] {
-    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
-    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-    return fetched ? fetched : EVP_sha256();
-  }();
-  return md;
 }
 
 }  // namespace
@@ -90,35 +83,29 @@ Digest Digest::FromRaw(std::string_view raw32) {
 }
 
 struct Sha256::Ctx {
-  EVP_MD_CTX* md = nullptr;
-  ~Ctx() { EVP_MD_CTX_free(md); }
+  SHA256_CTX sha;
 };
 
-Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
-  ctx_->md = EVP_MD_CTX_new();
-  // Allocation failure of a few hundred bytes leaves nothing sensible to do.
-  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, Sha256Md(), nullptr) != 1) std::abort();
-}
+Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) { SHA256_Init(&ctx_->sha); }
 
 Sha256::~Sha256() = default;
 
-void Sha256::Update(std::string_view data) {
-  EVP_DigestUpdate(ctx_->md, data.data(), data.size());
-}
+void Sha256::Update(std::string_view data) { SHA256_Update(&ctx_->sha, data.data(), data.size()); }
 
 Digest Sha256::Finish() {
   Digest d;
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx_->md, d.bytes.data(), &len);
-  EVP_DigestInit_ex(ctx_->md, Sha256Md(), nullptr);
+  SHA256_Final(d.bytes.data(), &ctx_->sha);
+  SHA256_Init(&ctx_->sha);
   return d;
 }
 
 Digest Sha256Of(std::string_view data) {
-  // One-shot EVP_Digest avoids a context allocation per call (hot in bulk add).
+  // Not SHA256(): in OpenSSL 3 that one-shot goes through EVP's fetch.
+  SHA256_CTX c;
+  SHA256_Init(&c);
+  SHA256_Update(&c, data.data(), data.size());
   Digest d;
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), d.bytes.data(), &len, Sha256Md(), nullptr);
+  SHA256_Final(d.bytes.data(), &c);
   return d;
 }
 
