@@ -42,8 +42,9 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
   --no-flush            no L2 flush between iterations
   --events              CUDA events instead of CUPTI
   --tune k=v,...        fast-kernel plan: chunk, waves, min_chunk, stages, mode (1 legacy, 2 split,
-                        3 cluster), cluster (blocks per sequence), evict_first (1 on, 2 off),
-                        per_sm (split: blocks per SM aimed for) (CUDA builds)
+                        3 cluster, 4 flat), cluster (blocks per sequence), evict_first (1 on, 2 off),
+                        per_sm (split, flat: blocks per SM aimed for), merge (cluster: 1 pull, 2 push)
+                        (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
   --no-samples          leave raw samples out of the JSON
   --list                list the kernels and exit
@@ -126,6 +127,8 @@ bool ApplyTune(const std::string& spec, std::string* err) {
     else if (key == "cluster") t.cluster = v;
     else if (key == "evict_first") t.evict_first = v;
     else if (key == "per_sm") t.per_sm = v;
+    else if (key == "merge") t.cluster_merge = v;
+    else if (key == "debug") t.debug = v;
     else { *err = "--tune: unknown key " + key; return false; }
   }
   ki::gqa::SetFastTuning(t);

@@ -102,6 +102,11 @@ __device__ __forceinline__ void Mma16816(float (&d)[4], const uint32_t (&a)[4], 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// Release/acquire fence at GPU scope: orders this thread's partial writes
+// before the arrival counter (writer) and the counter before the partial
+// reads (last block). Cheaper than __threadfence(), which is sequentially
+// consistent.
+__device__ __forceinline__ void FenceAcqRel() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 __device__ __forceinline__ float Exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -444,6 +449,7 @@ constexpr int64_t kEvictFirstMaxTokens = 131072;      // automatic L2 evict-firs
 constexpr int64_t kClusterMaxTokens = 2048;           // auto: cluster mode for one sequence up to this long
 constexpr int64_t kClusterSoloTokens = 64;            // auto cluster size 1 (no merge) up to this long
 constexpr int64_t kSplitMinAvgTokens = 2048;          // auto: v2 split from this mean sequence length
+constexpr int64_t kFlatMinAvgTokens = 0;              // auto: flat from this mean sequence length
 
 struct Params2 {
   const __nv_bfloat16* q;
@@ -461,9 +467,16 @@ struct Params2 {
   float scale_log2;
   int spec_len;     // batch 1: predicted kv_indptr[1] (kv_indptr[0] = 0), checked; -1 = no prediction
   int evict_first;  // K/V copies with an L2 evict-first policy
+  int push;         // cluster merge: partials pushed into their owners' shared memory (else pulled)
+  int debug;        // tuning experiments (FastTuning::debug)
 };
 
 __host__ __device__ constexpr int WarpBytesV2(int stages) { return stages * 2 * kTileBytes + kRingBytes; }
+// Cluster mode, push merge: each block receives, from every block of the
+// cluster, the items (8 dimensions of one query head) it owns, and every lse.
+constexpr int kMergeItems = kNumQoHeads * kHeadDim / 8;  // 512
+constexpr int kRecvItems = kMergeItems + kMaxCluster - 1;  // >= C * ceil(512 / C) for C <= 16
+constexpr int kRecvBytes = kRecvItems * 32 + kMaxCluster * kNumQoHeads * 4;
 
 __device__ __forceinline__ void CpAsync16Hint(uint32_t dst, const void* src, int src_bytes, uint64_t pol) {
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
@@ -505,6 +518,23 @@ __device__ __forceinline__ float LdCluster1(uint32_t addr) {
 #endif
   return v;
 }
+__device__ __forceinline__ void StCluster4(uint32_t addr, float4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z),
+               "f"(v.w)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void StCluster1(uint32_t addr, float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
+#endif
+}
+__device__ __forceinline__ void ClusterArriveRelaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
 __device__ __forceinline__ void ClusterArrive() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
@@ -542,6 +572,9 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
 
   int b, chunk_idx, nchunks, first_work = 0;
   if constexpr (kCluster) {
+    // Push merge: this block's arrival says it has started (remote blocks may
+    // write into its shared memory only after that); waited for at the merge.
+    if (p.push && gridDim.x > 1) ClusterArriveRelaxed();
     b = blockIdx.y;
     chunk_idx = blockIdx.x;  // cluster dims (C, 1, 1) and gridDim.x == C: the rank in the cluster
     nchunks = gridDim.x;
@@ -809,6 +842,62 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
   }
 
   if constexpr (kCluster) {
+    if (p.push) {
+      // ---- push merge: one cluster barrier after the pushes ----
+      // Block r owns items [r*512/C, (r+1)*512/C) (item = 8 dims of one
+      // query head); every block stores its F rows of those items and its 32
+      // lse into r's receive area (slot = its rank), then all arrive (release)
+      // and wait (acquire); each block merges what it owns from its own
+      // shared memory. Nothing remote is read, so no second barrier.
+      const int C = nchunks;
+      const int per = (kMergeItems + C - 1) / C;
+      float* R = reinterpret_cast<float*>(smem + kWarps * WarpBytesV2(STAGES));
+      float* RL = R + kRecvItems * 8;
+      const uint32_t r_addr = SmemAddr(R);
+      const uint32_t rl_addr = SmemAddr(RL);
+      ClusterWait();  // every block of the cluster has started
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int il = lane + 32 * j;
+        const int hd = il >> 4;
+        const int d0 = (il & 15) * 8;
+        const int item = (warp * kGroup + hd) * 16 + (il & 15);
+        const int owner = ((item + 1) * C + kMergeItems - 1) / kMergeItems - 1;
+        const int ib = owner * kMergeItems / C;
+        const uint32_t dst = ClusterMap(r_addr + ((chunk_idx * per + item - ib) * 8) * 4, owner);
+        StCluster4(dst, *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0));
+        StCluster4(dst + 16, *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4));
+      }
+      for (int r = lane >> 3; r < C; r += 4)
+        StCluster1(ClusterMap(rl_addr + (chunk_idx * kNumQoHeads + warp * kGroup + (lane & 7)) * 4, r), FL[lane & 7]);
+      __syncwarp();
+      ClusterArrive();
+      ClusterWait();  // every push into this block is visible
+      const int ib = chunk_idx * kMergeItems / C;
+      const int ie = (chunk_idx + 1) * kMergeItems / C;
+      for (int item = ib + tid; item < ie; item += kThreads) {
+        const int row = item >> 4;
+        const int d0 = (item & 15) * 8;
+        float M = -INFINITY;
+        for (int q = 0; q < C; ++q) M = fmaxf(M, RL[q * kNumQoHeads + row]);
+        float L = 0.f;
+        float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        for (int q = 0; q < C; ++q) {
+          const float lq = RL[q * kNumQoHeads + row];
+          const float f = lq == -INFINITY ? 0.f : Exp2(lq - M);
+          const float* x = R + (q * per + item - ib) * 8;
+          const float4 x0 = *reinterpret_cast<const float4*>(x);
+          const float4 x1 = *reinterpret_cast<const float4*>(x + 4);
+          L += f;
+          o[0] += f * x0.x; o[1] += f * x0.y; o[2] += f * x0.z; o[3] += f * x0.w;
+          o[4] += f * x1.x; o[5] += f * x1.y; o[6] += f * x1.z; o[7] += f * x1.w;
+        }
+        const size_t orow = static_cast<size_t>(b) * kNumQoHeads + row;
+        *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o, L > 0.f ? 1.f / L : 0.f);
+        if ((item & 15) == 0) p.lse[orow] = L > 0.f ? M + __log2f(L) : -INFINITY;
+      }
+      return;
+    }
     // ---- merge the C partials of the sequence through distributed shared memory ----
     ClusterArrive();
     ClusterWait();  // every block's F / FL are written
@@ -870,7 +959,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
       *reinterpret_cast<float4*>(po + hd * kHeadDim + d0 + 4) = x1;
     }
     if (lane < kGroup) p.part_lse[slot * kNumQoHeads + warp * kGroup + lane] = FL[lane];
-    __threadfence();
+    if (p.debug & 2) FenceAcqRel();
+    else __threadfence();
     __syncthreads();
     if (tid == 0) {
       const int prev = atomicAdd(p.counters + b, 1);
@@ -878,7 +968,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
     }
     __syncthreads();
     if (!s_last) return;
-    __threadfence();
+    if (p.debug & 2) FenceAcqRel();
+    else __threadfence();
     // Warp = KV head; lane: heads (lane >> 4) + 2j of the group, dims d0..d0+7.
     // One online pass, the loads of two partials x four items in flight.
     const int d0 = (lane & 15) * 8;
@@ -929,6 +1020,413 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
   }
 }
 
+// ============================================================================
+// v3 "flat" (stream-K): kv_indices is cut into nblocks equal token ranges
+// whatever the sequence boundaries, block i taking [total*i/n, total*(i+1)/n).
+// - Every block has the same number of tokens (one wave of equal work), and
+//   its first index and K/V copies depend on nothing but its block number: the
+//   kv_indptr copy (into shared memory) travels with the first index copies
+//   instead of before them.
+// - Warp w = KV head w over the block's tokens (as v2), one pipeline running
+//   through every sequence the range touches. A sequence ending inside a tile
+//   ends a segment: the warp finishes it (output, or a partial), reloads the
+//   softmax state and Q (prefetched in registers) and takes the same tile
+//   again, masked to the next sequence.
+// - A sequence wholly inside a block is written directly. Only the first and
+//   last segment of a block can be partials (slots 2i and 2i+1); the
+//   contributors of sequence b are the blocks from BlockOf(start) to
+//   BlockOf(end - 1), each (sequence, KV head) counts arrivals, and the last
+//   warp to arrive merges its KV head: lse first (max and sum over the
+//   contributors, lanes in parallel), then the partials pulled into shared
+//   memory with cp.async, several at once, and summed with fixed weights.
+// - Empty sequences are written by block b mod nblocks.
+// ============================================================================
+
+constexpr int kFlatMaxBatch = 1024;                           // kv_indptr lives in shared memory
+constexpr int kRecFloats = kGroup * kHeadDim + kGroup;        // a partial of one KV head: o[8][128], lse[8]
+constexpr int kRecBytes = kRecFloats * 4;                     // 4128 (16-byte multiple)
+constexpr int kFBytes = (kGroup * kMergeStride + kGroup) * 4;  // staging of one warp's result (>= kRecBytes)
+constexpr int kPtrBytes = ((kFlatMaxBatch + 1) * 4 + 127) / 128 * 128;
+static_assert(kFBytes >= kRecBytes && kRecBytes % 16 == 0, "flat merge buffers");
+
+struct Params3 {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  const int32_t* indptr;
+  const int32_t* indices;
+  __nv_bfloat16* out;
+  float* lse;
+  float* part;        // [2 * nblocks][4][kRecFloats]
+  int32_t* counters;  // [batch][4]
+  int batch;
+  int total;
+  int nblocks;
+  float scale_log2;
+  int evict_first;
+  int debug;  // tuning experiments (FastTuning::debug)
+};
+
+__host__ __device__ constexpr int WarpBytesFlat(int stages) {
+  return stages * 2 * kTileBytes + kRingBytes + kFBytes;
+}
+
+// The block whose range holds token x: the largest i with total*i/n <= x.
+__device__ __forceinline__ int FlatBlockOf(int64_t x, int total, int nblocks) {
+  return static_cast<int>(((x + 1) * nblocks + total - 1) / total) - 1;
+}
+__device__ __forceinline__ int FlatBlockStart(int i, int total, int nblocks) {
+  return static_cast<int>(static_cast<int64_t>(total) * i / nblocks);
+}
+// The sequence holding token pos (0 <= pos < total): the largest b < batch
+// with indptr[b] <= pos (empty sequences before it have indptr[b+1] <= pos).
+__device__ __forceinline__ int FlatSeqAt(const int32_t* ptr, int batch, int pos) {
+  int lo = 0, hi = batch - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (ptr[mid] <= pos) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+template <int STAGES>
+__global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
+  static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;  // = KV head
+  const int g = lane >> 2;
+  const int c = lane & 3;
+  constexpr unsigned kFull = 0xffffffffu;
+
+  const int blk = blockIdx.x;
+  const int bs = FlatBlockStart(blk, p.total, p.nblocks);
+  const int ntok = FlatBlockStart(blk + 1, p.total, p.nblocks) - bs;
+  const int ntiles = (ntok + kTile - 1) / kTile;
+
+  uint8_t* wsm = smem + warp * WarpBytesFlat(STAGES);
+  const uint32_t wsm_addr = SmemAddr(wsm);
+  const uint32_t ring_addr = wsm_addr + STAGES * 2 * kTileBytes;
+  const int32_t* ring = reinterpret_cast<const int32_t*>(wsm + STAGES * 2 * kTileBytes);
+  float* F = reinterpret_cast<float*>(wsm + STAGES * 2 * kTileBytes + kRingBytes);
+  float* FL = F + kGroup * kMergeStride;
+  int32_t* sptr = reinterpret_cast<int32_t*>(smem + kWarps * WarpBytesFlat(STAGES));
+  const __nv_bfloat16* kbase = p.k + warp * kHeadDim;
+  const __nv_bfloat16* vbase = p.v + warp * kHeadDim;
+  const uint64_t pol = EvictFirstPolicy();
+  const bool hint = p.evict_first != 0;
+  const int32_t* idx = p.indices + bs;
+
+  auto issue_idx = [&](int t) {
+    const int tok = t * kTile + lane;
+    if (lane < kTile && tok < ntok) CpAsync4(ring_addr + ((t & (kRing - 1)) * kTile + lane) * 4, idx + tok);
+  };
+  auto issue_data = [&](int t) {
+    const uint32_t kdst = wsm_addr + (t % STAGES) * 2 * kTileBytes;
+    const uint32_t vdst = kdst + kTileBytes;
+    const int32_t* slot = ring + (t & (kRing - 1)) * kTile;
+    const int cc = lane & 15;
+#pragma unroll
+    for (int i = 0; i < kTile / 2; ++i) {
+      const int r = (lane >> 4) + 2 * i;
+      const bool valid = t * kTile + r < ntok;
+      const int pg = valid ? slot[r] : 0;
+      const size_t off = static_cast<size_t>(pg) * kPageElems + cc * 8;
+      const int n = valid ? 16 : 0;
+      if (hint) {
+        CpAsync16Hint(kdst + Swz(r, cc), kbase + off, n, pol);
+        CpAsync16Hint(vdst + Swz(r, cc), vbase + off, n, pol);
+      } else {
+        CpAsync16(kdst + Swz(r, cc), kbase + off, n);
+        CpAsync16(vdst + Swz(r, cc), vbase + off, n);
+      }
+    }
+  };
+
+  // The first index copies and kv_indptr (into shared memory) in one group.
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) issue_idx(s);
+  for (int i = tid; i <= p.batch; i += kThreads) CpAsync4(SmemAddr(sptr + i), p.indptr + i);
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  __syncthreads();  // kv_indptr copied by every thread; the only block-wide barrier
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+    if (s < ntiles) issue_data(s);
+    issue_idx(STAGES + s);
+    CpAsyncCommit();
+  }
+
+  // Empty sequences: output 0, lse -inf, by block b mod nblocks.
+  for (int b = blk; b < p.batch; b += p.nblocks) {
+    if (sptr[b + 1] > sptr[b]) continue;
+    uint4* o = reinterpret_cast<uint4*>(p.out + static_cast<size_t>(b) * kNumQoHeads * kHeadDim);
+    for (int i = tid; i < kNumQoHeads * kHeadDim / 8; i += kThreads) o[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (tid < kNumQoHeads) p.lse[static_cast<size_t>(b) * kNumQoHeads + tid] = -INFINITY;
+  }
+  if (ntok <= 0) return;  // no barrier follows
+
+  auto load_q = [&](uint32_t (&qf)[kHeadDim / 16][2], int b) {
+    const uint32_t* qrow = reinterpret_cast<const uint32_t*>(
+        p.q + (static_cast<size_t>(b) * kNumQoHeads + warp * kGroup + g) * kHeadDim + 2 * c);
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+      qf[ks][0] = __ldg(qrow + ks * 8);
+      qf[ks][1] = __ldg(qrow + ks * 8 + 4);
+    }
+  };
+
+  // Current segment: sequence b, tokens [lo, hi) of the block's range.
+  int b = FlatSeqAt(sptr, p.batch, bs);
+  int lo = 0;
+  int hi = min(sptr[b + 1] - bs, ntok);
+  int nb = hi < ntok ? FlatSeqAt(sptr, p.batch, bs + hi) : b;
+  uint32_t qf[kHeadDim / 16][2], qn[kHeadDim / 16][2];
+  load_q(qf, b);
+  load_q(qn, nb);
+
+  float m0 = -INFINITY, m1 = -INFINITY;
+  float l0 = 0.f, l1 = 0.f;
+  float acc[kHeadDim / 16][4];
+#pragma unroll
+  for (int mt = 0; mt < kHeadDim / 16; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+
+  // Merges the partials of (sequence sb, this KV head) once all arrived.
+  // buf/cap: shared memory for cap partials (the pipeline buffers at the end
+  // of the stream, the staging area F mid-stream).
+  auto merge = [&](int sb, int s_abs, int i0, int n, float* buf, int cap) {
+    auto rec_of = [&](int j) -> const float* {
+      const int i = i0 + j;
+      const int slot = j == 0 ? 2 * i + (s_abs == FlatBlockStart(i, p.total, p.nblocks) ? 0 : 1) : 2 * i;
+      return p.part + (static_cast<size_t>(slot) * kWarps + warp) * kRecFloats;
+    };
+    // Pass 1: max and sum of 2^lse per head; lane = (contributor j mod 4, head h).
+    float mh = -INFINITY, lh = 0.f;
+    for (int j = lane >> 3; j < n; j += 4) {
+      const float x = __ldcg(rec_of(j) + kGroup * kHeadDim + (lane & 7));
+      const float nm = fmaxf(mh, x);
+      if (nm != -INFINITY) {
+        lh = lh * Exp2(mh - nm) + Exp2(x - nm);
+        mh = nm;
+      }
+    }
+#pragma unroll
+    for (int o = 8; o < 32; o <<= 1) {
+      const float om = __shfl_xor_sync(kFull, mh, o);
+      const float ol = __shfl_xor_sync(kFull, lh, o);
+      const float nm = fmaxf(mh, om);
+      if (nm != -INFINITY) {
+        lh = lh * Exp2(mh - nm) + ol * Exp2(om - nm);
+        mh = nm;
+      }
+    }
+    // Lane: heads (lane >> 4) + 2jj, dims d0..d0+7.
+    const int d0 = (lane & 15) * 8;
+    float M[4], W[4], o[4][8];
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      const int h = (lane >> 4) + 2 * jj;
+      M[jj] = __shfl_sync(kFull, mh, h);
+      const float L = __shfl_sync(kFull, lh, h);
+      W[jj] = L > 0.f ? 1.f / L : 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[jj][e] = 0.f;
+    }
+    const uint32_t buf_addr = SmemAddr(buf);
+    for (int j0 = 0; j0 < n; j0 += cap) {
+      const int cnt = min(cap, n - j0);
+      for (int r = 0; r < cnt; ++r) {
+        const float* src = rec_of(j0 + r);
+        for (int i = lane; i < kRecBytes / 16; i += 32) CpAsync16(buf_addr + r * kRecBytes + i * 16, src + i * 4, 16);
+      }
+      CpAsyncCommit();
+      CpAsyncWait<0>();
+      __syncwarp();
+      for (int r = 0; r < cnt; ++r) {
+        const float* rec = buf + r * kRecFloats;
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          const int h = (lane >> 4) + 2 * jj;
+          const float f = Exp2(rec[kGroup * kHeadDim + h] - M[jj]) * W[jj];
+          const float4 x0 = *reinterpret_cast<const float4*>(rec + h * kHeadDim + d0);
+          const float4 x1 = *reinterpret_cast<const float4*>(rec + h * kHeadDim + d0 + 4);
+          o[jj][0] += f * x0.x; o[jj][1] += f * x0.y; o[jj][2] += f * x0.z; o[jj][3] += f * x0.w;
+          o[jj][4] += f * x1.x; o[jj][5] += f * x1.y; o[jj][6] += f * x1.z; o[jj][7] += f * x1.w;
+        }
+      }
+      __syncwarp();
+    }
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      const size_t orow = static_cast<size_t>(sb) * kNumQoHeads + warp * kGroup + (lane >> 4) + 2 * jj;
+      *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o[jj], 1.f);
+      if ((lane & 15) == 0) p.lse[orow] = W[jj] > 0.f ? M[jj] - __log2f(W[jj]) : -INFINITY;
+    }
+  };
+
+  // Ends segment [lo, hi) of sequence b: output, or partial (+ merge if last).
+  auto finish = [&](bool at_end) {
+    float L0 = l0, L1 = l1;
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) {
+      L0 += __shfl_xor_sync(kFull, L0, o);
+      L1 += __shfl_xor_sync(kFull, L1, o);
+    }
+    const float inv0 = L0 > 0.f ? 1.f / L0 : 0.f;
+    const float inv1 = L1 > 0.f ? 1.f / L1 : 0.f;
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      const int d = mt * 16 + g;
+      F[(2 * c) * kMergeStride + d] = acc[mt][0] * inv0;
+      F[(2 * c + 1) * kMergeStride + d] = acc[mt][1] * inv1;
+      F[(2 * c) * kMergeStride + d + 8] = acc[mt][2] * inv0;
+      F[(2 * c + 1) * kMergeStride + d + 8] = acc[mt][3] * inv1;
+    }
+    if (g == 0) {
+      FL[2 * c] = L0 > 0.f ? m0 + __log2f(L0) : -INFINITY;
+      FL[2 * c + 1] = L1 > 0.f ? m1 + __log2f(L1) : -INFINITY;
+    }
+    __syncwarp();
+    const int s_abs = sptr[b], e_abs = sptr[b + 1];
+    const bool complete = (bs + lo == s_abs && bs + hi == e_abs) || (p.debug & 1);  // debug 1: timing only
+    if (complete) {
+      const size_t row0 = static_cast<size_t>(b) * kNumQoHeads + warp * kGroup;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int item = lane + 32 * j;
+        const int hd = item >> 4;
+        const int d0 = (item & 15) * 8;
+        const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
+        const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
+        const float v[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        *reinterpret_cast<uint4*>(p.out + (row0 + hd) * kHeadDim + d0) = PackBf16x8(v, 1.f);
+      }
+      if (lane < kGroup) p.lse[row0 + lane] = FL[lane];
+      __syncwarp();  // F is rewritten by the next segment
+      return;
+    }
+    const int slot = 2 * blk + (lo == 0 ? 0 : 1);
+    float* rec = p.part + (static_cast<size_t>(slot) * kWarps + warp) * kRecFloats;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int item = lane + 32 * j;
+      const int hd = item >> 4;
+      const int d0 = (item & 15) * 8;
+      const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
+      const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
+      *reinterpret_cast<float4*>(rec + hd * kHeadDim + d0) = x0;
+      *reinterpret_cast<float4*>(rec + hd * kHeadDim + d0 + 4) = x1;
+    }
+    if (lane < kGroup) rec[kGroup * kHeadDim + lane] = FL[lane];
+    if (p.debug & 2) FenceAcqRel();
+    else __threadfence();
+    __syncwarp();
+    const int i0 = FlatBlockOf(s_abs, p.total, p.nblocks);
+    const int n = FlatBlockOf(e_abs - 1, p.total, p.nblocks) - i0 + 1;
+    int last = 0;
+    if (lane == 0) last = atomicAdd(p.counters + b * kWarps + warp, 1) == n - 1;
+    last = __shfl_sync(kFull, last, 0);
+    if (!last) return;
+    if (p.debug & 2) FenceAcqRel();
+    else __threadfence();
+    if (at_end) merge(b, s_abs, i0, n, reinterpret_cast<float*>(wsm), STAGES * 2 * kTileBytes / kRecBytes);
+    else merge(b, s_abs, i0, n, F, 1);
+    if (lane == 0) p.counters[b * kWarps + warp] = 0;  // zero again for the next call
+  };
+
+  const int krow = (lane & 7) | (((lane >> 3) & 1) << 3);
+  const int khalf = lane >> 4;
+  const int vrow = (lane & 7) | ((lane >> 4) << 3);
+  const int vhalf = (lane >> 3) & 1;
+
+  int k = 0;
+  while (k < ntiles) {
+    CpAsyncWait<STAGES - 1>();
+    __syncwarp();
+    const uint32_t ks_addr = wsm_addr + (k % STAGES) * 2 * kTileBytes;
+    const uint32_t vs_addr = ks_addr + kTileBytes;
+    float sa[4] = {0.f, 0.f, 0.f, 0.f};
+    float sb[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int ks = 0; ks < kHeadDim / 16; ks += 2) {
+      uint32_t a[4], a2[4];
+      LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
+      LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
+      Mma16816(sa, a, qf[ks][0], qf[ks][1]);
+      Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
+    }
+    const int t0 = k * kTile;
+    const bool lo_ok = t0 + g >= lo && t0 + g < hi;
+    const bool hi_ok = t0 + g + 8 >= lo && t0 + g + 8 < hi;
+    float s[4];
+    s[0] = lo_ok ? (sa[0] + sb[0]) * p.scale_log2 : -INFINITY;
+    s[1] = lo_ok ? (sa[1] + sb[1]) * p.scale_log2 : -INFINITY;
+    s[2] = hi_ok ? (sa[2] + sb[2]) * p.scale_log2 : -INFINITY;
+    s[3] = hi_ok ? (sa[3] + sb[3]) * p.scale_log2 : -INFINITY;
+    float mx0 = fmaxf(s[0], s[2]);
+    float mx1 = fmaxf(s[1], s[3]);
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(kFull, mx0, o));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(kFull, mx1, o));
+    }
+    // The segment has a token in this tile, so mx0 and mx1 are finite.
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    const float al0 = Exp2(m0 - n0), al1 = Exp2(m1 - n1);
+    const float p0 = Exp2(s[0] - n0), p1 = Exp2(s[1] - n1);
+    const float p2 = Exp2(s[2] - n0), p3 = Exp2(s[3] - n1);
+    l0 = l0 * al0 + p0 + p2;
+    l1 = l1 * al1 + p1 + p3;
+    m0 = n0;
+    m1 = n1;
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      acc[mt][0] *= al0;
+      acc[mt][1] *= al1;
+      acc[mt][2] *= al0;
+      acc[mt][3] *= al1;
+    }
+    const uint32_t b0 = MovMatrixTrans(PackBf16(p0, p1));
+    const uint32_t b1 = MovMatrixTrans(PackBf16(p2, p3));
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      uint32_t a[4];
+      LdMatrixX4Trans(a, vs_addr + Swz(vrow, 2 * mt + vhalf));
+      Mma16816(acc[mt], a, b0, b1);
+    }
+    const int t_end = t0 + kTile;
+    if (hi < ntok && hi <= t_end) {
+      // The segment ends in this tile and the next one starts at hi.
+      finish(false);
+      b = nb;
+      lo = hi;
+      hi = min(sptr[b + 1] - bs, ntok);
+      nb = hi < ntok ? FlatSeqAt(sptr, p.batch, bs + hi) : b;
+#pragma unroll
+      for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+        qf[ks][0] = qn[ks][0];
+        qf[ks][1] = qn[ks][1];
+      }
+      load_q(qn, nb);
+      m0 = m1 = -INFINITY;
+      l0 = l1 = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < kHeadDim / 16; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+      if (lo < t_end) continue;  // the next segment starts inside this tile: take it again
+    }
+    __syncwarp();
+    if (k + STAGES < ntiles) issue_data(k + STAGES);
+    issue_idx(k + 2 * STAGES);
+    CpAsyncCommit();
+    ++k;
+  }
+  CpAsyncWait<0>();
+  __syncwarp();
+  finish(true);
+}
+
 // ---- host side ----
 
 std::mutex g_tuning_mu;
@@ -942,12 +1440,23 @@ struct DeviceInfo {
   int blocks_per_sm[5] = {0, 0, 0, 0, 0};     // v1, by stages
   int blocks_per_sm_v2[5] = {0, 0, 0, 0, 0};  // v2 (split), by stages
   int max_cluster[5] = {0, 0, 0, 0, 0};       // v2 cluster mode: largest cluster that fits, by stages (0: none)
+  int blocks_per_sm_flat[5] = {0, 0, 0, 0, 0};  // flat, by stages
   cudaError_t error = cudaSuccess;
 };
 DeviceInfo g_devices[kMaxDevices];
 
 size_t SmemBytes(int stages) { return static_cast<size_t>(kWarps) * stages * 2 * kTileBytes; }
 size_t SmemBytesV2(int stages) { return static_cast<size_t>(kWarps) * WarpBytesV2(stages); }
+size_t SmemBytesCluster(int stages) { return SmemBytesV2(stages) + kRecvBytes; }
+size_t SmemBytesFlat(int stages) { return static_cast<size_t>(kWarps) * WarpBytesFlat(stages) + kPtrBytes; }
+
+template <int S>
+cudaError_t ConfigureFlat(int* blocks_per_sm) {
+  cudaError_t e = cudaFuncSetAttribute(GqaDecodeFlat<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(SmemBytesFlat(S)));
+  if (e != cudaSuccess) return e;
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, GqaDecodeFlat<S>, kThreads, SmemBytesFlat(S));
+}
 
 template <int S>
 cudaError_t Configure(int* blocks_per_sm) {
@@ -967,7 +1476,7 @@ cudaError_t ConfigureV2(int cc_major, int* blocks_per_sm, int* max_cluster) {
   *max_cluster = 0;
   if (cc_major < 9) return cudaSuccess;
   e = cudaFuncSetAttribute(GqaDecodeV2<S, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(SmemBytesV2(S)));
+                           static_cast<int>(SmemBytesCluster(S)));
   if (e != cudaSuccess) return e;
   if (cudaFuncSetAttribute(GqaDecodeV2<S, true>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
     (void)cudaGetLastError();  // portable sizes (<= 8) only
@@ -975,7 +1484,7 @@ cudaError_t ConfigureV2(int cc_major, int* blocks_per_sm, int* max_cluster) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(cs, 1, 1);
     cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = SmemBytesV2(S);
+    cfg.dynamicSmemBytes = SmemBytesCluster(S);
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = cs;
@@ -1008,6 +1517,9 @@ const DeviceInfo* GetDeviceInfo(int* device) {
     if (d.error == cudaSuccess) d.error = ConfigureV2<2>(d.cc_major, &d.blocks_per_sm_v2[2], &d.max_cluster[2]);
     if (d.error == cudaSuccess) d.error = ConfigureV2<3>(d.cc_major, &d.blocks_per_sm_v2[3], &d.max_cluster[3]);
     if (d.error == cudaSuccess) d.error = ConfigureV2<4>(d.cc_major, &d.blocks_per_sm_v2[4], &d.max_cluster[4]);
+    if (d.error == cudaSuccess) d.error = ConfigureFlat<2>(&d.blocks_per_sm_flat[2]);
+    if (d.error == cudaSuccess) d.error = ConfigureFlat<3>(&d.blocks_per_sm_flat[3]);
+    if (d.error == cudaSuccess) d.error = ConfigureFlat<4>(&d.blocks_per_sm_flat[4]);
   });
   return d.error == cudaSuccess ? &d : nullptr;
 }
@@ -1028,6 +1540,11 @@ WorkspaceLayout Layout(int64_t batch, int64_t max_work, int64_t counters_per_seq
 }
 WorkspaceLayout LayoutV1(int64_t batch, int64_t max_work) { return Layout(batch, max_work, kNumKvHeads, kNumKvHeads * kGroup); }
 WorkspaceLayout LayoutV2(int64_t batch, int64_t max_work) { return Layout(batch, max_work, 1, kNumQoHeads); }
+// Flat: counters [batch][4], then 2 partial records per block and KV head.
+uint64_t FlatPartOffset(int64_t batch) { return AlignUp(static_cast<uint64_t>(batch) * kNumKvHeads * 4, 256); }
+uint64_t FlatWorkspaceBytes(int64_t batch, int64_t nblocks) {
+  return FlatPartOffset(batch) + static_cast<uint64_t>(nblocks) * 2 * kNumKvHeads * kRecBytes;
+}
 
 }  // namespace
 
@@ -1054,7 +1571,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   plan->evict_first = t.evict_first == 1 || (t.evict_first == 0 && total <= kEvictFirstMaxTokens);
 
   int mode = t.mode;
-  if (mode < kModeAuto || mode > kModeCluster) mode = kModeAuto;
+  if (mode < kModeAuto || mode > kModeFlat) mode = kModeAuto;
   if (mode == kModeAuto) {
     // Chosen from what the host knows (batch, total tokens) by measurements on
     // an H200 (bench/results/gqa-decode-h200-2026-11-29-v2.md):
@@ -1066,12 +1583,34 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     const int64_t avg = total / std::max<int64_t>(1, batch);
     if (batch == 1 && total <= kClusterMaxTokens && info->cc_major >= 9 && info->max_cluster[3] > 0)
       mode = kModeCluster;
+    else if (batch <= kFlatMaxBatch && avg >= kFlatMinAvgTokens)
+      mode = kModeFlat;
     else if (batch > 1 && avg >= kSplitMinAvgTokens)
       mode = kModeSplit;
     else
       mode = kModeLegacy;
   }
   if (mode == kModeCluster && (batch > 65535 || info->cc_major < 9)) mode = kModeSplit;
+  if (mode == kModeFlat && (batch > kFlatMaxBatch || total > (int64_t{1} << 31) - 1)) mode = kModeLegacy;
+
+  if (mode == kModeFlat) {
+    const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 4;
+    const int occ = std::max(1, info->blocks_per_sm_flat[stages]);
+    const int64_t per_sm = t.per_sm > 0 ? std::min(t.per_sm, occ) : 1;
+    const int64_t waves = t.waves > 0 ? t.waves : 1;
+    const int64_t min_tokens = t.min_chunk > 0 ? t.min_chunk : 32;
+    int64_t nblocks = static_cast<int64_t>(info->num_sms) * per_sm * waves;
+    if (t.chunk_tokens > 0) nblocks = (total + t.chunk_tokens - 1) / t.chunk_tokens;
+    nblocks = std::max<int64_t>(1, std::min<int64_t>(nblocks, (total + min_tokens - 1) / min_tokens));
+    nblocks = std::min<int64_t>(nblocks, int64_t{1} << 24);
+    plan->mode = kModeFlat;
+    plan->chunk = static_cast<int>((total + nblocks - 1) / nblocks);
+    plan->max_work = static_cast<int>(nblocks);
+    plan->stages = stages;
+    plan->blocks_per_sm = occ;
+    plan->workspace_bytes = FlatWorkspaceBytes(batch, nblocks);
+    return KI_OK;
+  }
 
   if (mode == kModeLegacy) {
     const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 3;
@@ -1111,6 +1650,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     }
     cs = std::max<int64_t>(1, std::min<int64_t>(cs, cmax));
     plan->mode = kModeCluster;
+    plan->push = t.cluster_merge != 1;
     plan->cluster = static_cast<int>(cs);
     plan->chunk = 0;
     plan->max_work = static_cast<int>(cs * batch);
@@ -1187,7 +1727,7 @@ cudaError_t LaunchV2(const Params2& p, const FastPlan& plan, cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.cluster), static_cast<unsigned>(p.batch), 1);
   cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = SmemBytesV2(S);
+  cfg.dynamicSmemBytes = SmemBytesCluster(S);
   cfg.stream = s;
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeClusterDimension;
@@ -1199,6 +1739,34 @@ cudaError_t LaunchV2(const Params2& p, const FastPlan& plan, cudaStream_t s) {
   return cudaLaunchKernelEx(&cfg, GqaDecodeV2<S, true>, p);
 }
 
+int32_t LaunchFlat(const Args& args, const FastPlan& plan, void* workspace, cudaStream_t s) {
+  uint8_t* ws = static_cast<uint8_t*>(workspace);
+  Params3 p;
+  p.q = static_cast<const __nv_bfloat16*>(args.q);
+  p.k = static_cast<const __nv_bfloat16*>(args.k_cache);
+  p.v = static_cast<const __nv_bfloat16*>(args.v_cache);
+  p.indptr = args.kv_indptr;
+  p.indices = args.kv_indices;
+  p.out = static_cast<__nv_bfloat16*>(args.out);
+  p.lse = args.lse;
+  p.counters = reinterpret_cast<int32_t*>(ws);
+  p.part = reinterpret_cast<float*>(ws + FlatPartOffset(args.batch));
+  p.batch = static_cast<int>(args.batch);
+  p.total = static_cast<int>(args.num_kv_indices);
+  p.nblocks = plan.max_work;
+  p.scale_log2 = args.sm_scale * kLog2e;
+  p.evict_first = plan.evict_first ? 1 : 0;
+  p.debug = GetFastTuning().debug;
+  const dim3 grid(static_cast<unsigned>(plan.max_work));
+  switch (plan.stages) {
+    case 2: GqaDecodeFlat<2><<<grid, kThreads, SmemBytesFlat(2), s>>>(p); break;
+    case 3: GqaDecodeFlat<3><<<grid, kThreads, SmemBytesFlat(3), s>>>(p); break;
+    case 4: GqaDecodeFlat<4><<<grid, kThreads, SmemBytesFlat(4), s>>>(p); break;
+    default: return KI_ERR_INTERNAL;
+  }
+  return cudaGetLastError() == cudaSuccess ? KI_OK : KI_ERR_LAUNCH;
+}
+
 }  // namespace
 
 int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint64_t workspace_bytes,
@@ -1208,6 +1776,7 @@ int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint
     return KI_ERR_WORKSPACE_TOO_SMALL;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (plan.mode == kModeLegacy) return LaunchLegacy(args, plan, workspace, s);
+  if (plan.mode == kModeFlat) return LaunchFlat(args, plan, workspace, s);
   if (plan.mode != kModeSplit && plan.mode != kModeCluster) return KI_ERR_INTERNAL;
   Params2 p;
   p.q = static_cast<const __nv_bfloat16*>(args.q);
@@ -1232,6 +1801,8 @@ int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint
   p.scale_log2 = args.sm_scale * kLog2e;
   p.spec_len = plan.spec_len;
   p.evict_first = plan.evict_first ? 1 : 0;
+  p.push = plan.push ? 1 : 0;
+  p.debug = GetFastTuning().debug;
   cudaError_t e;
   switch (plan.stages) {
     case 2: e = LaunchV2<2>(p, plan, s); break;

@@ -19,6 +19,7 @@ enum FastMode : int {
   kModeLegacy = 1,   // v1: block per (chunk, KV head), 4 warps split the chunk's tiles
   kModeSplit = 2,    // v2: block per chunk covering all 4 KV heads (warp = KV head), global merge
   kModeCluster = 3,  // v2: cluster of C blocks per sequence, merge through distributed shared memory
+  kModeFlat = 4,     // v3: equal token ranges of kv_indices per block across sequence boundaries (stream-K)
 };
 
 // Knobs of the plan. Zero means "choose automatically".
@@ -30,7 +31,10 @@ struct FastTuning {
   int mode = 0;          // FastMode
   int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits)
   int evict_first = 0;   // v2 K/V copies with an L2 evict-first policy: 0 auto (by size), 1 on, 2 off
-  int per_sm = 0;        // v2 split: blocks per SM aimed for (at most what fits; 0: what fits)
+  int per_sm = 0;        // v2 split: blocks per SM aimed for (at most what fits; 0: what fits); flat: 0 means 1
+  int cluster_merge = 0; // cluster mode: 0 auto (push), 1 pull (two cluster barriers), 2 push (one barrier after start)
+  int debug = 0;         // experiments: 1 flat writes partials as outputs (wrong results, timing only),
+                         // 2 release/acquire fences instead of __threadfence
 };
 void SetFastTuning(const FastTuning& tuning);
 FastTuning GetFastTuning();
@@ -42,8 +46,10 @@ struct FastPlan {
   int cluster = 0;        // cluster mode: blocks per sequence
   int spec_len = -1;      // batch 1: predicted kv_indptr[1] (kv_indptr[0] = 0), checked by the kernel
   bool evict_first = true;
-  int chunk = 0;          // max tokens per block
-  int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch
+  bool push = true;       // cluster mode: push merge
+  int chunk = 0;          // max tokens per block (flat: tokens per block, rounded up)
+  int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch;
+                          // flat: the number of blocks
   int stages = 0;
   int num_sms = 0;
   int blocks_per_sm = 0;

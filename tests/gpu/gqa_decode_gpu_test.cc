@@ -219,6 +219,9 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
       WithLengths("one-3001", {3001}),
       WithLengths("ragged", {0, 700, 5, 0, 2100, 33, 16, 0}),
       WithLengths("equal", {512, 512, 512, 512}),
+      // Flat mode with small blocks: several waves, so a block's first
+      // sequence can be merged by it in mid-stream.
+      WithLengths("long-ragged", {9000, 300, 0, 9000, 7}),
   };
   struct Variant {
     gqa::FastTuning t;
@@ -234,7 +237,14 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
     vs.push_back({{0, 0, 0, stages, gqa::kModeSplit, 0, 0, 1}, "split, 1 block per SM"});
     vs.push_back({{0, 4, 16, stages, gqa::kModeSplit, 0, 0}, "split, 4 waves"});
     for (int cs : {1, 2, 3, 8, 12, 16}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 0}, "cluster"});
+    for (int cs : {2, 5, 16}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 0, 0, 1}, "cluster, pull merge"});
     vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, 0, 0}, "cluster auto"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, 0, 0}, "flat"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, 0, 2}, "flat, no L2 hint"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, 0, 0, 2}, "flat, 2 blocks per SM"});
+    vs.push_back({{16, 0, 16, stages, gqa::kModeFlat, 0, 0}, "flat, 16 tokens per block"});
+    vs.push_back({{48, 0, 16, stages, gqa::kModeFlat, 0, 0}, "flat, 48 tokens per block"});
+    vs.push_back({{100000, 0, 0, stages, gqa::kModeFlat, 0, 0}, "flat, one block"});
   }
   for (const Variant& v : vs) {
     TuningScope scope(v.t);
