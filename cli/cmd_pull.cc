@@ -42,7 +42,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                         {"bytesReceived", r.bytes_received}, {"attestations", r.attestations},
                         {"warnings", r.warnings}});
       }
-      PrintJson({{"remote", url.str()}, {"refs", refs}, {"httpRequests", rep.http_requests}});
+      PrintJson({{"remote", url.str()},
+                 {"refs", refs},
+                 {"httpRequests", rep.http_requests},
+                 {"blobsReceived", rep.blobs_received}});
       return 0;
     }
     for (const auto& r : rep.refs) {

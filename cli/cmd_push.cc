@@ -1,4 +1,4 @@
-// ki push REMOTE REF... [--insecure] [--jobs N] [--json]
+// ki push REMOTE REF... [--insecure] [--jobs N] [--digest-tags] [--recheck] [--json]
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,6 +27,8 @@ struct Options {
   std::vector<std::string> refs;
   bool insecure = false;
   bool json = false;
+  bool digest_tags = false;
+  bool recheck = false;
   int jobs = 4;
 };
 
@@ -36,14 +38,20 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("refs", o->refs, "objects to push with everything they reach")->required();
   sub->add_flag("--insecure", o->insecure, "plain http (loopback registries only)");
   sub->add_option("-j,--jobs", o->jobs, "parallel uploads (default 4)")->check(CLI::Range(1, 64));
+  sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
+  sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
   sub->add_flag("--json", o->json, "print a JSON report");
   return [o, g]() -> Result<int> {
-    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
+    // Read-write: what the registry now holds is recorded in remote.state.
+    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
     KI_ASSIGN_OR_RETURN(RemoteUrl url, LookupRemote(*store, o->remote, o->insecure));
     TransferOptions opts;
     opts.parallelism = o->jobs;
     opts.progress = ProgressMeter("push");
+    opts.digest_tags = o->digest_tags;
+    opts.use_remote_state = !o->recheck;
     KI_ASSIGN_OR_RETURN(PushReport rep, Push(*store, url, o->refs, opts));
+    for (const auto& w : rep.warnings) std::cerr << "ki: warning: " << w << "\n";
     if (o->json) {
       Json refs = Json::array();
       for (const auto& r : rep.refs) {
@@ -51,7 +59,14 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                         {"objects", r.objects}, {"sent", r.sent}, {"skipped", r.skipped},
                         {"bytesSent", r.bytes_sent}, {"attestations", r.attestations}});
       }
-      PrintJson({{"remote", url.str()}, {"refs", refs}, {"httpRequests", rep.http_requests}});
+      PrintJson({{"remote", url.str()},
+                 {"refs", refs},
+                 {"httpRequests", rep.http_requests},
+                 {"blobs",
+                  {{"known", rep.blobs_known},
+                   {"checked", rep.blobs_checked},
+                   {"sent", rep.blobs_sent},
+                   {"sentUnasked", rep.blobs_sent_unasked}}}});
       return 0;
     }
     for (const auto& r : rep.refs) {

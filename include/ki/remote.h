@@ -7,12 +7,17 @@
 // in docs/format.md ("Remotes: the OCI mapping"); the constants below are
 // the names it uses.
 //
-// Push uploads what the remote lacks (HEAD first), blobs in parallel over
-// kept-alive connections, the image manifest last, so that a failed push is
-// never visible under its tag and a re-run resumes from the blobs already
-// there. Pull fetches the image manifest and every blob it lists that the
-// store lacks, checks each digest and size, and stores everything in one
-// Batch: nothing unverified enters the store.
+// Push uploads what the remote lacks, blobs in parallel over kept-alive
+// connections, the image manifest last, so that a failed push is never
+// visible under its tag and a re-run resumes from the blobs already there.
+// What a registry is known to hold (blobs pushed or pulled, tags written)
+// is remembered in the store's remote.state table, as git keeps
+// remote-tracking refs: a re-push asks the registry nothing about those
+// blobs. Other blobs are asked about with HEAD until HEADs keep missing
+// (a fresh repository), then uploaded directly with a HEAD now and then to
+// notice when they start to hit. Pull fetches the image manifest and every
+// blob it lists that the store lacks, checks each digest and size, and
+// stores everything in one Batch: nothing unverified enters the store.
 //
 // Thread-safety: Push and Pull use worker threads internally; the Store
 // passed in must not be written by anybody else meanwhile (one Batch at a
@@ -46,6 +51,9 @@ inline constexpr std::string_view kManifestObjectMediaType = "application/vnd.ke
 inline constexpr std::string_view kRemoteAttestationTable = "sign.attestations";
 // The store table of configured remotes: name -> JSON {"url", "insecure"}.
 inline constexpr std::string_view kRemoteConfigTable = "remote.config";
+// What each registry is known to hold (docs/format.md, "Remote state"). A
+// cache: dropping it costs requests, never correctness.
+inline constexpr std::string_view kRemoteStateTable = "remote.state";
 
 // Annotation keys (docs/format.md lists them all).
 inline constexpr std::string_view kAnnTitle = "org.opencontainers.image.title";
@@ -143,6 +151,21 @@ struct TransferOptions {
   long connect_timeout_s = 15;
   long stall_timeout_s = 60;                 // abort a transfer stalled this long
   std::optional<Credentials> credentials;    // unset: FindCredentials(host)
+  // Push: also tag each named root `ki-<hex of its ki digest>` (unnamed
+  // roots always get that tag, it is their only one).
+  bool digest_tags = false;
+  // Push: trust remote.state (skip blobs the registry is known to hold,
+  // HEAD a tag instead of re-writing it). Off: ask about everything again.
+  bool use_remote_state = true;
+  // Push: after this many HEADs in a row found nothing, upload without
+  // asking (a PUT of a blob the registry has is harmless), asking one in
+  // `head_sample` to notice hits. 0: always HEAD first.
+  int blind_after_misses = 16;
+  int head_sample = 16;
+  // Pull: re-read each tag after the blobs to report one that moved, for
+  // pulls of at most this many tags (everything after the first read goes
+  // by digest whatever the answer).
+  size_t tag_recheck_max = 64;
   std::function<void(const TransferProgress&)> progress;  // called from worker threads, serialised
 };
 
@@ -159,6 +182,10 @@ struct PushedRef {
 struct PushReport {
   std::vector<PushedRef> refs;
   uint64_t http_requests = 0;
+  // Unique blobs: skipped because remote.state says the registry holds
+  // them; asked about with HEAD; uploaded; uploaded without asking first.
+  uint64_t blobs_known = 0, blobs_checked = 0, blobs_sent = 0, blobs_sent_unasked = 0;
+  std::vector<std::string> warnings;  // e.g. remote.state could not be written
 };
 
 struct PulledRef {
@@ -173,11 +200,13 @@ struct PulledRef {
 struct PullReport {
   std::vector<PulledRef> refs;
   uint64_t http_requests = 0;
+  uint64_t blobs_received = 0;  // unique blobs downloaded
 };
 
 // Pushes each REF (anything Store::Resolve accepts) with its closure.
 // On failure the Status says how far it got (blobs uploaded, manifest not
-// written) and that a re-run resumes.
+// written) and that a re-run resumes. Writes remote.state when the store
+// is writable (a read-only store only adds a warning).
 Result<PushReport> Push(Store& store, const RemoteUrl& remote, const std::vector<std::string>& refs,
                         const TransferOptions& opts = {});
 

@@ -54,10 +54,12 @@ class RegistryConn final : public Conn {
   Status PutBlob(const Digest& d, std::string_view bytes) override;
   Result<std::string> GetBlob(const Digest& d, uint64_t size) override;
   Result<FetchedManifest> GetManifest(std::string_view ref) override;
+  Result<FetchedManifest> ProbeManifest(std::string_view ref) override;
   Result<std::optional<Digest>> ResolveTag(std::string_view tag) override;
   Status PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
                      bool* subject_indexed) override;
   Result<std::optional<std::string>> Referrers(const Digest& subject) override;
+  Result<std::optional<std::vector<std::string>>> ListTags() override;
 
  private:
   // One logical request: credentials, redirects, one authentication round.
@@ -70,6 +72,7 @@ class RegistryConn final : public Conn {
   Status Retry(const std::string& what, const std::function<Status(bool* retry)>& attempt);
   void Backoff(int attempt);
   Status Upload(const Digest& d, std::string_view bytes, bool chunked, bool* retry, bool* refused);
+  Result<FetchedManifest> FetchManifest(std::string_view ref, bool retry);
 
   RegistryTarget* t_;
   HttpClient http_;
@@ -342,13 +345,17 @@ Result<std::string> RegistryConn::GetBlob(const Digest& d, uint64_t size) {
   return std::move(r.body);
 }
 
-Result<FetchedManifest> RegistryConn::GetManifest(std::string_view ref) {
+Result<FetchedManifest> RegistryConn::GetManifest(std::string_view ref) { return FetchManifest(ref, true); }
+Result<FetchedManifest> RegistryConn::ProbeManifest(std::string_view ref) { return FetchManifest(ref, false); }
+
+Result<FetchedManifest> RegistryConn::FetchManifest(std::string_view ref, bool retry) {
   HttpRequest req;
   req.url = t_->RepoUrl("manifests/" + std::string(ref));
   req.max_body = t_->opts_.max_manifest_size;
   req.headers.emplace_back("Accept", std::string(kOciManifestType) + ", " + std::string(kOciIndexType));
   std::string what = "GET manifest " + std::string(ref);
-  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, what));
+  Transport tr;
+  KI_ASSIGN_OR_RETURN(HttpResponse r, retry ? SendRetry(req, what) : Send(req, &tr));
   if (r.status == 404) return Status::NotFound(t_->url_.str() + " has no manifest '" + std::string(ref) + "'");
   if (r.status != 200) return HttpStatusError(what, r);
   FetchedManifest m;
@@ -404,6 +411,42 @@ Result<std::optional<std::string>> RegistryConn::Referrers(const Digest& subject
   if (r.status == 200 && ct.rfind(std::string(kOciIndexType), 0) == 0) return std::optional<std::string>(std::move(r.body));
   if (r.status == 200 || r.status == 404 || r.status == 400 || r.status == 405) return std::optional<std::string>();
   return HttpStatusError("GET referrers " + subject.str(), r);
+}
+
+// The URL in a `Link: <URL>; rel="next"` header, "" when there is none.
+std::string NextLink(const std::string& link) {
+  if (link.find("rel=\"next\"") == std::string::npos && link.find("rel=next") == std::string::npos) return "";
+  auto open = link.find('<');
+  auto close = link.find('>', open == std::string::npos ? 0 : open);
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return link.substr(open + 1, close - open - 1);
+}
+
+Result<std::optional<std::vector<std::string>>> RegistryConn::ListTags() {
+  // Tags are at most 128 bytes: 64 MiB per page is far more than any
+  // registry sends, and still a cap.
+  constexpr uint64_t kMaxPage = 64ull << 20;
+  constexpr int kMaxPages = 1000;
+  std::vector<std::string> tags;
+  HttpRequest req;
+  req.url = t_->RepoUrl("tags/list");
+  req.max_body = kMaxPage;
+  for (int page = 0; page < kMaxPages; ++page) {
+    KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET tags/list"));
+    if (r.status == 404 && page == 0) return std::optional<std::vector<std::string>>(std::move(tags));  // no tags yet
+    if (r.status == 400 || r.status == 405 || r.status == 501) return std::optional<std::vector<std::string>>();
+    if (r.status != 200) return HttpStatusError("GET tags/list", r);
+    Json j = Json::parse(r.body, nullptr, false);
+    if (!j.is_object()) return std::optional<std::vector<std::string>>();  // not the API: ask per tag
+    if (j.contains("tags") && j["tags"].is_array()) {
+      for (const Json& t : j["tags"])
+        if (t.is_string()) tags.push_back(t.get<std::string>());
+    }
+    std::string next = NextLink(r.Header("link"));
+    if (next.empty()) return std::optional<std::vector<std::string>>(std::move(tags));
+    req.url = ResolveLocation(req.url, next);
+  }
+  return Status::IOError("GET tags/list: more than " + std::to_string(kMaxPages) + " pages");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ki/digest.h"
 #include "ki/remote.h"
@@ -41,6 +42,10 @@ class Conn {
   // NotFound when the remote has no such tag or digest. A digest reference
   // is checked against the body.
   virtual Result<FetchedManifest> GetManifest(std::string_view ref) = 0;
+  // GetManifest in one attempt, for a guess that may well be wrong (a ki
+  // digest tried as a manifest digest: distribution 2.8 answers 500 for
+  // the digest of a blob, which is not worth retrying with backoff).
+  virtual Result<FetchedManifest> ProbeManifest(std::string_view ref) { return GetManifest(ref); }
   // The digest a tag points at now (nullopt: absent).
   virtual Result<std::optional<Digest>> ResolveTag(std::string_view tag) = 0;
   // Stores a manifest under a tag or its digest. *subject_indexed is set
@@ -50,6 +55,11 @@ class Conn {
   // The referrers API's index for `subject`; nullopt when the remote has no
   // referrers API (the caller then reads the sha256-<hex> tag).
   virtual Result<std::optional<std::string>> Referrers(const Digest& subject) = 0;
+  // Every tag of the repository (the tags/list API, all pages); nullopt
+  // when the remote cannot list them cheaply (then ask tag by tag).
+  virtual Result<std::optional<std::vector<std::string>>> ListTags() {
+    return std::optional<std::vector<std::string>>();
+  }
 };
 
 class Target {

@@ -114,6 +114,88 @@ Status AddToFallbackIndex(Conn& conn, const Digest& subject, const Json& desc, c
 
 }  // namespace
 
+// ---------------------------------------------------------------- remote state
+
+namespace {
+
+// remote.state (docs/format.md, "Remote state"): rows under an 8-byte
+// prefix naming the registry (SHA-256 of its URL), then
+//   'b' + raw digest           -> ""                 the registry holds this blob
+//   't' + tag                  -> raw manifest digest the tag named when last written or read
+//   'r' + raw manifest digest  -> ""                 a referrer manifest written and indexed
+// Only registries have one: a layout answers HEAD from its own directory.
+struct RemoteState {
+  bool enabled = false;
+  std::string prefix;
+  std::unordered_set<Digest> blobs, referrers;
+  std::unordered_map<std::string, Digest> tags;
+};
+
+std::string StatePrefix(const RemoteUrl& url) { return std::string(Sha256Of(url.str()).raw().substr(0, 8)); }
+
+Result<RemoteState> LoadState(Store& store, const RemoteUrl& url) {
+  RemoteState st;
+  if (url.scheme != RemoteUrl::Scheme::kRegistry) return st;
+  st.enabled = true;
+  st.prefix = StatePrefix(url);
+  size_t p = st.prefix.size();
+  KI_RETURN_IF_ERROR(store.Scan(kRemoteStateTable, st.prefix, [&](std::string_view k, std::string_view v) {
+    if (k.size() == p + 33 && (k[p] == 'b' || k[p] == 'r')) {
+      Digest d = Digest::FromRaw(k.substr(p + 1));
+      (k[p] == 'b' ? st.blobs : st.referrers).insert(d);
+    } else if (k.size() > p + 1 && k[p] == 't' && v.size() == 32) {
+      st.tags[std::string(k.substr(p + 1))] = Digest::FromRaw(v);
+    }
+    return true;  // anything else is from a later format: ignored
+  }));
+  return st;
+}
+
+// What one transfer learnt about the registry, written to remote.state.
+struct StateUpdate {
+  std::mutex mu;
+  std::vector<Digest> blobs, gone, referrers;
+  std::vector<std::pair<std::string, Digest>> tags;
+  void Blob(const Digest& d) {
+    std::lock_guard<std::mutex> l(mu);
+    blobs.push_back(d);
+  }
+  void Gone(const Digest& d) {
+    std::lock_guard<std::mutex> l(mu);
+    gone.push_back(d);
+  }
+  void Tag(const std::string& t, const Digest& m) {
+    std::lock_guard<std::mutex> l(mu);
+    tags.emplace_back(t, m);
+  }
+  void Referrer(const Digest& d) {
+    std::lock_guard<std::mutex> l(mu);
+    referrers.push_back(d);
+  }
+};
+
+Status WriteState(Batch& batch, const RemoteState& old, const StateUpdate& u) {
+  if (!old.enabled) return Status::OK();
+  auto key = [&](char type, std::string_view rest) {
+    std::string k = old.prefix;
+    k.push_back(type);
+    k.append(rest);
+    return k;
+  };
+  for (const Digest& d : u.gone) KI_RETURN_IF_ERROR(batch.Delete(kRemoteStateTable, key('b', d.raw())));
+  for (const Digest& d : u.blobs)
+    if (!old.blobs.count(d)) KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('b', d.raw()), ""));
+  for (const Digest& d : u.referrers)
+    if (!old.referrers.count(d)) KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('r', d.raw()), ""));
+  for (const auto& [tag, m] : u.tags) {
+    auto it = old.tags.find(tag);
+    if (it == old.tags.end() || it->second != m) KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('t', tag), m.raw()));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- push
 
 Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
@@ -136,6 +218,23 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     closures.push_back(std::move(c));
   }
   cache.nodes.clear();
+  KI_ASSIGN_OR_RETURN(RemoteState state, LoadState(store, url));
+  if (!opts.use_remote_state) {
+    state.blobs.clear();
+    state.referrers.clear();
+    state.tags.clear();
+  }
+  StateUpdate learnt;
+  // remote.state is a cache: failing to write it loses requests, not data.
+  auto save_state = [&] {
+    if (!state.enabled) return;
+    Status st = [&]() -> Status {
+      KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+      KI_RETURN_IF_ERROR(WriteState(*batch, state, learnt));
+      return batch->Commit();
+    }();
+    if (!st.ok()) report.warnings.push_back("could not record what " + url.str() + " holds: " + st.message());
+  };
   KI_ASSIGN_OR_RETURN(auto target, OpenTarget(url, opts, Access::kPush));
 
   // Unique blobs over every closure, plus the empty config.
@@ -148,51 +247,112 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   for (const Closure& c : closures)
     for (const Layer& l : c.layers)
       if (seen.insert(l.digest).second) items.push_back({l.digest, l.size});
+  seen.clear();
   std::vector<uint8_t> sent(items.size(), 0);
-  std::atomic<uint64_t> n_sent{0}, n_skipped{0};
-  Progress progress(opts, items.size());
-  Status st = RunParallel(*target, opts.parallelism, items.size(), [&](Conn& conn, size_t i) -> Status {
-    const Item& it = items[i];
-    KI_ASSIGN_OR_RETURN(bool has, conn.HasBlob(it.digest, it.size));
-    if (has) {
-      n_skipped++;
-      progress.Add(1, 0);
-      return Status::OK();
-    }
+  std::vector<size_t> todo;  // items the registry is not known to hold
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (state.blobs.count(items[i].digest)) report.blobs_known++;
+    else todo.push_back(i);
+  }
+  auto upload = [&](Conn& conn, size_t i) -> Status {
     std::string bytes;
     if (i == 0) {
       bytes = std::string(remote::EmptyConfig());
     } else {
       // Read re-hashes: what we upload is what the digest names.
-      KI_ASSIGN_OR_RETURN(bytes, store.Read(it.digest));
+      KI_ASSIGN_OR_RETURN(bytes, store.Read(items[i].digest));
     }
-    KI_RETURN_IF_ERROR(conn.PutBlob(it.digest, bytes));
+    KI_RETURN_IF_ERROR(conn.PutBlob(items[i].digest, bytes));
     sent[i] = 1;
+    learnt.Blob(items[i].digest);
+    return Status::OK();
+  };
+  std::atomic<uint64_t> n_sent{0}, n_unasked{0}, n_checked{0};
+  std::atomic<int> miss_streak{0};
+  Progress progress(opts, items.size());
+  if (report.blobs_known) progress.Add(report.blobs_known, 0);
+  Status st = RunParallel(*target, opts.parallelism, todo.size(), [&](Conn& conn, size_t k) -> Status {
+    size_t i = todo[k];
+    const Item& it = items[i];
+    // A HEAD costs a request and saves two (POST + PUT) only when it hits:
+    // once they keep missing, ask only one blob in head_sample.
+    bool blind = opts.blind_after_misses > 0 && miss_streak.load() >= opts.blind_after_misses &&
+                 (opts.head_sample <= 0 || k % size_t(opts.head_sample) != 0);
+    if (!blind) {
+      n_checked++;
+      KI_ASSIGN_OR_RETURN(bool has, conn.HasBlob(it.digest, it.size));
+      if (has) {
+        miss_streak = 0;
+        learnt.Blob(it.digest);
+        progress.Add(1, 0);
+        return Status::OK();
+      }
+      miss_streak++;
+    } else {
+      n_unasked++;
+    }
+    KI_RETURN_IF_ERROR(upload(conn, i));
     n_sent++;
-    progress.Add(1, bytes.size());
+    progress.Add(1, it.size);
     return Status::OK();
   });
+  report.blobs_checked = n_checked;
+  report.blobs_sent = n_sent;
+  report.blobs_sent_unasked = n_unasked;
   report.http_requests = target->requests();
   if (!st.ok()) {
     (void)target->Finish();  // a layout keeps the blobs it got, so a re-run resumes
+    save_state();            // and a registry's re-run skips what was uploaded
     return st.WithContext("push to " + url.str() + " is incomplete: " + std::to_string(n_sent.load()) +
-                          " of " + std::to_string(items.size() - n_skipped.load()) +
-                          " missing objects were uploaded and no manifest or tag was written; "
+                          " objects were uploaded and no manifest or tag was written; "
                           "run the same ki push again to resume");
   }
   std::unordered_map<Digest, size_t> index_of;
   for (size_t i = 0; i < items.size(); ++i) index_of[items[i].digest] = i;
-  for (size_t r = 0; r < closures.size(); ++r) {
-    PushedRef& pr = report.refs[r];
-    for (const Layer& l : closures[r].layers) {
-      if (sent[index_of[l.digest]]) {
-        pr.sent++;
-        pr.bytes_sent += l.size;
-      } else {
-        pr.skipped++;
+  auto count_sent = [&] {
+    for (size_t r = 0; r < closures.size(); ++r) {
+      PushedRef& pr = report.refs[r];
+      pr.sent = pr.skipped = pr.bytes_sent = 0;
+      for (const Layer& l : closures[r].layers) {
+        if (sent[index_of[l.digest]]) {
+          pr.sent++;
+          pr.bytes_sent += l.size;
+        } else {
+          pr.skipped++;
+        }
       }
     }
-  }
+  };
+
+  // Re-checks a closure whose manifest the registry refused although
+  // remote.state said it held every blob (a registry wiped or
+  // garbage-collected since): HEAD each, upload what is gone. True when
+  // something was missing.
+  std::mutex recheck_mu;  // items' `sent` flags are shared by closures
+  auto recheck = [&](Conn& conn, const Closure& c) -> Result<bool> {
+    bool missing = false;
+    std::vector<size_t> idx{0};
+    for (const Layer& l : c.layers) idx.push_back(index_of[l.digest]);
+    for (size_t i : idx) {
+      if (!state.blobs.count(items[i].digest)) continue;  // checked or sent by this push
+      KI_ASSIGN_OR_RETURN(bool has, conn.HasBlob(items[i].digest, items[i].size));
+      if (has) continue;
+      missing = true;
+      learnt.Gone(items[i].digest);
+      std::lock_guard<std::mutex> l(recheck_mu);
+      if (!sent[i]) KI_RETURN_IF_ERROR(upload(conn, i));
+    }
+    return missing;
+  };
+  // PUT a manifest under `ref`; if refused and the closure relied on
+  // remote.state, re-check its blobs and try once more.
+  auto put_closure_manifest = [&](Conn& conn, size_t r, const std::string& ref, const std::string& manifest) -> Status {
+    Status put = conn.PutManifest(ref, manifest, remote::kOciManifestType, nullptr);
+    if (put.ok() || state.blobs.empty()) return put;
+    KI_ASSIGN_OR_RETURN(bool missing, recheck(conn, closures[r]));
+    if (!missing) return put;
+    return conn.PutManifest(ref, manifest, remote::kOciManifestType, nullptr);
+  };
 
   // Manifests last, in parallel too (thousands of records per push).
   std::atomic<size_t> written{0};
@@ -200,14 +360,25 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     PushedRef& pr = report.refs[r];
     std::string manifest = remote::ImageManifest(closures[r]);
     pr.manifest = Sha256Of(manifest);
-    KI_RETURN_IF_ERROR(conn.PutManifest(pr.tag, manifest, remote::kOciManifestType, nullptr));
-    // The ki digest is a tag too, so `ki pull REMOTE <ki digest>` works.
+    std::vector<std::string> tags{pr.tag};
+    // `ki pull REMOTE <ki digest>` finds a named root through this tag.
     std::string digest_tag = "ki-" + pr.root.hex();
-    if (pr.tag != digest_tag) KI_RETURN_IF_ERROR(conn.PutManifest(digest_tag, manifest, remote::kOciManifestType, nullptr));
+    if (opts.digest_tags && pr.tag != digest_tag) tags.push_back(digest_tag);
+    for (const std::string& tag : tags) {
+      auto known = state.tags.find(tag);
+      if (known != state.tags.end() && known->second == pr.manifest) {
+        // Written before: a HEAD confirms it still is (tags move).
+        KI_ASSIGN_OR_RETURN(auto now, conn.ResolveTag(tag));
+        if (now && *now == pr.manifest) continue;
+      }
+      KI_RETURN_IF_ERROR(put_closure_manifest(conn, r, tag, manifest));
+      learnt.Tag(tag, pr.manifest);
+    }
     for (const Layer& l : closures[r].layers) {
       if (l.role != Role::kAttestation) continue;
       std::string ref_manifest = remote::AttestationManifest(l, pr.manifest, manifest.size());
       Digest rd = Sha256Of(ref_manifest);
+      if (state.referrers.count(rd)) continue;
       bool indexed = false;
       KI_RETURN_IF_ERROR(conn.PutManifest(rd.str(), ref_manifest, remote::kOciManifestType, &indexed));
       if (!indexed) {
@@ -219,12 +390,17 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
                      {"annotations", {{std::string(kAnnSubject), l.subject->str()}}}};
         KI_RETURN_IF_ERROR(AddToFallbackIndex(conn, pr.manifest, desc, opts));
       }
+      learnt.Referrer(rd);
     }
     written++;
     return Status::OK();
   });
   Status fin = target->Finish();
   report.http_requests = target->requests();
+  report.blobs_sent = 0;
+  for (uint8_t s : sent) report.blobs_sent += s;
+  count_sent();
+  save_state();
   if (!mst.ok()) {
     return mst.WithContext("push to " + url.str() + " is incomplete: every object was uploaded, but only " +
                            std::to_string(written.load()) + " of " + std::to_string(closures.size()) +
@@ -249,32 +425,39 @@ struct PullItem {
 Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
                         const TransferOptions& opts) {
   PullReport report;
+  KI_ASSIGN_OR_RETURN(RemoteState state, LoadState(store, url));
   KI_ASSIGN_OR_RETURN(auto target, OpenTarget(url, opts, Access::kPull));
 
-  // 1. Every ref's manifest and its referrers, in parallel.
+  // 1. Every ref's manifest, in parallel.
   struct RefFetch {
     PulledRef pr;
     std::string tag;                 // "" when pulled by manifest digest
     std::vector<Layer> layers;       // the image manifest's
     std::vector<Layer> attached;     // attestations found as referrers
+    std::string referrers;           // the referrers index (API or fallback tag), "" when none
   };
   std::vector<RefFetch> fetches(refs.size());
-  std::atomic<int> referrers_api{-1};  // -1 unknown, 0 absent, 1 present
   Status st = RunParallel(*target, opts.parallelism, refs.size(), [&](Conn& c, size_t r) -> Status {
     RefFetch& f = fetches[r];
     const std::string& ref = refs[r];
     f.pr.ref = ref;
     std::string want = ref;
     if (!Digest::IsValid(ref) && !IsValidTag(ref)) want = SanitizeTag(ref);
-    // A digest is first read as a ki digest (push tags every root
-    // ki-<hex>), then as an OCI manifest digest. In that order because a
-    // registry asked for a manifest by the digest of a blob it holds may
-    // answer 500 (distribution 2.8 does).
+    // A digest is first read as a ki digest (push tags unnamed roots, and
+    // named ones with --digest-tags, ki-<hex>), then as an OCI manifest
+    // digest. In that order because a registry asked for a manifest by the
+    // digest of a blob it holds may answer 500 (distribution 2.8 does).
     if (Digest::IsValid(ref)) want = "ki-" + ref.substr(7);
     auto fetched = c.GetManifest(want);
     if (!fetched.ok() && fetched.status().IsNotFound() && Digest::IsValid(ref)) {
       want = ref;
-      fetched = c.GetManifest(want);
+      fetched = c.ProbeManifest(want);
+      if (!fetched.ok() && !fetched.status().IsCorruption()) {
+        return Status::NotFound(url.str() + " has neither a tag ki-" + ref.substr(7) + " nor a manifest " + ref +
+                                " (" + fetched.status().message() +
+                                "); a named root is tagged by its ki digest only when pushed with --digest-tags:"
+                                " pull it by name");
+      }
     }
     if (!fetched.ok()) return fetched.status();
     f.tag = Digest::IsValid(want) ? "" : want;
@@ -284,24 +467,55 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     f.pr.root = closure->root;
     f.pr.objects = closure->layers.size();
     f.layers = std::move(closure->layers);
-    // Attestations attached later, as referrers of this manifest.
-    std::string index_bytes;
-    std::optional<std::string> api;
-    if (referrers_api != 0) {
-      KI_ASSIGN_OR_RETURN(api, c.Referrers(f.pr.manifest));
-      referrers_api = api ? 1 : 0;
+    return Status::OK();
+  });
+  report.http_requests = target->requests();
+  if (!st.ok()) return st;
+
+  // Attestations attached later, as referrers of a manifest: through the
+  // referrers API when the remote has one (asked once, then per manifest),
+  // else through the sha256-<hex> tags, which one tags/list tells apart
+  // from the (usual) manifests that have none.
+  if (!fetches.empty()) {
+    KI_ASSIGN_OR_RETURN(auto probe_conn, target->Connect());
+    KI_ASSIGN_OR_RETURN(auto probe, probe_conn->Referrers(fetches[0].pr.manifest));
+    bool api = probe.has_value();
+    if (api) fetches[0].referrers = std::move(*probe);
+    std::optional<std::unordered_set<std::string>> fallback_tags;
+    if (!api) {
+      KI_ASSIGN_OR_RETURN(auto listed, probe_conn->ListTags());
+      if (listed) {
+        fallback_tags.emplace();
+        for (std::string& t : *listed)
+          if (t.rfind("sha256-", 0) == 0) fallback_tags->insert(std::move(t));
+      }
     }
-    if (api) {
-      index_bytes = std::move(*api);
-    } else {
-      auto fb = c.GetManifest(FallbackTag(f.pr.manifest));
-      if (fb.ok()) index_bytes = std::move(fb->bytes);
+    probe_conn.reset();
+    st = RunParallel(*target, opts.parallelism, fetches.size(), [&](Conn& c, size_t r) -> Status {
+      RefFetch& f = fetches[r];
+      if (api) {
+        if (r == 0) return Status::OK();
+        KI_ASSIGN_OR_RETURN(auto idx, c.Referrers(f.pr.manifest));
+        if (idx) f.referrers = std::move(*idx);
+        return Status::OK();
+      }
+      std::string tag = FallbackTag(f.pr.manifest);
+      if (fallback_tags && !fallback_tags->count(tag)) return Status::OK();
+      auto fb = c.GetManifest(tag);
+      if (fb.ok()) f.referrers = std::move(fb->bytes);
       else if (!fb.status().IsNotFound()) return fb.status();
-    }
-    if (index_bytes.empty()) return Status::OK();
+      return Status::OK();
+    });
+    report.http_requests = target->requests();
+    if (!st.ok()) return st;
+  }
+  st = RunParallel(*target, opts.parallelism, fetches.size(), [&](Conn& c, size_t r) -> Status {
+    RefFetch& f = fetches[r];
+    if (f.referrers.empty()) return Status::OK();
     ParseLimits limits;
     limits.max_bytes = opts.max_manifest_size;
-    auto idx = ParseDocument(index_bytes, DocFormat::kJson, "referrers of " + f.pr.manifest.str(), limits);
+    auto idx = ParseDocument(f.referrers, DocFormat::kJson, "referrers of " + f.pr.manifest.str(), limits);
+    f.referrers.clear();
     if (!idx.ok() || !idx->is_object() || !idx->contains("manifests") || !(*idx)["manifests"].is_array()) {
       f.pr.warnings.push_back("ignored a malformed referrers index for " + f.pr.manifest.str());
       return Status::OK();
@@ -394,7 +608,9 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
 
   // A tag that moved meanwhile: what we pulled is the manifest we read
   // first, complete and verified; say so.
-  (void)RunParallel(*target, opts.parallelism, report.refs.size(), [&](Conn& c, size_t r) -> Status {
+  size_t n_tags = 0;
+  for (const std::string& t : tags) n_tags += !t.empty();
+  if (n_tags <= opts.tag_recheck_max) (void)RunParallel(*target, opts.parallelism, report.refs.size(), [&](Conn& c, size_t r) -> Status {
     if (tags[r].empty()) return Status::OK();
     auto now = c.ResolveTag(tags[r]);
     if (now.ok() && *now && **now != report.refs[r].manifest) {
@@ -462,8 +678,16 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     KI_ASSIGN_OR_RETURN(auto have, batch->Get(kRemoteAttestationTable, key));
     if (!have) KI_RETURN_IF_ERROR(batch->Put(kRemoteAttestationTable, key, r.value));
   }
+  // The registry served manifests naming these blobs: it holds them (a
+  // later push to it need not ask), and the tags named those manifests.
+  StateUpdate learnt;
+  learnt.blobs.push_back(remote::EmptyConfigDigest());
+  for (const PullItem& p : items) learnt.blobs.push_back(p.layer.digest);
+  for (size_t r = 0; r < tags.size(); ++r)
+    if (!tags[r].empty()) learnt.tags.emplace_back(tags[r], report.refs[r].manifest);
+  KI_RETURN_IF_ERROR(WriteState(*batch, state, learnt));
   KI_RETURN_IF_ERROR(batch->Commit());
-  (void)stored;
+  report.blobs_received = stored;
 
   for (size_t r = 0; r < report.refs.size(); ++r) {
     PulledRef& pr = report.refs[r];

@@ -87,10 +87,18 @@ pull_refs() { echo "$RUN"; for d in "${BLOBS[@]}"; do echo "$d"; done; }
 # ---- registry: push, pull into a fresh store, compare
 "$KI" --store "$SRC" remote add origin "oci://$REG/ki/evidence" --insecure
 "$KI" --store "$SRC" remote list | grep -q "^origin	oci://$REG/ki/evidence	insecure$" || fail "remote list"
-"$KI" --store "$SRC" push origin "$RUN" "${BLOBS[@]}" >"$TMP/push1.out" || fail "push"
+# --digest-tags: the run is pulled by its ki digest below.
+"$KI" --store "$SRC" push origin --digest-tags "$RUN" "${BLOBS[@]}" >"$TMP/push1.out" || fail "push"
 grep -q "^pushed	BenchmarkRun.sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a	sha256:" "$TMP/push1.out" || fail "push output: $(cat "$TMP/push1.out")"
 "$KI" --store "$SRC" push origin "$RUN" "${BLOBS[@]}" >"$TMP/push2.out"
 [ "$(awk -F'\t' '$4 !~ /^0 sent/' "$TMP/push2.out")" = "" ] || fail "second push sent again: $(cat "$TMP/push2.out")"
+# remote.state: a third push asks the registry about no blob; --recheck asks about each.
+"$KI" --store "$SRC" push origin --json "$RUN" "${BLOBS[@]}" >"$TMP/push3.json"
+python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["blobs"]; sys.exit(not (b["checked"] == 0 and b["sent"] == 0 and b["known"] > 0))' "$TMP/push3.json" ||
+  fail "third push asked again: $(cat "$TMP/push3.json")"
+"$KI" --store "$SRC" push origin --recheck --json "$RUN" "${BLOBS[@]}" >"$TMP/push4.json"
+python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["blobs"]; sys.exit(not (b["known"] == 0 and b["sent"] == 0 and b["checked"] > 0))' "$TMP/push4.json" ||
+  fail "push --recheck: $(cat "$TMP/push4.json")"
 MANIFEST=$(head -1 "$TMP/push1.out" | cut -f3)
 TAG=$(head -1 "$TMP/push1.out" | cut -f2)
 

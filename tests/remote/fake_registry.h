@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ki/digest.h"
+#include "ki/json.h"
 
 namespace ki::test {
 
@@ -236,6 +237,15 @@ class FakeRegistry {
     std::lock_guard<std::mutex> l(mu_);
     blobs_[Sha256Of(bytes).str()] = bytes;
   }
+  // Forgets every blob, manifest and tag, as a registry re-created at the
+  // same address would.
+  void Wipe() {
+    std::lock_guard<std::mutex> l(mu_);
+    blobs_.clear();
+    uploads_.clear();
+    tags_.clear();
+    manifests_.clear();
+  }
   size_t blob_count() {
     std::lock_guard<std::mutex> l(mu_);
     return blobs_.size();
@@ -272,6 +282,7 @@ class FakeRegistry {
     }
     const std::string& p = req.path;
     if (p == "/v2/") return Json(200, "{}");
+    if (p.size() > 10 && p.compare(p.size() - 10, 10, "/tags/list") == 0 && req.method == "GET") return TagList(req, p);
     // /v2/<repo>/<kind>/<rest>
     for (const char* kind : {"/blobs/uploads/", "/blobs/", "/manifests/", "/referrers/"}) {
       auto at = p.find(kind);
@@ -328,8 +339,45 @@ class FakeRegistry {
     return Json(405, "{}");
   }
 
+  // tags/list in pages of `n` (default 2, so that tests follow Link headers).
+  HttpReply TagList(const HttpReq& req, const std::string& path) {
+    size_t n = 2;
+    std::string last;
+    for (const char* key : {"n=", "last="}) {
+      auto at = req.query.find(key);
+      if (at == std::string::npos) continue;
+      std::string v = req.query.substr(at + std::strlen(key));
+      v = v.substr(0, v.find('&'));
+      if (key[0] == 'n') n = std::stoul(v);
+      else last = v;
+    }
+    ki::Json j = {{"name", "ki/test"}, {"tags", ki::Json::array()}};
+    std::string next;
+    for (auto it = last.empty() ? tags_.begin() : tags_.upper_bound(last); it != tags_.end(); ++it) {
+      if (j["tags"].size() == n) {
+        next = j["tags"].back().get<std::string>();
+        break;
+      }
+      j["tags"].push_back(it->first);
+    }
+    HttpReply r = Json(200, j.dump());
+    if (!next.empty()) r.headers.emplace_back("Link", "<" + path + "?n=" + std::to_string(n) + "&last=" + next + ">; rel=\"next\"");
+    return r;
+  }
+
   HttpReply ManifestReq(const HttpReq& req, const std::string& ref) {
     if (req.method == "PUT") {
+      // As distribution does: an image manifest's blobs must be there.
+      ki::Json m = ki::Json::parse(req.body, nullptr, false);
+      if (m.is_object() && m.contains("layers") && m["layers"].is_array()) {
+        std::vector<ki::Json> descs(m["layers"].begin(), m["layers"].end());
+        if (m.contains("config")) descs.push_back(m["config"]);
+        for (const ki::Json& l : descs) {
+          if (!l.is_object() || !blobs_.count(l.value("digest", std::string()))) {
+            return Json(400, "{\"errors\":[{\"code\":\"MANIFEST_BLOB_UNKNOWN\"}]}");
+          }
+        }
+      }
       std::string d = Sha256Of(req.body).str();
       manifests_[d] = {req.body, req.Header("content-type")};
       if (ref.rfind("sha256:", 0) != 0) tags_[ref] = d;

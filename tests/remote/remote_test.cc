@@ -129,7 +129,8 @@ TEST_F(RemoteTest, PushPullRoundTripRestoresObjectsNamesAndAttestations) {
   EXPECT_EQ(pushed->refs[0].tag, "BenchmarkRun.sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a");
   EXPECT_EQ(pushed->refs[0].attestations, 1u);
   EXPECT_TRUE(reg.HasTag(pushed->refs[0].tag));
-  EXPECT_TRUE(reg.HasTag("ki-" + run_.hex()));
+  // One tag per root: the name when there is one, else the ki digest.
+  EXPECT_FALSE(reg.HasTag("ki-" + run_.hex()));
   EXPECT_TRUE(reg.HasTag("ki-" + blob_.hex()));
   // Debian's registry has no referrers API: the attestation is listed
   // under the sha256-<hex> fallback tag of the record's manifest.
@@ -161,16 +162,126 @@ TEST_F(RemoteTest, PushPullRoundTripRestoresObjectsNamesAndAttestations) {
   ASSERT_OK(again);
   EXPECT_EQ(again->refs[0].received, 0u);
   EXPECT_EQ(reg.Count("GET", "/blobs/"), 0u);
+  reg.ClearLog();
   auto repush = Push(*src_, Url(reg.host()), {kRunName}, Opts());
   ASSERT_OK(repush);
   EXPECT_EQ(repush->refs[0].sent, 0u);
   EXPECT_EQ(reg.Count("POST", "/blobs/uploads/"), 0u);
+  // remote.state knew every blob and the tag: no blob was asked about, and
+  // the manifest was confirmed with a HEAD instead of written again.
+  EXPECT_EQ(reg.Count("HEAD", "/blobs/"), 0u);
+  EXPECT_EQ(repush->blobs_known, repush->refs[0].objects + 1);
+  EXPECT_EQ(reg.Count("PUT", "/manifests/"), 0u);
+  EXPECT_EQ(reg.Count("HEAD", "/manifests/" + pushed->refs[0].tag), 1u);
+  // What the pull saw is known too: pushing it back from the pulled store
+  // asks nothing about blobs either.
+  reg.ClearLog();
+  auto back = Push(*dst_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(back);
+  EXPECT_EQ(back->refs[0].sent, 0u);
+  EXPECT_EQ(reg.Count("HEAD", "/blobs/"), 0u);
+  // --recheck asks again.
+  reg.ClearLog();
+  auto o = Opts();
+  o.use_remote_state = false;
+  auto rechecked = Push(*src_, Url(reg.host()), {kRunName}, o);
+  ASSERT_OK(rechecked);
+  EXPECT_EQ(rechecked->refs[0].sent, 0u);
+  EXPECT_EQ(reg.Count("HEAD", "/blobs/"), rechecked->refs[0].objects + 1);
+}
+
+TEST_F(RemoteTest, PullAsksForFallbackReferrersOnlyWhereTheTagExists) {
+  FakeRegistry reg;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, Opts());
+  ASSERT_OK(pushed);
+  reg.ClearLog();
+  auto pulled = Pull(*dst_, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->refs[0].attestations, 1u);
+  // One tags/list (several pages), one GET of the run's sha256-<hex> index,
+  // none for the blob's manifest, which has no referrers.
+  EXPECT_GE(reg.Count("GET", "/tags/list"), 2u);
+  EXPECT_EQ(reg.Count("GET", "/manifests/sha256-"), 1u);
+  EXPECT_EQ(reg.Count("GET", "/manifests/sha256-" + pushed->refs[0].manifest.hex()), 1u);
+}
+
+TEST_F(RemoteTest, FreshRegistryGetsUploadsWithoutHeadsAndAFullOneGetsNone) {
+  // 60 distinct small blobs, each its own ref.
+  std::vector<std::string> refs;
+  {
+    auto b = src_->NewBatch();
+    ASSERT_OK(b);
+    for (int i = 0; i < 60; ++i) {
+      auto put = (*b)->PutBlob("blob number " + std::to_string(i), "text/plain");
+      ASSERT_OK(put);
+      refs.push_back(put->digest.str());
+    }
+    ASSERT_OK((*b)->Commit());
+  }
+  FakeRegistry reg;
+  auto o = Opts();
+  o.parallelism = 1;
+  auto pushed = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(pushed);
+  EXPECT_EQ(pushed->blobs_sent, 61u);  // and the empty config
+  EXPECT_EQ(pushed->blobs_checked + pushed->blobs_sent_unasked, 61u);
+  EXPECT_LT(reg.Count("HEAD", "/blobs/"), 30u);
+  EXPECT_EQ(reg.blob_count(), 61u);
+  for (const auto& r : refs) EXPECT_TRUE(reg.HasTag("ki-" + r.substr(7)));
+
+  // A store that has never talked to this registry asks first, finds every
+  // blob there, and uploads nothing.
+  TempDir other;
+  auto s = Store::Init(other.path());
+  ASSERT_OK(s);
+  auto pulled = Pull(**s, Url(reg.host()), {"ki-" + refs[0].substr(7)}, Opts());
+  ASSERT_OK(pulled);
+  {
+    auto b = (*s)->NewBatch();
+    ASSERT_OK(b);
+    for (int i = 0; i < 60; ++i) ASSERT_OK((*b)->PutBlob("blob number " + std::to_string(i), "text/plain"));
+    ASSERT_OK((*b)->Commit());
+  }
+  reg.ClearLog();
+  auto again = Push(**s, Url(reg.host()), refs, o);
+  ASSERT_OK(again);
+  EXPECT_EQ(again->blobs_sent, 0u);
+  EXPECT_EQ(reg.Count("POST", "/blobs/uploads/"), 0u);
+  EXPECT_EQ(again->blobs_known, 2u);  // the pulled blob and the config
+  EXPECT_EQ(reg.Count("HEAD", "/blobs/"), 59u);
+}
+
+TEST_F(RemoteTest, StaleRemoteStateIsNoticedAndRepaired) {
+  FakeRegistry reg;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, Opts()));
+  // The registry is re-created empty at the same address: remote.state
+  // now claims blobs and a tag that are gone.
+  reg.Wipe();
+  reg.ClearLog();
+  auto again = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(again);
+  EXPECT_GT(again->blobs_known, 0u);
+  EXPECT_EQ(again->refs[0].sent, again->refs[0].objects);
+  EXPECT_TRUE(reg.HasTag(again->refs[0].tag));
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {kRunName}, Opts()));
+  auto v = dst_->Verify(run_);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
 }
 
 TEST_F(RemoteTest, PullByKiDigestAndByManifestDigest) {
   FakeRegistry reg;
   auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
   ASSERT_OK(pushed);
+  // A named root pushed without --digest-tags has no ki-<hex> tag.
+  auto by_digest = Pull(*dst_, Url(reg.host()), {run_.str()}, Opts());
+  ASSERT_FALSE(by_digest.ok());
+  EXPECT_TRUE(by_digest.status().IsNotFound()) << by_digest.status().ToString();
+  EXPECT_NE(by_digest.status().message().find("--digest-tags"), std::string::npos);
+  auto o = Opts();
+  o.digest_tags = true;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, o));
+  EXPECT_TRUE(reg.HasTag("ki-" + run_.hex()));
   ASSERT_OK(Pull(*dst_, Url(reg.host()), {run_.str()}, Opts()));
   TempDir other;
   auto s = Store::Init(other.path());
