@@ -48,45 +48,50 @@ bool Tied(const RankEntry& a, const RankEntry& b, bool source_native) {
 Ranking RankV1(std::vector<RankEntry> runs, bool source_native) {
   Ranking out;
   out.source_native = source_native;
-  std::vector<RankEntry> eligible;
-  for (auto& e : runs) {
+  // Orders are computed on indices and each entry is moved once, into
+  // place: entries are a few hundred bytes and cohorts hundreds of runs.
+  std::vector<size_t> eligible, ineligible;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    RankEntry& e = runs[i];
     e.reasons = EligibilityReasons(e);
     e.rank = 0;
     e.tied_with_previous = false;
-    (e.reasons.empty() ? eligible : out.ineligible).push_back(std::move(e));
+    (e.reasons.empty() ? eligible : ineligible).push_back(i);
   }
   // Ascending by value; equal values keep a deterministic order (by id)
   // before the chain walk, which orders ties for display anyway.
-  std::sort(eligible.begin(), eligible.end(), [](const RankEntry& a, const RankEntry& b) {
+  std::sort(eligible.begin(), eligible.end(), [&](size_t x, size_t y) {
+    const RankEntry &a = runs[x], &b = runs[y];
     if (*a.value != *b.value) return *a.value < *b.value;
     return a.id < b.id;
   });
-  std::vector<std::vector<RankEntry>> chains;
-  for (auto& e : eligible) {
-    bool joins = !chains.empty() && std::all_of(chains.back().begin(), chains.back().end(),
-                                                [&](const RankEntry& m) { return Tied(m, e, source_native); });
-    if (joins) {
-      chains.back().push_back(std::move(e));
-    } else {
-      chains.emplace_back();
-      chains.back().push_back(std::move(e));
-    }
+  std::vector<std::vector<size_t>> chains;
+  for (size_t i : eligible) {
+    bool joins = !chains.empty() && std::all_of(chains.back().begin(), chains.back().end(), [&](size_t m) {
+      return Tied(runs[m], runs[i], source_native);
+    });
+    if (!joins) chains.emplace_back();
+    chains.back().push_back(i);
   }
+  out.ranked.reserve(eligible.size());
   for (size_t ci = 0; ci < chains.size(); ++ci) {
     auto& chain = chains[ci];
-    std::stable_sort(chain.begin(), chain.end(), [](const RankEntry& a, const RankEntry& b) {
+    std::stable_sort(chain.begin(), chain.end(), [&](size_t x, size_t y) {
+      const RankEntry &a = runs[x], &b = runs[y];
       if (a.evidence != b.evidence) return a.evidence > b.evidence;
       if (int c = CompareTimes(a.observed_at, b.observed_at); c != 0) return c > 0;
       return a.id < b.id;
     });
     for (size_t i = 0; i < chain.size(); ++i) {
-      chain[i].rank = int(ci) + 1;
-      chain[i].tied_with_previous = chain.size() > 1 && i > 0;
-      out.ranked.push_back(std::move(chain[i]));
+      RankEntry& e = runs[chain[i]];
+      e.rank = int(ci) + 1;
+      e.tied_with_previous = chain.size() > 1 && i > 0;
+      out.ranked.push_back(std::move(e));
     }
   }
-  std::sort(out.ineligible.begin(), out.ineligible.end(),
-            [](const RankEntry& a, const RankEntry& b) { return a.id < b.id; });
+  std::sort(ineligible.begin(), ineligible.end(), [&](size_t x, size_t y) { return runs[x].id < runs[y].id; });
+  out.ineligible.reserve(ineligible.size());
+  for (size_t i : ineligible) out.ineligible.push_back(std::move(runs[i]));
   return out;
 }
 
@@ -124,6 +129,106 @@ RankEntry EntryFromJson(const Digest& run, const Json& j) {
   return e;
 }
 
+// The stored entry decoded without building a Json tree: `ki rank` and
+// `ki show` decode every entry of a cohort (up to hundreds), and the tree's
+// allocations were most of their time. Same fields and defaults as
+// EntryFromJson; false when the value is not a JSON object.
+bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out) {
+  struct Handler : nlohmann::json_sax<Json> {
+    RankEntry& e;
+    std::string field;
+    int depth = 0;
+    std::vector<double> ci;
+    bool ci_ok = false;
+    explicit Handler(RankEntry& entry) : e(entry) {}
+
+    bool Number(double v) {
+      if (depth == 1) {
+        if (field == "v") e.value = v;
+        else if (field == "ev") e.evidence = v >= 1 && v < 5 ? Evidence(int(v)) : Evidence::kReported;
+      } else if (depth == 2 && field == "ci") {
+        ci.push_back(v);
+      }
+      return true;
+    }
+    bool null() override { return Other(); }
+    bool boolean(bool v) override {
+      if (depth != 1) return Other();
+      if (field == "pub") e.published = v;
+      else if (field == "ret") e.retracted = v;
+      else if (field == "sup") e.superseded = v;
+      return true;
+    }
+    bool number_integer(Json::number_integer_t v) override { return Number(double(v)); }
+    bool number_unsigned(Json::number_unsigned_t v) override { return Number(double(v)); }
+    bool number_float(Json::number_float_t v, const Json::string_t&) override { return Number(v); }
+    bool string(Json::string_t& v) override {
+      if (depth != 1) return Other();
+      if (field == "id") e.id = std::move(v);
+      else if (field == "name") e.name = std::move(v);
+      else if (field == "impl") e.implementation = std::move(v);
+      else if (field == "st") e.status = std::move(v);
+      else if (field == "obs") e.observed_at = std::move(v);
+      else if (field == "unit") e.unit = std::move(v);
+      return true;
+    }
+    bool binary(Json::binary_t&) override { return Other(); }
+    bool start_object(std::size_t) override { return ++depth == 1 || Other(); }
+    bool key(Json::string_t& k) override {
+      if (depth != 1) return true;
+      field = std::move(k);
+      Reset();  // a repeated key: the last one counts, as in a parsed Json
+      return true;
+    }
+    bool end_object() override {
+      --depth;
+      return true;
+    }
+    bool start_array(std::size_t) override {
+      ++depth;
+      if (field == "ci") ci_ok = depth == 2;
+      return true;
+    }
+    bool end_array() override {
+      if (depth == 2 && field == "ci" && ci.size() != 2) ci_ok = false;
+      --depth;
+      return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+    // A value of another type than the field's: the field keeps its
+    // default, as EntryFromJson's type checks do.
+    bool Other() {
+      if (depth >= 2 && field == "ci") ci_ok = false;
+      return true;
+    }
+    void Reset() {
+      RankEntry d;
+      if (field == "id") e.id.clear();
+      else if (field == "name") e.name.clear();
+      else if (field == "impl") e.implementation.clear();
+      else if (field == "st") e.status.clear();
+      else if (field == "obs") e.observed_at.clear();
+      else if (field == "unit") e.unit.clear();
+      else if (field == "v") e.value.reset();
+      else if (field == "ev") e.evidence = d.evidence;
+      else if (field == "pub") e.published = d.published;
+      else if (field == "ret") e.retracted = d.retracted;
+      else if (field == "sup") e.superseded = d.superseded;
+      else if (field == "ci") {
+        ci.clear();
+        ci_ok = false;
+      }
+    }
+  };
+  *out = RankEntry();
+  out->run = run;
+  if (stored.empty() || stored.front() != '{') return false;
+  Handler h(*out);
+  if (!Json::sax_parse(stored.begin(), stored.end(), &h, nlohmann::detail::input_format_t::json, true)) return false;
+  if (h.ci_ok && h.ci.size() == 2) out->interval = std::make_pair(h.ci[0], h.ci[1]);
+  return true;
+}
+
 }  // namespace tables
 
 namespace {
@@ -139,12 +244,12 @@ Result<std::vector<RankEntry>> CohortEntries(Store& store, const Digest& cohort)
   Status bad;
   KI_RETURN_IF_ERROR(store.Scan(tables::kCohortRuns, cohort.raw(), [&](std::string_view k, std::string_view v) {
     if (k.size() != 64) return true;
-    auto j = ParseStored(v, tables::kCohortRuns);
-    if (!j.ok()) {
-      bad = j.status();
+    RankEntry e;
+    if (!tables::EntryFromStored(Digest::FromRaw(k.substr(32)), v, &e)) {
+      bad = Status::Corruption("malformed catalog entry in " + std::string(tables::kCohortRuns));
       return false;
     }
-    out.push_back(tables::EntryFromJson(Digest::FromRaw(k.substr(32)), *j));
+    out.push_back(std::move(e));
     return true;
   }));
   KI_RETURN_IF_ERROR(bad);

@@ -39,5 +39,7 @@ inline std::string PairKey(const Digest& a, const Digest& b) {
 // Entry <-> JSON (short field names: one per run in two tables).
 Json EntryToJson(const RankEntry& e);
 RankEntry EntryFromJson(const Digest& run, const Json& j);
+// EntryFromJson of the stored bytes, without a Json tree (the hot path).
+bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out);
 
 }  // namespace ki::catalog::tables

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "catalog/tables.h"
 #include "ki/catalog.h"
 #include "ki/store.h"
 #include "testutil/testutil.h"
@@ -306,6 +307,47 @@ TEST(RankingV1, IneligibleRunsAreListedApartWithReasons) {
   EXPECT_EQ(reasons["r"], std::vector<std::string>{"RETRACTED"});
   EXPECT_EQ(reasons["s"], std::vector<std::string>{"SUPERSEDED"});
   EXPECT_EQ(reasons["n"], std::vector<std::string>{"MISSING_PRIMARY_METRIC"});
+}
+
+bool SameEntry(const RankEntry& a, const RankEntry& b) {
+  return a.run == b.run && a.id == b.id && a.name == b.name && a.implementation == b.implementation &&
+         a.value == b.value && a.unit == b.unit && a.interval == b.interval && a.evidence == b.evidence &&
+         a.observed_at == b.observed_at && a.status == b.status && a.published == b.published &&
+         a.retracted == b.retracted && a.superseded == b.superseded;
+}
+
+TEST(CatalogTables, StoredEntriesDecodeAsTheirJson) {
+  // The tree-free decoder of ki rank / ki show must read every stored form
+  // exactly as EntryFromJson does.
+  Digest run = Sha256Of("run");
+  RankEntry full = E("r1", 353000.5, {{352000, 354000.25}}, Evidence::kVerified, "2026-05-01T00:00:00Z");
+  full.name = "gqa \"decode\" é";
+  full.implementation = "impl";
+  full.unit = "ns";
+  full.retracted = true;
+  RankEntry bare;
+  bare.id = "r2";
+  std::vector<std::string> stored = {
+      tables::EntryToJson(full).dump(), tables::EntryToJson(bare).dump(),
+      R"({"id":"r3","v":12,"ev":9,"ci":[1,2,3],"x":{"v":5,"id":"nested"},"pub":true})",
+      R"({"id":"r4","v":1e300,"ci":[1,"a"],"ev":2,"sup":true,"unit":"s","st":"passed"})",
+      R"({"id":"r5","ci":[[1],2],"obs":"2026-01-01T00:00:00Z","ev":4})",
+      R"({"id":"r6","ci":[[5],1,2],"v":3,"v":[4],"ev":2.5})",
+      R"({"id":"r7","ci":[1,2],"ci":5,"pub":true,"pub":false,"name":"a","name":"b"})",
+      R"({"id":"r8","ci":{"a":1,"b":2},"v":null})",
+  };
+  for (const auto& v : stored) {
+    RankEntry got;
+    ASSERT_TRUE(tables::EntryFromStored(run, v, &got)) << v;
+    RankEntry want = tables::EntryFromJson(run, Json::parse(v));
+    EXPECT_TRUE(SameEntry(got, want)) << v;
+  }
+  RankEntry got;
+  EXPECT_TRUE(tables::EntryFromStored(run, stored[0], &got));
+  EXPECT_TRUE(SameEntry(got, [&] { RankEntry f = full; f.run = run; return f; }()));
+  EXPECT_FALSE(tables::EntryFromStored(run, "", &got));
+  EXPECT_FALSE(tables::EntryFromStored(run, "[1]", &got));
+  EXPECT_FALSE(tables::EntryFromStored(run, R"({"id":"r9")", &got));
 }
 
 TEST(CatalogRanks, SliceCohortsRankAndRecordsMatchTheExport) {
