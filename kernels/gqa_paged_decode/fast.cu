@@ -555,6 +555,98 @@ __device__ __forceinline__ uint4 PackBf16x8(const float (&v)[8], float scale) {
   return r;
 }
 
+// One warp merges n normalised partials of its 8 query heads (split-KV):
+// o_of(j) -> 8 x 128 floats (head-major), lse_of(j) -> 8 base-2 lse. The
+// partials travel by cp.async into shared memory, cap at a time (buf: cap
+// records of kRecBytes, 16-byte aligned), the first batch requested before
+// the lse pass so that both are in flight together; the weights are fixed
+// after the lse pass, so the batches need no rescaling. Writes the 8 output
+// rows (out: row 0 of the 8, bf16) and their lse.
+constexpr int kRecFloatsM = kGroup * kHeadDim + kGroup;  // o[8][128], lse[8]
+constexpr int kRecBytesM = kRecFloatsM * 4;
+template <class OFn, class LFn>
+__device__ __forceinline__ void WarpMerge(int n, OFn o_of, LFn lse_of, float* buf, int cap, __nv_bfloat16* out,
+                                          float* lse_out, int lane) {
+  constexpr unsigned kFull = 0xffffffffu;
+  const uint32_t buf_addr = SmemAddr(buf);
+  auto fetch = [&](int j0) {
+    const int cnt = min(cap, n - j0);
+    for (int r = 0; r < cnt; ++r) {
+      const float* o = o_of(j0 + r);
+      const float* l = lse_of(j0 + r);
+      const uint32_t dst = buf_addr + r * kRecBytesM;
+      for (int i = lane; i < kGroup * kHeadDim / 4; i += 32) CpAsync16(dst + i * 16, o + i * 4, 16);
+      if (lane < 2) CpAsync16(dst + kGroup * kHeadDim * 4 + lane * 16, l + lane * 4, 16);
+    }
+    CpAsyncCommit();
+  };
+  fetch(0);
+  // Max and sum of 2^lse per head; lane = (partial j mod 4, head h), four
+  // loads in flight per lane.
+  float mh = -INFINITY, lh = 0.f;
+  for (int j0 = lane >> 3; j0 < n; j0 += 16) {
+    float x[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) x[u] = j0 + 4 * u < n ? __ldcg(lse_of(j0 + 4 * u) + (lane & 7)) : -INFINITY;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const float nm = fmaxf(mh, x[u]);
+      if (nm != -INFINITY) {
+        lh = lh * Exp2(mh - nm) + Exp2(x[u] - nm);
+        mh = nm;
+      }
+    }
+  }
+#pragma unroll
+  for (int o = 8; o < 32; o <<= 1) {
+    const float om = __shfl_xor_sync(kFull, mh, o);
+    const float ol = __shfl_xor_sync(kFull, lh, o);
+    const float nm = fmaxf(mh, om);
+    if (nm != -INFINITY) {
+      lh = lh * Exp2(mh - nm) + ol * Exp2(om - nm);
+      mh = nm;
+    }
+  }
+  // Lane: heads (lane >> 4) + 2jj, dims d0..d0+7.
+  const int d0 = (lane & 15) * 8;
+  float M[4], W[4], acc[4][8];
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj) {
+    const int h = (lane >> 4) + 2 * jj;
+    M[jj] = __shfl_sync(kFull, mh, h);
+    const float L = __shfl_sync(kFull, lh, h);
+    W[jj] = L > 0.f ? 1.f / L : 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[jj][e] = 0.f;
+  }
+  for (int j0 = 0; j0 < n; j0 += cap) {
+    if (j0 > 0) fetch(j0);
+    CpAsyncWait<0>();
+    __syncwarp();
+    const int cnt = min(cap, n - j0);
+    for (int r = 0; r < cnt; ++r) {
+      const float* rec = buf + r * kRecFloatsM;
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int h = (lane >> 4) + 2 * jj;
+        const float lj = rec[kGroup * kHeadDim + h];
+        const float f = lj == -INFINITY ? 0.f : Exp2(lj - M[jj]) * W[jj];
+        const float4 x0 = *reinterpret_cast<const float4*>(rec + h * kHeadDim + d0);
+        const float4 x1 = *reinterpret_cast<const float4*>(rec + h * kHeadDim + d0 + 4);
+        acc[jj][0] += f * x0.x; acc[jj][1] += f * x0.y; acc[jj][2] += f * x0.z; acc[jj][3] += f * x0.w;
+        acc[jj][4] += f * x1.x; acc[jj][5] += f * x1.y; acc[jj][6] += f * x1.z; acc[jj][7] += f * x1.w;
+      }
+    }
+    __syncwarp();  // the next batch overwrites buf
+  }
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj) {
+    const int h = (lane >> 4) + 2 * jj;
+    *reinterpret_cast<uint4*>(out + h * kHeadDim + d0) = PackBf16x8(acc[jj], 1.f);
+    if ((lane & 15) == 0) lse_out[h] = W[jj] > 0.f ? M[jj] - __log2f(W[jj]) : -INFINITY;
+  }
+}
+
 template <int STAGES, bool kCluster>
 __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
   static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
@@ -970,52 +1062,15 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
     if (!s_last) return;
     if (p.debug & 2) FenceAcqRel();
     else __threadfence();
-    // Warp = KV head; lane: heads (lane >> 4) + 2j of the group, dims d0..d0+7.
-    // One online pass, the loads of two partials x four items in flight.
-    const int d0 = (lane & 15) * 8;
-    const int hrow = warp * kGroup + (lane >> 4);
-    float M[4], L[4], o[4][8];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      M[j] = -INFINITY;
-      L[j] = 0.f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[j][e] = 0.f;
-    }
-#pragma unroll 2
-    for (int q = 0; q < nchunks; ++q) {
-      const size_t base = static_cast<size_t>(first_work + q) * kNumQoHeads + hrow;
-      float lj[4];
-      float4 x0[4], x1[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const size_t sl = base + 2 * j;
-        lj[j] = __ldcg(p.part_lse + sl);
-        const float4* src = reinterpret_cast<const float4*>(p.part_o + sl * kHeadDim + d0);
-        x0[j] = __ldcg(src);
-        x1[j] = __ldcg(src + 1);
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float nm = fmaxf(M[j], lj[j]);
-        if (nm != -INFINITY) {
-          const float sa = Exp2(M[j] - nm);
-          const float f = Exp2(lj[j] - nm);
-          L[j] = L[j] * sa + f;
-          o[j][0] = o[j][0] * sa + f * x0[j].x; o[j][1] = o[j][1] * sa + f * x0[j].y;
-          o[j][2] = o[j][2] * sa + f * x0[j].z; o[j][3] = o[j][3] * sa + f * x0[j].w;
-          o[j][4] = o[j][4] * sa + f * x1[j].x; o[j][5] = o[j][5] * sa + f * x1[j].y;
-          o[j][6] = o[j][6] * sa + f * x1[j].z; o[j][7] = o[j][7] * sa + f * x1[j].w;
-          M[j] = nm;
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const size_t orow = static_cast<size_t>(b) * kNumQoHeads + hrow + 2 * j;
-      *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o[j], L[j] > 0.f ? 1.f / L[j] : 0.f);
-      if ((lane & 15) == 0) p.lse[orow] = L[j] > 0.f ? M[j] + __log2f(L[j]) : -INFINITY;
-    }
+    // Warp = KV head: its 8 heads over the nchunks partials, batched through
+    // the warp's pipeline buffers (free now).
+    WarpMerge(
+        nchunks,
+        [&](int q) { return p.part_o + (static_cast<size_t>(first_work + q) * kNumQoHeads + warp * kGroup) * kHeadDim; },
+        [&](int q) { return p.part_lse + static_cast<size_t>(first_work + q) * kNumQoHeads + warp * kGroup; },
+        reinterpret_cast<float*>(wsm), STAGES * 2 * kTileBytes / kRecBytesM,
+        p.out + (static_cast<size_t>(b) * kNumQoHeads + warp * kGroup) * kHeadDim,
+        p.lse + static_cast<size_t>(b) * kNumQoHeads + warp * kGroup, lane);
     if (tid == 0) p.counters[b] = 0;  // zero again for the next call
   }
 }
@@ -1045,7 +1100,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
 constexpr int kFlatMaxBatch = 1024;                           // kv_indptr lives in shared memory
 constexpr int kRecFloats = kGroup * kHeadDim + kGroup;        // a partial of one KV head: o[8][128], lse[8]
 constexpr int kRecBytes = kRecFloats * 4;                     // 4128 (16-byte multiple)
-constexpr int kFBytes = (kGroup * kMergeStride + kGroup) * 4;  // staging of one warp's result (>= kRecBytes)
+// Staging of one warp's result (>= kRecBytes), padded so that warp regions stay 1 KiB aligned.
+constexpr int kFBytes = ((kGroup * kMergeStride + kGroup) * 4 + 1023) / 1024 * 1024;
 constexpr int kPtrBytes = ((kFlatMaxBatch + 1) * 4 + 127) / 128 * 128;
 static_assert(kFBytes >= kRecBytes && kRecBytes % 16 == 0, "flat merge buffers");
 
@@ -1062,6 +1118,8 @@ struct Params3 {
   int batch;
   int total;
   int nblocks;
+  double inv_nblocks;      // 1 / nblocks
+  double blocks_per_token; // nblocks / total
   float scale_log2;
   int evict_first;
   int debug;  // tuning experiments (FastTuning::debug)
@@ -1071,12 +1129,23 @@ __host__ __device__ constexpr int WarpBytesFlat(int stages) {
   return stages * 2 * kTileBytes + kRingBytes + kFBytes;
 }
 
-// The block whose range holds token x: the largest i with total*i/n <= x.
-__device__ __forceinline__ int FlatBlockOf(int64_t x, int total, int nblocks) {
-  return static_cast<int>(((x + 1) * nblocks + total - 1) / total) - 1;
+// floor(total * i / nblocks): a double-precision estimate (inv = 1 / nblocks)
+// corrected with exact integer products. A 64-bit integer division is a long
+// subroutine, and one warp alone on its scheduler pays all of its latency.
+__device__ __forceinline__ int FlatBlockStart(int i, int total, int nblocks, double inv) {
+  const int64_t num = static_cast<int64_t>(total) * i;
+  int64_t q = static_cast<int64_t>(static_cast<double>(num) * inv);
+  while (q * nblocks > num) --q;
+  while ((q + 1) * nblocks <= num) ++q;
+  return static_cast<int>(q);
 }
-__device__ __forceinline__ int FlatBlockStart(int i, int total, int nblocks) {
-  return static_cast<int>(static_cast<int64_t>(total) * i / nblocks);
+// The block whose range holds token x (0 <= x < total): the largest i with
+// FlatBlockStart(i) <= x. ratio = nblocks / total.
+__device__ __forceinline__ int FlatBlockOf(int x, int total, int nblocks, double inv, double ratio) {
+  int i = min(nblocks - 1, static_cast<int>(static_cast<double>(x) * ratio));
+  while (i > 0 && FlatBlockStart(i, total, nblocks, inv) > x) --i;
+  while (i + 1 < nblocks && FlatBlockStart(i + 1, total, nblocks, inv) <= x) ++i;
+  return i;
 }
 // The sequence holding token pos (0 <= pos < total): the largest b < batch
 // with indptr[b] <= pos (empty sequences before it have indptr[b+1] <= pos).
@@ -1102,8 +1171,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
   constexpr unsigned kFull = 0xffffffffu;
 
   const int blk = blockIdx.x;
-  const int bs = FlatBlockStart(blk, p.total, p.nblocks);
-  const int ntok = FlatBlockStart(blk + 1, p.total, p.nblocks) - bs;
+  const int bs = FlatBlockStart(blk, p.total, p.nblocks, p.inv_nblocks);
+  const int ntok = FlatBlockStart(blk + 1, p.total, p.nblocks, p.inv_nblocks) - bs;
   const int ntiles = (ntok + kTile - 1) / kTile;
 
   uint8_t* wsm = smem + warp * WarpBytesFlat(STAGES);
@@ -1197,73 +1266,14 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
   // buf/cap: shared memory for cap partials (the pipeline buffers at the end
   // of the stream, the staging area F mid-stream).
   auto merge = [&](int sb, int s_abs, int i0, int n, float* buf, int cap) {
+    const int slot0 = 2 * i0 + (s_abs == FlatBlockStart(i0, p.total, p.nblocks, p.inv_nblocks) ? 0 : 1);
     auto rec_of = [&](int j) -> const float* {
-      const int i = i0 + j;
-      const int slot = j == 0 ? 2 * i + (s_abs == FlatBlockStart(i, p.total, p.nblocks) ? 0 : 1) : 2 * i;
+      const int slot = j == 0 ? slot0 : 2 * (i0 + j);
       return p.part + (static_cast<size_t>(slot) * kWarps + warp) * kRecFloats;
     };
-    // Pass 1: max and sum of 2^lse per head; lane = (contributor j mod 4, head h).
-    float mh = -INFINITY, lh = 0.f;
-    for (int j = lane >> 3; j < n; j += 4) {
-      const float x = __ldcg(rec_of(j) + kGroup * kHeadDim + (lane & 7));
-      const float nm = fmaxf(mh, x);
-      if (nm != -INFINITY) {
-        lh = lh * Exp2(mh - nm) + Exp2(x - nm);
-        mh = nm;
-      }
-    }
-#pragma unroll
-    for (int o = 8; o < 32; o <<= 1) {
-      const float om = __shfl_xor_sync(kFull, mh, o);
-      const float ol = __shfl_xor_sync(kFull, lh, o);
-      const float nm = fmaxf(mh, om);
-      if (nm != -INFINITY) {
-        lh = lh * Exp2(mh - nm) + ol * Exp2(om - nm);
-        mh = nm;
-      }
-    }
-    // Lane: heads (lane >> 4) + 2jj, dims d0..d0+7.
-    const int d0 = (lane & 15) * 8;
-    float M[4], W[4], o[4][8];
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      const int h = (lane >> 4) + 2 * jj;
-      M[jj] = __shfl_sync(kFull, mh, h);
-      const float L = __shfl_sync(kFull, lh, h);
-      W[jj] = L > 0.f ? 1.f / L : 0.f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[jj][e] = 0.f;
-    }
-    const uint32_t buf_addr = SmemAddr(buf);
-    for (int j0 = 0; j0 < n; j0 += cap) {
-      const int cnt = min(cap, n - j0);
-      for (int r = 0; r < cnt; ++r) {
-        const float* src = rec_of(j0 + r);
-        for (int i = lane; i < kRecBytes / 16; i += 32) CpAsync16(buf_addr + r * kRecBytes + i * 16, src + i * 4, 16);
-      }
-      CpAsyncCommit();
-      CpAsyncWait<0>();
-      __syncwarp();
-      for (int r = 0; r < cnt; ++r) {
-        const float* rec = buf + r * kRecFloats;
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int h = (lane >> 4) + 2 * jj;
-          const float f = Exp2(rec[kGroup * kHeadDim + h] - M[jj]) * W[jj];
-          const float4 x0 = *reinterpret_cast<const float4*>(rec + h * kHeadDim + d0);
-          const float4 x1 = *reinterpret_cast<const float4*>(rec + h * kHeadDim + d0 + 4);
-          o[jj][0] += f * x0.x; o[jj][1] += f * x0.y; o[jj][2] += f * x0.z; o[jj][3] += f * x0.w;
-          o[jj][4] += f * x1.x; o[jj][5] += f * x1.y; o[jj][6] += f * x1.z; o[jj][7] += f * x1.w;
-        }
-      }
-      __syncwarp();
-    }
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      const size_t orow = static_cast<size_t>(sb) * kNumQoHeads + warp * kGroup + (lane >> 4) + 2 * jj;
-      *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o[jj], 1.f);
-      if ((lane & 15) == 0) p.lse[orow] = W[jj] > 0.f ? M[jj] - __log2f(W[jj]) : -INFINITY;
-    }
+    WarpMerge(n, [&](int j) { return rec_of(j); }, [&](int j) { return rec_of(j) + kGroup * kHeadDim; }, buf, cap,
+              p.out + (static_cast<size_t>(sb) * kNumQoHeads + warp * kGroup) * kHeadDim,
+              p.lse + static_cast<size_t>(sb) * kNumQoHeads + warp * kGroup, lane);
   };
 
   // Ends segment [lo, hi) of sequence b: output, or partial (+ merge if last).
@@ -1323,8 +1333,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
     if (p.debug & 2) FenceAcqRel();
     else __threadfence();
     __syncwarp();
-    const int i0 = FlatBlockOf(s_abs, p.total, p.nblocks);
-    const int n = FlatBlockOf(e_abs - 1, p.total, p.nblocks) - i0 + 1;
+    const int i0 = FlatBlockOf(s_abs, p.total, p.nblocks, p.inv_nblocks, p.blocks_per_token);
+    const int n = FlatBlockOf(e_abs - 1, p.total, p.nblocks, p.inv_nblocks, p.blocks_per_token) - i0 + 1;
     int last = 0;
     if (lane == 0) last = atomicAdd(p.counters + b * kWarps + warp, 1) == n - 1;
     last = __shfl_sync(kFull, last, 0);
@@ -1754,6 +1764,8 @@ int32_t LaunchFlat(const Args& args, const FastPlan& plan, void* workspace, cuda
   p.batch = static_cast<int>(args.batch);
   p.total = static_cast<int>(args.num_kv_indices);
   p.nblocks = plan.max_work;
+  p.inv_nblocks = 1.0 / plan.max_work;
+  p.blocks_per_token = args.num_kv_indices > 0 ? static_cast<double>(plan.max_work) / args.num_kv_indices : 0.0;
   p.scale_log2 = args.sm_scale * kLog2e;
   p.evict_first = plan.evict_first ? 1 : 0;
   p.debug = GetFastTuning().debug;
