@@ -1118,6 +1118,7 @@ struct Params3 {
   int batch;
   int total;
   int nblocks;
+  int cluster;             // blocks per thread-block cluster (1: none); nblocks is a multiple
   double inv_nblocks;      // 1 / nblocks
   double blocks_per_token; // nblocks / total
   float scale_log2;
@@ -1125,8 +1126,10 @@ struct Params3 {
   int debug;  // tuning experiments (FastTuning::debug)
 };
 
+// Per warp: pipeline stages, index ring, F (staging of segments after the
+// first; slot B) and F1 (the block's first segment; slot A).
 __host__ __device__ constexpr int WarpBytesFlat(int stages) {
-  return stages * 2 * kTileBytes + kRingBytes + kFBytes;
+  return stages * 2 * kTileBytes + kRingBytes + 2 * kFBytes;
 }
 
 // floor(total * i / nblocks): a double-precision estimate (inv = 1 / nblocks)
@@ -1180,8 +1183,13 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
   const uint32_t ring_addr = wsm_addr + STAGES * 2 * kTileBytes;
   const int32_t* ring = reinterpret_cast<const int32_t*>(wsm + STAGES * 2 * kTileBytes);
   float* F = reinterpret_cast<float*>(wsm + STAGES * 2 * kTileBytes + kRingBytes);
-  float* FL = F + kGroup * kMergeStride;
+  float* F1 = F + kFBytes / 4;
   int32_t* sptr = reinterpret_cast<int32_t*>(smem + kWarps * WarpBytesFlat(STAGES));
+  const int C = p.cluster;
+  // The sequence whose on-chip merge this block owns (cluster mode): its
+  // first segment, when the sequence started in an earlier block of the same
+  // cluster. -1: none.
+  int own_b = -1, own_s = 0, own_i0 = 0, own_n = 0;
   const __nv_bfloat16* kbase = p.k + warp * kHeadDim;
   const __nv_bfloat16* vbase = p.v + warp * kHeadDim;
   const uint64_t pol = EvictFirstPolicy();
@@ -1278,6 +1286,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
 
   // Ends segment [lo, hi) of sequence b: output, or partial (+ merge if last).
   auto finish = [&](bool at_end) {
+    float* Fs = lo == 0 ? F1 : F;  // slot A for the block's first segment, B otherwise
+    float* FLs = Fs + kGroup * kMergeStride;
     float L0 = l0, L1 = l1;
 #pragma unroll
     for (int o = 4; o < 32; o <<= 1) {
@@ -1289,14 +1299,14 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
 #pragma unroll
     for (int mt = 0; mt < kHeadDim / 16; ++mt) {
       const int d = mt * 16 + g;
-      F[(2 * c) * kMergeStride + d] = acc[mt][0] * inv0;
-      F[(2 * c + 1) * kMergeStride + d] = acc[mt][1] * inv1;
-      F[(2 * c) * kMergeStride + d + 8] = acc[mt][2] * inv0;
-      F[(2 * c + 1) * kMergeStride + d + 8] = acc[mt][3] * inv1;
+      Fs[(2 * c) * kMergeStride + d] = acc[mt][0] * inv0;
+      Fs[(2 * c + 1) * kMergeStride + d] = acc[mt][1] * inv1;
+      Fs[(2 * c) * kMergeStride + d + 8] = acc[mt][2] * inv0;
+      Fs[(2 * c + 1) * kMergeStride + d + 8] = acc[mt][3] * inv1;
     }
     if (g == 0) {
-      FL[2 * c] = L0 > 0.f ? m0 + __log2f(L0) : -INFINITY;
-      FL[2 * c + 1] = L1 > 0.f ? m1 + __log2f(L1) : -INFINITY;
+      FLs[2 * c] = L0 > 0.f ? m0 + __log2f(L0) : -INFINITY;
+      FLs[2 * c + 1] = L1 > 0.f ? m1 + __log2f(L1) : -INFINITY;
     }
     __syncwarp();
     const int s_abs = sptr[b], e_abs = sptr[b + 1];
@@ -1308,13 +1318,26 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
         const int item = lane + 32 * j;
         const int hd = item >> 4;
         const int d0 = (item & 15) * 8;
-        const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
-        const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
+        const float4 x0 = *reinterpret_cast<const float4*>(Fs + hd * kMergeStride + d0);
+        const float4 x1 = *reinterpret_cast<const float4*>(Fs + hd * kMergeStride + d0 + 4);
         const float v[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
         *reinterpret_cast<uint4*>(p.out + (row0 + hd) * kHeadDim + d0) = PackBf16x8(v, 1.f);
       }
-      if (lane < kGroup) p.lse[row0 + lane] = FL[lane];
+      if (lane < kGroup) p.lse[row0 + lane] = FLs[lane];
       __syncwarp();  // F is rewritten by the next segment
+      return;
+    }
+    const int i0 = FlatBlockOf(s_abs, p.total, p.nblocks, p.inv_nblocks, p.blocks_per_token);
+    const int n = FlatBlockOf(e_abs - 1, p.total, p.nblocks, p.inv_nblocks, p.blocks_per_token) - i0 + 1;
+    if (C > 1 && i0 / C == (i0 + n - 1) / C) {
+      // Every contributor is in this cluster: the partial stays in shared
+      // memory (slot A or B) and block i0 + n - 1 merges it after the stream.
+      if (blk == i0 + n - 1) {
+        own_b = b;
+        own_s = s_abs;
+        own_i0 = i0;
+        own_n = n;
+      }
       return;
     }
     const int slot = 2 * blk + (lo == 0 ? 0 : 1);
@@ -1324,26 +1347,86 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
       const int item = lane + 32 * j;
       const int hd = item >> 4;
       const int d0 = (item & 15) * 8;
-      const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
-      const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
+      const float4 x0 = *reinterpret_cast<const float4*>(Fs + hd * kMergeStride + d0);
+      const float4 x1 = *reinterpret_cast<const float4*>(Fs + hd * kMergeStride + d0 + 4);
       *reinterpret_cast<float4*>(rec + hd * kHeadDim + d0) = x0;
       *reinterpret_cast<float4*>(rec + hd * kHeadDim + d0 + 4) = x1;
     }
-    if (lane < kGroup) rec[kGroup * kHeadDim + lane] = FL[lane];
+    if (lane < kGroup) rec[kGroup * kHeadDim + lane] = FLs[lane];
     if (p.debug & 2) FenceAcqRel();
     else __threadfence();
     __syncwarp();
-    const int i0 = FlatBlockOf(s_abs, p.total, p.nblocks, p.inv_nblocks, p.blocks_per_token);
-    const int n = FlatBlockOf(e_abs - 1, p.total, p.nblocks, p.inv_nblocks, p.blocks_per_token) - i0 + 1;
     int last = 0;
     if (lane == 0) last = atomicAdd(p.counters + b * kWarps + warp, 1) == n - 1;
     last = __shfl_sync(kFull, last, 0);
     if (!last) return;
     if (p.debug & 2) FenceAcqRel();
     else __threadfence();
-    if (at_end) merge(b, s_abs, i0, n, reinterpret_cast<float*>(wsm), STAGES * 2 * kTileBytes / kRecBytes);
+    // At the end of the stream the pipeline stages and the index ring are free.
+    if (at_end) merge(b, s_abs, i0, n, reinterpret_cast<float*>(wsm), (STAGES * 2 * kTileBytes + kRingBytes) / kRecBytes);
     else merge(b, s_abs, i0, n, F, 1);
     if (lane == 0) p.counters[b * kWarps + warp] = 0;  // zero again for the next call
+  };
+
+  // Owner block, one warp per KV head: merges the n partials of sequence sb
+  // held in the shared memory of cluster blocks i0 .. i0 + n - 1 (slot B of
+  // block i0 when the sequence starts inside it, slot A otherwise).
+  auto MergeLocal = [&](int sb, int s_abs, int i0, int n) {
+    const bool b_first = s_abs != FlatBlockStart(i0, p.total, p.nblocks, p.inv_nblocks);
+    const uint32_t a_addr = SmemAddr(F1), b_addr = SmemAddr(F);
+    auto src = [&](int j) -> uint32_t { return ClusterMap(j == 0 && b_first ? b_addr : a_addr, (i0 + j) % C); };
+    // lse: lane (j = lane >> 3 and j + 4, head h = lane & 7); n <= C <= 8.
+    const float x_lo = (lane >> 3) < n ? LdCluster1(src(lane >> 3) + (kGroup * kMergeStride + (lane & 7)) * 4) : -INFINITY;
+    const float x_hi = (lane >> 3) + 4 < n ? LdCluster1(src((lane >> 3) + 4) + (kGroup * kMergeStride + (lane & 7)) * 4)
+                                           : -INFINITY;
+    float mh = fmaxf(x_lo, x_hi);
+    float lh = mh == -INFINITY ? 0.f : Exp2(x_lo - mh) + Exp2(x_hi - mh);
+#pragma unroll
+    for (int o = 8; o < 32; o <<= 1) {
+      const float om = __shfl_xor_sync(kFull, mh, o);
+      const float ol = __shfl_xor_sync(kFull, lh, o);
+      const float nm = fmaxf(mh, om);
+      if (nm != -INFINITY) {
+        lh = lh * Exp2(mh - nm) + ol * Exp2(om - nm);
+        mh = nm;
+      }
+    }
+    const int d0 = (lane & 15) * 8;
+    float M[4], W[4], o[4][8];
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      const int h = (lane >> 4) + 2 * jj;
+      M[jj] = __shfl_sync(kFull, mh, h);
+      const float L = __shfl_sync(kFull, lh, h);
+      W[jj] = L > 0.f ? 1.f / L : 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[jj][e] = 0.f;
+    }
+    for (int j = 0; j < n; ++j) {
+      const uint32_t base = src(j);
+      float4 x0[4], x1[4];
+      float f[4];
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int h = (lane >> 4) + 2 * jj;
+        const float xl = __shfl_sync(kFull, j < 4 ? x_lo : x_hi, ((j & 3) << 3) | h);
+        f[jj] = xl == -INFINITY ? 0.f : Exp2(xl - M[jj]) * W[jj];
+        x0[jj] = LdCluster4(base + (h * kMergeStride + d0) * 4);
+        x1[jj] = LdCluster4(base + (h * kMergeStride + d0 + 4) * 4);
+      }
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        o[jj][0] += f[jj] * x0[jj].x; o[jj][1] += f[jj] * x0[jj].y; o[jj][2] += f[jj] * x0[jj].z;
+        o[jj][3] += f[jj] * x0[jj].w; o[jj][4] += f[jj] * x1[jj].x; o[jj][5] += f[jj] * x1[jj].y;
+        o[jj][6] += f[jj] * x1[jj].z; o[jj][7] += f[jj] * x1[jj].w;
+      }
+    }
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      const size_t orow = static_cast<size_t>(sb) * kNumQoHeads + warp * kGroup + (lane >> 4) + 2 * jj;
+      *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o[jj], 1.f);
+      if ((lane & 15) == 0) p.lse[orow] = W[jj] > 0.f ? M[jj] - __log2f(W[jj]) : -INFINITY;
+    }
   };
 
   const int krow = (lane & 7) | (((lane >> 3) & 1) << 3);
@@ -1435,6 +1518,14 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeFlat(Params3 p) {
   CpAsyncWait<0>();
   __syncwarp();
   finish(true);
+  if (C > 1) {
+    // ---- on-chip merges: every block's slot A / B partials are in place ----
+    ClusterArrive();
+    ClusterWait();
+    if (own_b >= 0) MergeLocal(own_b, own_s, own_i0, own_n);
+    ClusterArrive();
+    ClusterWait();  // no block leaves while another may still read its shared memory
+  }
 }
 
 // ---- host side ----
@@ -1451,6 +1542,7 @@ struct DeviceInfo {
   int blocks_per_sm_v2[5] = {0, 0, 0, 0, 0};  // v2 (split), by stages
   int max_cluster[5] = {0, 0, 0, 0, 0};       // v2 cluster mode: largest cluster that fits, by stages (0: none)
   int blocks_per_sm_flat[5] = {0, 0, 0, 0, 0};  // flat, by stages
+  int flat_clusters[5][9] = {};                 // flat: co-resident clusters, by stages and size (2, 4, 8)
   cudaError_t error = cudaSuccess;
 };
 DeviceInfo g_devices[kMaxDevices];
@@ -1461,11 +1553,32 @@ size_t SmemBytesCluster(int stages) { return SmemBytesV2(stages) + kRecvBytes; }
 size_t SmemBytesFlat(int stages) { return static_cast<size_t>(kWarps) * WarpBytesFlat(stages) + kPtrBytes; }
 
 template <int S>
-cudaError_t ConfigureFlat(int* blocks_per_sm) {
+cudaError_t ConfigureFlat(int cc_major, int* blocks_per_sm, int* clusters) {
   cudaError_t e = cudaFuncSetAttribute(GqaDecodeFlat<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(SmemBytesFlat(S)));
   if (e != cudaSuccess) return e;
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, GqaDecodeFlat<S>, kThreads, SmemBytesFlat(S));
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, GqaDecodeFlat<S>, kThreads, SmemBytesFlat(S));
+  if (e != cudaSuccess || cc_major < 9) return e;
+  for (int cs : {2, 4, 8}) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(cs, 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = SmemBytesFlat(S);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cs;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, GqaDecodeFlat<S>, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    clusters[cs] = n;
+  }
+  return cudaSuccess;
 }
 
 template <int S>
@@ -1527,9 +1640,9 @@ const DeviceInfo* GetDeviceInfo(int* device) {
     if (d.error == cudaSuccess) d.error = ConfigureV2<2>(d.cc_major, &d.blocks_per_sm_v2[2], &d.max_cluster[2]);
     if (d.error == cudaSuccess) d.error = ConfigureV2<3>(d.cc_major, &d.blocks_per_sm_v2[3], &d.max_cluster[3]);
     if (d.error == cudaSuccess) d.error = ConfigureV2<4>(d.cc_major, &d.blocks_per_sm_v2[4], &d.max_cluster[4]);
-    if (d.error == cudaSuccess) d.error = ConfigureFlat<2>(&d.blocks_per_sm_flat[2]);
-    if (d.error == cudaSuccess) d.error = ConfigureFlat<3>(&d.blocks_per_sm_flat[3]);
-    if (d.error == cudaSuccess) d.error = ConfigureFlat<4>(&d.blocks_per_sm_flat[4]);
+    if (d.error == cudaSuccess) d.error = ConfigureFlat<2>(d.cc_major, &d.blocks_per_sm_flat[2], d.flat_clusters[2]);
+    if (d.error == cudaSuccess) d.error = ConfigureFlat<3>(d.cc_major, &d.blocks_per_sm_flat[3], d.flat_clusters[3]);
+    if (d.error == cudaSuccess) d.error = ConfigureFlat<4>(d.cc_major, &d.blocks_per_sm_flat[4], d.flat_clusters[4]);
   });
   return d.error == cudaSuccess ? &d : nullptr;
 }
@@ -1593,7 +1706,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     const int64_t avg = total / std::max<int64_t>(1, batch);
     if (batch == 1 && total <= kClusterMaxTokens && info->cc_major >= 9 && info->max_cluster[3] > 0)
       mode = kModeCluster;
-    else if (batch <= kFlatMaxBatch && avg >= kFlatMinAvgTokens)
+    else if (batch > 1 && batch <= kFlatMaxBatch && avg >= kFlatMinAvgTokens)
       mode = kModeFlat;
     else if (batch > 1 && avg >= kSplitMinAvgTokens)
       mode = kModeSplit;
@@ -1604,7 +1717,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   if (mode == kModeFlat && (batch > kFlatMaxBatch || total > (int64_t{1} << 31) - 1)) mode = kModeLegacy;
 
   if (mode == kModeFlat) {
-    const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 4;
+    const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 2;
     const int occ = std::max(1, info->blocks_per_sm_flat[stages]);
     const int64_t per_sm = t.per_sm > 0 ? std::min(t.per_sm, occ) : 1;
     const int64_t waves = t.waves > 0 ? t.waves : 1;
@@ -1613,6 +1726,24 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     if (t.chunk_tokens > 0) nblocks = (total + t.chunk_tokens - 1) / t.chunk_tokens;
     nblocks = std::max<int64_t>(1, std::min<int64_t>(nblocks, (total + min_tokens - 1) / min_tokens));
     nblocks = std::min<int64_t>(nblocks, int64_t{1} << 24);
+    // Thread-block clusters of C consecutive blocks merge the sequences that
+    // lie inside one cluster on chip. With batch <= clusters, the number of
+    // clusters is a multiple of batch, so equal-length sequences fall inside
+    // clusters; any other sequence takes the global path. All clusters must
+    // be co-resident (one wave).
+    int cluster = 1;
+    if (info->cc_major >= 9 && t.cluster != 1 && t.chunk_tokens <= 0 && waves == 1) {
+      for (int cs : {8, 4, 2}) {
+        if (t.cluster > 1 && cs != t.cluster) continue;
+        int64_t ncl = nblocks / cs;
+        if (batch <= ncl) ncl = batch * (ncl / batch);
+        if (ncl < 1 || ncl > info->flat_clusters[stages][cs]) continue;
+        cluster = cs;
+        nblocks = ncl * cs;
+        break;
+      }
+    }
+    plan->cluster = cluster;
     plan->mode = kModeFlat;
     plan->chunk = static_cast<int>((total + nblocks - 1) / nblocks);
     plan->max_work = static_cast<int>(nblocks);
@@ -1764,19 +1895,36 @@ int32_t LaunchFlat(const Args& args, const FastPlan& plan, void* workspace, cuda
   p.batch = static_cast<int>(args.batch);
   p.total = static_cast<int>(args.num_kv_indices);
   p.nblocks = plan.max_work;
+  p.cluster = plan.cluster > 1 ? plan.cluster : 1;
   p.inv_nblocks = 1.0 / plan.max_work;
   p.blocks_per_token = args.num_kv_indices > 0 ? static_cast<double>(plan.max_work) / args.num_kv_indices : 0.0;
   p.scale_log2 = args.sm_scale * kLog2e;
   p.evict_first = plan.evict_first ? 1 : 0;
   p.debug = GetFastTuning().debug;
-  const dim3 grid(static_cast<unsigned>(plan.max_work));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(plan.max_work), 1, 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = SmemBytesFlat(plan.stages);
+  cfg.stream = s;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(p.cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = p.cluster > 1 ? 1 : 0;
+  cudaError_t e;
   switch (plan.stages) {
-    case 2: GqaDecodeFlat<2><<<grid, kThreads, SmemBytesFlat(2), s>>>(p); break;
-    case 3: GqaDecodeFlat<3><<<grid, kThreads, SmemBytesFlat(3), s>>>(p); break;
-    case 4: GqaDecodeFlat<4><<<grid, kThreads, SmemBytesFlat(4), s>>>(p); break;
+    case 2: e = cudaLaunchKernelEx(&cfg, GqaDecodeFlat<2>, p); break;
+    case 3: e = cudaLaunchKernelEx(&cfg, GqaDecodeFlat<3>, p); break;
+    case 4: e = cudaLaunchKernelEx(&cfg, GqaDecodeFlat<4>, p); break;
     default: return KI_ERR_INTERNAL;
   }
-  return cudaGetLastError() == cudaSuccess ? KI_OK : KI_ERR_LAUNCH;
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return KI_ERR_LAUNCH;
+  }
+  return KI_OK;
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ struct FastTuning {
   int min_chunk = 0;     // lower bound of the automatic chunk (cluster mode: tokens per block aimed for)
   int stages = 0;        // cp.async pipeline depth per warp: 2, 3 or 4
   int mode = 0;          // FastMode
-  int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits)
+  int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits);
+                         // flat: blocks per cluster (1 none, 2, 4, 8; 0 auto)
   int evict_first = 0;   // v2 K/V copies with an L2 evict-first policy: 0 auto (by size), 1 on, 2 off
   int per_sm = 0;        // v2 split: blocks per SM aimed for (at most what fits; 0: what fits); flat: 0 means 1
   int cluster_merge = 0; // cluster mode: 0 auto (push), 1 pull (two cluster barriers), 2 push (one barrier after start)
@@ -43,7 +44,7 @@ FastTuning GetFastTuning();
 // the device and the tuning.
 struct FastPlan {
   int mode = 0;           // FastMode (never kModeAuto)
-  int cluster = 0;        // cluster mode: blocks per sequence
+  int cluster = 0;        // cluster mode: blocks per sequence; flat: blocks per cluster (1: none)
   int spec_len = -1;      // batch 1: predicted kv_indptr[1] (kv_indptr[0] = 0), checked by the kernel
   bool evict_first = true;
   bool push = true;       // cluster mode: push merge

@@ -222,6 +222,12 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
       // Flat mode with small blocks: several waves, so a block's first
       // sequence can be merged by it in mid-stream.
       WithLengths("long-ragged", {9000, 300, 0, 9000, 7}),
+      // Flat mode with clusters: one cluster per sequence (merged on chip),
+      // and more sequences than clusters (on chip and global merges mixed).
+      WithLengths("equal-16", std::vector<int64_t>(16, 2000)),
+      WithLengths("ragged-40", {900, 15, 3000, 0, 1200, 64, 700, 2500, 33, 1000, 1000, 1, 4000, 800, 650, 1300, 0, 2200,
+                                90, 1700, 1100, 350, 5000, 17, 600, 1500, 2400, 80, 999, 1001, 3100, 40, 700, 700,
+                                1800, 260, 1400, 5, 3333, 1234}),
   };
   struct Variant {
     gqa::FastTuning t;
@@ -245,6 +251,7 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
     vs.push_back({{16, 0, 16, stages, gqa::kModeFlat, 0, 0}, "flat, 16 tokens per block"});
     vs.push_back({{48, 0, 16, stages, gqa::kModeFlat, 0, 0}, "flat, 48 tokens per block"});
     vs.push_back({{100000, 0, 0, stages, gqa::kModeFlat, 0, 0}, "flat, one block"});
+    for (int cs : {1, 2, 4, 8}) vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, cs, 0}, "flat, cluster"});
   }
   for (const Variant& v : vs) {
     TuningScope scope(v.t);
