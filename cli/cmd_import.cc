@@ -207,7 +207,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(import, {"import", "Import a published catalog into the store", Setup, 60});
+KI_REGISTER_COMMAND(import, {"import", "Import a published catalog into the store", Setup, 60, /*big_heap=*/true});
 
 }  // namespace
 }  // namespace ki::cli

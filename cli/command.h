@@ -31,12 +31,21 @@ struct CommandSpec {
   const char* help;
   std::function<RunFn(CLI::App* sub, GlobalOptions* global)> setup;
   int order = 100;  // position in `ki --help`
+  // Allocates hundreds of MiB (a whole catalog in memory): the process is
+  // re-executed once with a huge-page heap (see UseHugePageHeap).
+  bool big_heap = false;
 };
 int RegisterCommand(CommandSpec spec);
 const std::vector<CommandSpec>& Commands();
 
 #define KI_REGISTER_COMMAND(ident, ...) \
   static const int ki_command_registered_##ident = ::ki::cli::RegisterCommand(__VA_ARGS__)
+
+// Re-executes the process once with glibc's malloc tuned for a large heap
+// (transparent huge pages, one arena), unless it already runs that way;
+// returns when it does, or when re-executing is not possible (then the
+// command simply runs with the default heap). cli/prefault.cc says why.
+void UseHugePageHeap(char** argv);
 
 // Opens the selected store (see GlobalOptions::store).
 Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode);

@@ -1,4 +1,5 @@
-// Start-up memory of the `ki` process, mapped in one go.
+// Memory policy of the `ki` process: start-up memory mapped in one go, and a
+// huge-page heap for the commands that hold a whole catalog in memory.
 //
 // Why: a `ki show` or `ki resolve` is a few milliseconds of work, and on the
 // virtual machines ki runs on (CI runners, cloud VMs) each first touch of a
@@ -13,6 +14,10 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "command.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -54,3 +59,42 @@ __attribute__((constructor(101))) void PrefaultStartupMemory() {
 }
 
 }  // namespace
+
+namespace ki::cli {
+
+// `ki import` of the KernelIndex export holds ~340 MiB at its peak. Touched
+// 4 KiB at a time that is ~68,000 page faults, which on the VMs measured here
+// (bench/results/catalog-*.md) cost more CPU than parsing the export. glibc's
+// malloc can back its heap with transparent huge pages (the
+// glibc.malloc.hugetlb tunable, glibc >= 2.35; it only advises, so systems
+// without THP are unaffected) and give worker threads the main arena instead
+// of one fresh 64 MiB heap each (glibc.malloc.arena_max): ~1,600 faults.
+// Tunables are read once at process start, hence the one re-exec (a few ms
+// on a command of seconds). The caller's GLIBC_TUNABLES is restored in the
+// re-executed process so that nothing ki starts inherits ours.
+void UseHugePageHeap(char** argv) {
+  constexpr const char* kMarker = "KI_HEAP_REEXEC";  // set: this is the re-executed process
+  constexpr const char* kSaved = "KI_SAVED_GLIBC_TUNABLES";
+  if (const char* m = std::getenv(kMarker)) {
+    if (const char* saved = std::getenv(kSaved)) {
+      ::setenv("GLIBC_TUNABLES", saved, 1);
+    } else {
+      ::unsetenv("GLIBC_TUNABLES");
+    }
+    ::unsetenv(kSaved);
+    ::unsetenv(kMarker);
+    return;
+  }
+  std::string tunables = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1";
+  if (const char* old = std::getenv("GLIBC_TUNABLES"); old && *old) {
+    ::setenv(kSaved, old, 1);
+    tunables = std::string(old) + ":" + tunables;
+  }
+  ::setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
+  ::setenv(kMarker, "1", 1);
+  ::execv("/proc/self/exe", argv);
+  // No /proc, or exec refused: run as we are, with the environment as it was.
+  UseHugePageHeap(argv);
+}
+
+}  // namespace ki::cli
