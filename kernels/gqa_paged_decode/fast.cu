@@ -449,7 +449,6 @@ constexpr int64_t kEvictFirstMaxTokens = 131072;      // automatic L2 evict-firs
 constexpr int64_t kClusterMaxTokens = 2048;           // auto: cluster mode for one sequence up to this long
 constexpr int64_t kClusterSoloTokens = 64;            // auto cluster size 1 (no merge) up to this long
 constexpr int64_t kSplitMinAvgTokens = 2048;          // auto: v2 split from this mean sequence length
-constexpr int64_t kFlatMinAvgTokens = 0;              // auto: flat from this mean sequence length
 
 struct Params2 {
   const __nv_bfloat16* q;
@@ -1068,7 +1067,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
         nchunks,
         [&](int q) { return p.part_o + (static_cast<size_t>(first_work + q) * kNumQoHeads + warp * kGroup) * kHeadDim; },
         [&](int q) { return p.part_lse + static_cast<size_t>(first_work + q) * kNumQoHeads + warp * kGroup; },
-        reinterpret_cast<float*>(wsm), STAGES * 2 * kTileBytes / kRecBytesM,
+        reinterpret_cast<float*>(wsm), (STAGES * 2 * kTileBytes + kRingBytes) / kRecBytesM,
         p.out + (static_cast<size_t>(b) * kNumQoHeads + warp * kGroup) * kHeadDim,
         p.lse + static_cast<size_t>(b) * kNumQoHeads + warp * kGroup, lane);
     if (tid == 0) p.counters[b] = 0;  // zero again for the next call
@@ -1697,17 +1696,16 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   if (mode < kModeAuto || mode > kModeFlat) mode = kModeAuto;
   if (mode == kModeAuto) {
     // Chosen from what the host knows (batch, total tokens) by measurements on
-    // an H200 (bench/results/gqa-decode-h200-2026-11-29-v2.md):
+    // an H200 (bench/results/gqa-decode-h200-2026-11-29-v2.md, -v3.md):
     // - one short sequence: a cluster of blocks shares it and merges on chip;
     // - long sequences on average: v2 split (whole 1 KiB page rows, index ring);
     // - otherwise (many short or ragged sequences, one long one): v1, whose
-    //   per-KV-head merge stays cheap with many chunks per sequence (v2's
-    //   32-head merge grows by about 0.6 us per partial).
+    //   per-KV-head merge stays cheap with many chunks per sequence.
+    // Flat (stream-K) is never chosen: it balances ragged batches exactly but
+    // streamed 2-6% slower than split and its global merges cost more (v3).
     const int64_t avg = total / std::max<int64_t>(1, batch);
-    if (batch == 1 && total <= kClusterMaxTokens && info->cc_major >= 9 && info->max_cluster[3] > 0)
+    if (batch == 1 && total <= kClusterMaxTokens && info->cc_major >= 9 && info->max_cluster[2] > 0)
       mode = kModeCluster;
-    else if (batch > 1 && batch <= kFlatMaxBatch && avg >= kFlatMinAvgTokens)
-      mode = kModeFlat;
     else if (batch > 1 && avg >= kSplitMinAvgTokens)
       mode = kModeSplit;
     else
@@ -1776,8 +1774,11 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     return KI_OK;
   }
 
-  // v2 depth: 4 (one block per SM) measured best for split, 3 for cluster.
-  const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : (mode == kModeSplit ? 4 : 3);
+  // v2 depth: split 3 stages with one block per SM (v3 sweeps, same call:
+  // 16x4096 44.65/45.16 us against 45.51/45.55 at 4 stages, 64x8192
+  // 260.1/265.4 against 263.2/267.5); cluster mode (one short sequence, two
+  // 16-token tiles per warp) 2 (1x362 5.96-6.00 us, 6.03-6.09 at 3).
+  const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : (mode == kModeSplit ? 3 : 2);
   if (mode == kModeCluster) {
     int cmax = info->max_cluster[stages];
     if (cmax <= 0) return KI_ERR_UNSUPPORTED;
@@ -1808,7 +1809,9 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   if (chunk <= 0) {
     const int64_t waves = t.waves > 0 ? t.waves : 1;
     const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : kMinChunkV2;
-    const int64_t aim_per_sm = t.per_sm > 0 ? std::min(t.per_sm, per_sm) : per_sm;
+    // One block per SM unless asked (two 3-stage blocks per SM measured slower:
+    // their chunks are half as long and each sequence has twice the partials).
+    const int64_t aim_per_sm = t.per_sm > 0 ? std::min(t.per_sm, per_sm) : 1;
     const int64_t blocks = static_cast<int64_t>(info->num_sms) * aim_per_sm * waves;
     // sum_b ceil(len_b / chunk) <= total / chunk + batch: aiming at blocks - batch
     // keeps the launch within `blocks` whatever the lengths (when batch is small

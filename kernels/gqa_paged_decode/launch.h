@@ -32,7 +32,7 @@ struct FastTuning {
   int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits);
                          // flat: blocks per cluster (1 none, 2, 4, 8; 0 auto)
   int evict_first = 0;   // v2 K/V copies with an L2 evict-first policy: 0 auto (by size), 1 on, 2 off
-  int per_sm = 0;        // v2 split: blocks per SM aimed for (at most what fits; 0: what fits); flat: 0 means 1
+  int per_sm = 0;        // v2 split, flat: blocks per SM aimed for (at most what fits; 0: one)
   int cluster_merge = 0; // cluster mode: 0 auto (push), 1 pull (two cluster barriers), 2 push (one barrier after start)
   int debug = 0;         // experiments: 1 flat writes partials as outputs (wrong results, timing only),
                          // 2 release/acquire fences instead of __threadfence
