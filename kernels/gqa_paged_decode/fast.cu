@@ -1099,8 +1099,9 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV2(Params2 p) {
 constexpr int kFlatMaxBatch = 1024;                           // kv_indptr lives in shared memory
 constexpr int kRecFloats = kGroup * kHeadDim + kGroup;        // a partial of one KV head: o[8][128], lse[8]
 constexpr int kRecBytes = kRecFloats * 4;                     // 4128 (16-byte multiple)
-// Staging of one warp's result (>= kRecBytes), padded so that warp regions stay 1 KiB aligned.
-constexpr int kFBytes = ((kGroup * kMergeStride + kGroup) * 4 + 1023) / 1024 * 1024;
+// Staging of one warp's result (>= kRecBytes). Unpadded: with 2 stages two
+// blocks fit on an SM (clusters of 8 need that to be co-resident).
+constexpr int kFBytes = (kGroup * kMergeStride + kGroup) * 4;
 constexpr int kPtrBytes = ((kFlatMaxBatch + 1) * 4 + 127) / 128 * 128;
 static_assert(kFBytes >= kRecBytes && kRecBytes % 16 == 0, "flat merge buffers");
 
