@@ -1,8 +1,10 @@
 // Fast GQA paged decode for sm_90a / sm_100a (any sm_80+ part runs it; cluster
 // mode needs sm_90+).
 //
-// Three ways to run, chosen by PlanFast from batch and total tokens (FastMode):
-// v1 ("legacy", below), v2 split and v2 cluster (further down). Design of v1
+// Four ways to run (FastMode): v1 ("legacy", below), v2 split and v2 cluster
+// (further down), chosen by PlanFast from batch and total tokens, and v3
+// flat (stream-K, last), which only --tune mode=4 selects (measured slower,
+// see bench/results/gqa-decode-h200-2026-11-29-v3.md). Design of v1
 // (see docs/kernel-abi.md for the calling convention):
 // - One block per (work item, KV head). A work item is one chunk of one
 //   sequence; a sequence of len tokens gets n = max(1, ceil(len / chunk))
@@ -435,7 +437,10 @@ __global__ void __launch_bounds__(kThreads) GqaDecodeV1(Params p) {
 //           block of the sequence (counter per sequence, reset by it);
 //   cluster (kCluster = true) grid (C, batch), one thread-block cluster of
 //           C blocks per sequence, partials merged through distributed
-//           shared memory (no global round trip, no counters). With batch 1
+//           shared memory (no global round trip, no counters): each block
+//           pushes the rows other blocks own into their receive areas and
+//           one cluster barrier follows (Params2::push; the older pull merge,
+//           two barriers, stays behind --tune merge=1). With batch 1
 //           the block predicts kv_indptr = {0, num_kv_indices} and requests
 //           its indices before kv_indptr arrives (checked, redone if wrong).
 // ============================================================================
