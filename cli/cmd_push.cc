@@ -1,4 +1,4 @@
-// ki push REMOTE REF... [--insecure] [--jobs N] [--digest-tags] [--recheck] [--json]
+// ki push REMOTE REF... [--insecure] [--jobs N] [--bundle TAG] [--digest-tags] [--recheck] [--json]
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,6 +29,7 @@ struct Options {
   bool json = false;
   bool digest_tags = false;
   bool recheck = false;
+  std::string bundle;
   int jobs = 4;
 };
 
@@ -38,6 +39,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("refs", o->refs, "objects to push with everything they reach")->required();
   sub->add_flag("--insecure", o->insecure, "plain http (loopback registries only)");
   sub->add_option("-j,--jobs", o->jobs, "parallel uploads (default 4)")->check(CLI::Range(1, 64));
+  sub->add_option("--bundle", o->bundle, "push every closure as one bundle under this tag (few manifests, not one per ref)");
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
   sub->add_flag("--json", o->json, "print a JSON report");
@@ -49,6 +51,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     opts.parallelism = o->jobs;
     opts.progress = ProgressMeter("push");
     opts.digest_tags = o->digest_tags;
+    opts.bundle_tag = o->bundle;
     opts.use_remote_state = !o->recheck;
     KI_ASSIGN_OR_RETURN(PushReport rep, Push(*store, url, o->refs, opts));
     for (const auto& w : rep.warnings) std::cerr << "ki: warning: " << w << "\n";

@@ -42,6 +42,9 @@ namespace ki {
 
 // The artifactType of the image manifest that carries a ki object closure.
 inline constexpr std::string_view kOciArtifactType = "application/vnd.kernelindex.ki.closure.v1+json";
+// The artifactType of a bundle: an image index of image manifests whose
+// layers together are the closures of many roots (ki push --bundle).
+inline constexpr std::string_view kOciBundleType = "application/vnd.kernelindex.ki.bundle.v1+json";
 // The artifactType of a referrer manifest that attaches one DSSE envelope.
 inline constexpr std::string_view kDsseMediaType = "application/vnd.dsse.envelope.v1+json";
 // ki's media type of a stored manifest object (what Store records).
@@ -67,6 +70,8 @@ inline constexpr std::string_view kAnnIndexValue = "dev.kernelindex.ki.index-val
 inline constexpr std::string_view kAnnRoot = "dev.kernelindex.ki.root";
 inline constexpr std::string_view kAnnName = "dev.kernelindex.ki.name";
 inline constexpr std::string_view kAnnFormat = "dev.kernelindex.ki.format";
+inline constexpr std::string_view kAnnPart = "dev.kernelindex.ki.part";    // bundle part "<i>/<n>"
+inline constexpr std::string_view kAnnRoots = "dev.kernelindex.ki.roots";  // bundle: how many roots
 
 // ---------------------------------------------------------------- URLs
 
@@ -154,6 +159,11 @@ struct TransferOptions {
   // Push: also tag each named root `ki-<hex of its ki digest>` (unnamed
   // roots always get that tag, it is their only one).
   bool digest_tags = false;
+  // Push: when set, every ref's closure goes into one bundle under this
+  // tag (docs/format.md, "Bundles") instead of one image manifest per ref:
+  // a few manifests for a whole store instead of one per record.
+  std::string bundle_tag;
+  uint64_t bundle_part_bytes = 3ull << 20;  // a part manifest's size budget (registries cap at 4 MiB)
   // Push: trust remote.state (skip blobs the registry is known to hold,
   // HEAD a tag instead of re-writing it). Off: ask about everything again.
   bool use_remote_state = true;

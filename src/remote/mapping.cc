@@ -230,6 +230,58 @@ std::string ImageManifest(const Closure& c) {
   return m.dump();
 }
 
+namespace {
+
+std::string PartManifest(const Json& layers, size_t i, size_t n) {
+  Json m = {{"schemaVersion", 2},
+            {"mediaType", kOciManifestType},
+            {"artifactType", kOciBundleType},
+            {"config", ConfigJson()},
+            {"layers", layers},
+            {"annotations",
+             {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnPart), std::to_string(i) + "/" + std::to_string(n)}}}};
+  return m.dump();
+}
+
+}  // namespace
+
+std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t part_bytes) {
+  // Split by the serialised size of the layer descriptors; the envelope of
+  // a part (config, annotations) is well under 1 KiB.
+  constexpr uint64_t kEnvelope = 1024;
+  std::vector<Json> groups(1, Json::array());
+  uint64_t bytes = kEnvelope;
+  for (const Layer& l : layers) {
+    Json d = LayerJson(l);
+    uint64_t n = d.dump().size() + 1;
+    if (!groups.back().empty() && bytes + n > part_bytes) {
+      groups.push_back(Json::array());
+      bytes = kEnvelope;
+    }
+    groups.back().push_back(std::move(d));
+    bytes += n;
+  }
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < groups.size(); ++i) parts.push_back(PartManifest(groups[i], i + 1, groups.size()));
+  return parts;
+}
+
+std::string BundleIndex(const std::vector<std::string>& parts, size_t roots) {
+  Json manifests = Json::array();
+  for (const std::string& p : parts) {
+    manifests.push_back({{"mediaType", kOciManifestType},
+                         {"digest", Sha256Of(p).str()},
+                         {"size", p.size()},
+                         {"artifactType", kOciBundleType}});
+  }
+  Json idx = {{"schemaVersion", 2},
+              {"mediaType", kOciIndexType},
+              {"artifactType", kOciBundleType},
+              {"manifests", manifests},
+              {"annotations", {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnRoots), std::to_string(roots)}}}};
+  return idx.dump();
+}
+
 std::string AttestationManifest(const Layer& att, const Digest& subject_manifest, uint64_t subject_size) {
   Json m = {{"schemaVersion", 2},
             {"mediaType", kOciManifestType},
@@ -350,6 +402,64 @@ Result<Closure> ParseImageManifest(std::string_view bytes, std::string_view cont
   }
   if (!root_listed) return Bad("the root " + c.root.str() + " is not among the layers");
   return c;
+}
+
+Result<std::vector<PartRef>> ParseBundleIndex(std::string_view bytes, std::string_view content_type,
+                                              const TransferOptions& opts) {
+  auto bad = [](std::string_view what) { return Status::InvalidInput("remote bundle index: " + std::string(what)); };
+  if (!content_type.empty() && content_type != kOciIndexType) {
+    return bad("the remote calls it '" + std::string(content_type.substr(0, 100)) + "', not " + std::string(kOciIndexType));
+  }
+  ParseLimits limits;
+  limits.max_bytes = opts.max_manifest_size;
+  limits.max_depth = 16;
+  KI_ASSIGN_OR_RETURN(Json j, ParseDocument(bytes, DocFormat::kJson, "remote index", limits));
+  if (!j.is_object() || !j.contains("schemaVersion") || j["schemaVersion"] != 2) return bad("schemaVersion is not 2");
+  if (!j.contains("mediaType") || j["mediaType"] != kOciIndexType) return bad("its mediaType field is not an image index");
+  if (!j.contains("artifactType") || j["artifactType"] != kOciBundleType) {
+    return bad("not a ki bundle (artifactType is not " + std::string(kOciBundleType) + ")");
+  }
+  const Json ann = j.contains("annotations") ? j["annotations"] : Json();
+  if (Ann(ann, kAnnFormat) != kFormatVersion) {
+    return bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
+  }
+  if (!j.contains("manifests") || !j["manifests"].is_array() || j["manifests"].empty()) return bad("no manifests");
+  if (j["manifests"].size() > 10000) return bad("more than 10000 parts");
+  std::vector<PartRef> parts;
+  std::unordered_set<Digest> seen;
+  for (const Json& d : j["manifests"]) {
+    if (!d.is_object() || d.value("mediaType", std::string()) != kOciManifestType ||
+        d.value("artifactType", std::string()) != kOciBundleType || !d.contains("size") || !d["size"].is_number_unsigned()) {
+      return bad("a part that is not a ki bundle manifest descriptor");
+    }
+    auto dg = Digest::Parse(d.value("digest", std::string()));
+    if (!dg.ok()) return bad("a part whose digest is not sha256:<64 hex>");
+    PartRef p{*dg, d["size"].get<uint64_t>()};
+    if (p.size > opts.max_manifest_size) return bad("a part over the manifest size limit");
+    if (!seen.insert(p.digest).second) return bad("a part listed twice");
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+Result<std::vector<Layer>> ParseBundlePart(std::string_view bytes, std::string_view content_type,
+                                           const TransferOptions& opts) {
+  KI_ASSIGN_OR_RETURN(Json j, ParseRemoteJson(bytes, content_type, opts));
+  if (!j.contains("artifactType") || j["artifactType"] != kOciBundleType) {
+    return Bad("not a ki bundle part (artifactType is not " + std::string(kOciBundleType) + ")");
+  }
+  const Json ann = j.contains("annotations") ? j["annotations"] : Json();
+  if (Ann(ann, kAnnFormat) != kFormatVersion) {
+    return Bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
+  }
+  std::vector<Layer> layers;
+  std::unordered_set<Digest> seen;
+  for (size_t i = 0; i < j["layers"].size(); ++i) {
+    KI_ASSIGN_OR_RETURN(Layer l, ParseLayer(j["layers"][i], opts, i));
+    if (!seen.insert(l.digest).second) return Bad("layer " + std::to_string(i) + " repeats " + l.digest.str());
+    layers.push_back(std::move(l));
+  }
+  return layers;
 }
 
 Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view content_type,

@@ -65,6 +65,22 @@ std::string ImageManifest(const Closure& c);
 // A referrer manifest attaching one attestation to `subject_manifest`.
 std::string AttestationManifest(const Layer& att, const Digest& subject_manifest, uint64_t subject_size);
 
+// A bundle (docs/format.md, "Bundles"): image manifests ("parts") of at
+// most `part_bytes` each that list `layers` in order, and the image index
+// that names them.
+std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t part_bytes);
+std::string BundleIndex(const std::vector<std::string>& parts, size_t roots);
+// The parts an index from a remote names (checked: media types, artifactType,
+// format, sizes under the manifest limit).
+struct PartRef {
+  Digest digest;
+  uint64_t size = 0;
+};
+Result<std::vector<PartRef>> ParseBundleIndex(std::string_view bytes, std::string_view content_type,
+                                              const TransferOptions& opts);
+Result<std::vector<Layer>> ParseBundlePart(std::string_view bytes, std::string_view content_type,
+                                           const TransferOptions& opts);
+
 // Parses and checks an image manifest from a remote. `content_type` is what
 // the remote declared ("" when it declared nothing).
 Result<Closure> ParseImageManifest(std::string_view bytes, std::string_view content_type,

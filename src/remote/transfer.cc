@@ -201,6 +201,9 @@ Status WriteState(Batch& batch, const RemoteState& old, const StateUpdate& u) {
 Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
                         const TransferOptions& opts) {
   PushReport report;
+  if (!opts.bundle_tag.empty() && !IsValidTag(opts.bundle_tag)) {
+    return Status::Usage("'" + opts.bundle_tag + "' is not a valid OCI tag");
+  }
   std::vector<Closure> closures;
   remote::ClosureCache cache;
   std::unordered_set<Digest> roots;
@@ -329,10 +332,10 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   // garbage-collected since): HEAD each, upload what is gone. True when
   // something was missing.
   std::mutex recheck_mu;  // items' `sent` flags are shared by closures
-  auto recheck = [&](Conn& conn, const Closure& c) -> Result<bool> {
+  auto recheck = [&](Conn& conn, const std::vector<Layer>& layers) -> Result<bool> {
     bool missing = false;
     std::vector<size_t> idx{0};
-    for (const Layer& l : c.layers) idx.push_back(index_of[l.digest]);
+    for (const Layer& l : layers) idx.push_back(index_of[l.digest]);
     for (size_t i : idx) {
       if (!state.blobs.count(items[i].digest)) continue;  // checked or sent by this push
       KI_ASSIGN_OR_RETURN(bool has, conn.HasBlob(items[i].digest, items[i].size));
@@ -346,17 +349,58 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   };
   // PUT a manifest under `ref`; if refused and the closure relied on
   // remote.state, re-check its blobs and try once more.
-  auto put_closure_manifest = [&](Conn& conn, size_t r, const std::string& ref, const std::string& manifest) -> Status {
+  auto put_image_manifest = [&](Conn& conn, const std::vector<Layer>& layers, const std::string& ref,
+                                const std::string& manifest) -> Status {
     Status put = conn.PutManifest(ref, manifest, remote::kOciManifestType, nullptr);
     if (put.ok() || state.blobs.empty()) return put;
-    KI_ASSIGN_OR_RETURN(bool missing, recheck(conn, closures[r]));
+    KI_ASSIGN_OR_RETURN(bool missing, recheck(conn, layers));
     if (!missing) return put;
     return conn.PutManifest(ref, manifest, remote::kOciManifestType, nullptr);
   };
 
   // Manifests last, in parallel too (thousands of records per push).
   std::atomic<size_t> written{0};
-  Status mst = RunParallel(*target, opts.parallelism, closures.size(), [&](Conn& conn, size_t r) -> Status {
+  Status mst;
+  if (!opts.bundle_tag.empty()) {
+    // One bundle: the union of the closures, in parts, then the index
+    // under the tag (last, as a closure manifest is).
+    std::vector<Layer> all;
+    std::unordered_set<Digest> in_bundle;
+    for (const Closure& c : closures)
+      for (const Layer& l : c.layers)
+        if (in_bundle.insert(l.digest).second) all.push_back(l);
+    std::vector<std::string> parts = remote::BundleParts(all, opts.bundle_part_bytes);
+    std::string index = remote::BundleIndex(parts, closures.size());
+    Digest index_digest = Sha256Of(index);
+    for (PushedRef& pr : report.refs) {
+      pr.tag = opts.bundle_tag;
+      pr.manifest = index_digest;
+    }
+    mst = [&]() -> Status {
+      KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
+      auto known = state.tags.find(opts.bundle_tag);
+      if (known != state.tags.end() && known->second == index_digest) {
+        KI_ASSIGN_OR_RETURN(auto now, conn->ResolveTag(opts.bundle_tag));
+        if (now && *now == index_digest) return Status::OK();
+      }
+      conn.reset();
+      // Parts by digest; each part's layers are the slice it lists.
+      std::vector<std::vector<Layer>> part_layers(parts.size());
+      for (size_t p = 0, next = 0; p < parts.size(); ++p) {
+        size_t n = Json::parse(parts[p])["layers"].size();
+        part_layers[p].assign(all.begin() + next, all.begin() + next + n);
+        next += n;
+      }
+      KI_RETURN_IF_ERROR(RunParallel(*target, opts.parallelism, parts.size(), [&](Conn& c, size_t p) -> Status {
+        return put_image_manifest(c, part_layers[p], Sha256Of(parts[p]).str(), parts[p]);
+      }));
+      KI_ASSIGN_OR_RETURN(conn, target->Connect());
+      KI_RETURN_IF_ERROR(conn->PutManifest(opts.bundle_tag, index, remote::kOciIndexType, nullptr));
+      learnt.Tag(opts.bundle_tag, index_digest);
+      return Status::OK();
+    }();
+    if (mst.ok()) written = closures.size();
+  } else mst = RunParallel(*target, opts.parallelism, closures.size(), [&](Conn& conn, size_t r) -> Status {
     PushedRef& pr = report.refs[r];
     std::string manifest = remote::ImageManifest(closures[r]);
     pr.manifest = Sha256Of(manifest);
@@ -371,7 +415,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
         KI_ASSIGN_OR_RETURN(auto now, conn.ResolveTag(tag));
         if (now && *now == pr.manifest) continue;
       }
-      KI_RETURN_IF_ERROR(put_closure_manifest(conn, r, tag, manifest));
+      KI_RETURN_IF_ERROR(put_image_manifest(conn, closures[r].layers, tag, manifest));
       learnt.Tag(tag, pr.manifest);
     }
     for (const Layer& l : closures[r].layers) {
@@ -435,6 +479,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     std::vector<Layer> layers;       // the image manifest's
     std::vector<Layer> attached;     // attestations found as referrers
     std::string referrers;           // the referrers index (API or fallback tag), "" when none
+    bool bundle = false;             // an image index of bundle parts (no referrers)
   };
   std::vector<RefFetch> fetches(refs.size());
   Status st = RunParallel(*target, opts.parallelism, refs.size(), [&](Conn& c, size_t r) -> Status {
@@ -462,6 +507,30 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     if (!fetched.ok()) return fetched.status();
     f.tag = Digest::IsValid(want) ? "" : want;
     f.pr.manifest = fetched->digest;
+    bool index = fetched->media_type == remote::kOciIndexType;
+    if (fetched->media_type.empty() && fetched->bytes.find(remote::kOciIndexType) != std::string::npos) {
+      Json j = Json::parse(fetched->bytes, nullptr, false);  // a layout says no media type: look
+      index = j.is_object() && j.value("mediaType", std::string()) == remote::kOciIndexType;
+    }
+    if (index) {
+      // A bundle: every part, by digest (GetManifest checks the hash), and
+      // the size its descriptor announced.
+      f.bundle = true;
+      auto parts = remote::ParseBundleIndex(fetched->bytes, fetched->media_type, opts);
+      if (!parts.ok()) return parts.status().WithContext(url.str() + " " + ref);
+      for (const remote::PartRef& part : *parts) {
+        KI_ASSIGN_OR_RETURN(auto pm, c.GetManifest(part.digest.str()));
+        if (pm.bytes.size() != part.size) {
+          return Status::Corruption(url.str() + " " + ref + ": part " + part.digest.str() + " has " +
+                                    std::to_string(pm.bytes.size()) + " bytes, the index says " + std::to_string(part.size));
+        }
+        auto layers = remote::ParseBundlePart(pm.bytes, pm.media_type, opts);
+        if (!layers.ok()) return layers.status().WithContext(url.str() + " " + ref + " part " + part.digest.str());
+        for (Layer& l : *layers) f.layers.push_back(std::move(l));
+      }
+      f.pr.objects = f.layers.size();
+      return Status::OK();
+    }
     auto closure = remote::ParseImageManifest(fetched->bytes, fetched->media_type, opts);
     if (!closure.ok()) return closure.status().WithContext(url.str() + " " + ref);
     f.pr.root = closure->root;
@@ -476,11 +545,13 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   // referrers API when the remote has one (asked once, then per manifest),
   // else through the sha256-<hex> tags, which one tags/list tells apart
   // from the (usual) manifests that have none.
-  if (!fetches.empty()) {
+  size_t first = 0;  // the first closure (bundles have no referrers)
+  while (first < fetches.size() && fetches[first].bundle) ++first;
+  if (first < fetches.size()) {
     KI_ASSIGN_OR_RETURN(auto probe_conn, target->Connect());
-    KI_ASSIGN_OR_RETURN(auto probe, probe_conn->Referrers(fetches[0].pr.manifest));
+    KI_ASSIGN_OR_RETURN(auto probe, probe_conn->Referrers(fetches[first].pr.manifest));
     bool api = probe.has_value();
-    if (api) fetches[0].referrers = std::move(*probe);
+    if (api) fetches[first].referrers = std::move(*probe);
     std::optional<std::unordered_set<std::string>> fallback_tags;
     if (!api) {
       KI_ASSIGN_OR_RETURN(auto listed, probe_conn->ListTags());
@@ -493,8 +564,9 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     probe_conn.reset();
     st = RunParallel(*target, opts.parallelism, fetches.size(), [&](Conn& c, size_t r) -> Status {
       RefFetch& f = fetches[r];
+      if (f.bundle) return Status::OK();
       if (api) {
-        if (r == 0) return Status::OK();
+        if (r == first) return Status::OK();
         KI_ASSIGN_OR_RETURN(auto idx, c.Referrers(f.pr.manifest));
         if (idx) f.referrers = std::move(*idx);
         return Status::OK();
@@ -687,7 +759,8 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     if (!tags[r].empty()) learnt.tags.emplace_back(tags[r], report.refs[r].manifest);
   KI_RETURN_IF_ERROR(WriteState(*batch, state, learnt));
   KI_RETURN_IF_ERROR(batch->Commit());
-  report.blobs_received = stored;
+  report.blobs_received = need.size();
+  (void)stored;
 
   for (size_t r = 0; r < report.refs.size(); ++r) {
     PulledRef& pr = report.refs[r];

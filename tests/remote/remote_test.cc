@@ -269,6 +269,107 @@ TEST_F(RemoteTest, StaleRemoteStateIsNoticedAndRepaired) {
   EXPECT_FALSE(v->HasFaults());
 }
 
+TEST_F(RemoteTest, BundleRoundTripInSeveralParts) {
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  o.bundle_part_bytes = 1500;  // a few layers per part
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, o);
+  ASSERT_OK(pushed);
+  ASSERT_EQ(pushed->refs.size(), 2u);
+  EXPECT_EQ(pushed->refs[0].tag, "everything");
+  EXPECT_EQ(pushed->refs[0].manifest, pushed->refs[1].manifest);
+  EXPECT_TRUE(reg.HasTag("everything"));
+  EXPECT_FALSE(reg.HasTag("ki-" + blob_.hex()));  // one tag for the bundle
+  auto index = reg.Manifest("everything");
+  ASSERT_TRUE(index.has_value());
+  EXPECT_NE(index->find(kOciBundleType), std::string::npos);
+  EXPECT_GE(reg.Count("PUT", "/manifests/sha256:"), 3u);  // parts, by digest
+
+  auto pulled = Pull(*dst_, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_FALSE(pulled->refs[0].root.has_value());
+  EXPECT_EQ(pulled->refs[0].attestations, 1u);
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+  EXPECT_EQ(CountObjects(*src_), CountObjects(*dst_));
+  auto named = dst_->Resolve(kRunName);
+  ASSERT_OK(named);
+  EXPECT_EQ(*named, run_);
+  std::string key(run_.raw());
+  key.append(env_digest_.raw());
+  auto row = dst_->Get(kRemoteAttestationTable, key);
+  ASSERT_OK(row);
+  EXPECT_TRUE(row->has_value());
+
+  // Again: nothing moves, and a re-push only confirms the tag.
+  reg.ClearLog();
+  auto again = Pull(*dst_, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_OK(again);
+  EXPECT_EQ(again->blobs_received, 0u);
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), 0u);
+  reg.ClearLog();
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, o));
+  EXPECT_EQ(reg.log().size(), 1u);
+  EXPECT_EQ(reg.Count("HEAD", "/manifests/everything"), 1u);
+
+  // The same bundle through an image layout.
+  TempDir lay;
+  auto lurl = ParseRemoteUrl("oci-layout:" + lay.path(), false);
+  ASSERT_OK(lurl);
+  ASSERT_OK(Push(*src_, *lurl, {kRunName, blob_.str()}, o));
+  TempDir other;
+  auto s = Store::Init(other.path());
+  ASSERT_OK(s);
+  ASSERT_OK(Pull(**s, *lurl, {"everything"}, Opts()));
+  ExpectSameObjects(*src_, **s, AllObjects(*src_));
+}
+
+TEST_F(RemoteTest, BundlePartsThatLieAreRefused) {
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  o.bundle_part_bytes = 1500;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, o));
+  std::string index = *reg.Manifest("everything");
+  // 1. A part whose size in the index is not its size.
+  auto at = index.find("\"size\":");
+  ASSERT_NE(at, std::string::npos);
+  std::string wrong_size = index;
+  wrong_size.insert(at + 7, "1");
+  reg.PutManifestDirect("wrong-size", wrong_size, "application/vnd.oci.image.index.v1+json");
+  auto r = Pull(*dst_, Url(reg.host()), {"wrong-size"}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  // 2. An index of something else (an image index of ordinary images).
+  std::string other = index;
+  auto art = other.find(std::string(kOciBundleType));
+  other.replace(art, kOciBundleType.size(), "application/vnd.example+json");
+  reg.PutManifestDirect("not-ki", other, "application/vnd.oci.image.index.v1+json");
+  r = Pull(*dst_, Url(reg.host()), {"not-ki"}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+  // 3. A part whose bytes are not what its digest names.
+  std::string part_digest = index.substr(index.find("sha256:"), 71);
+  reg.SetIntercept([&](const HttpReq& q) -> std::optional<HttpReply> {
+    if (q.method == "GET" && q.path.find("/manifests/" + part_digest) != std::string::npos) {
+      HttpReply x;
+      x.body = "{\"schemaVersion\":2}";
+      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.manifest.v1+json");
+      return x;
+    }
+    return std::nullopt;
+  });
+  r = Pull(*dst_, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+  // 4. A bad tag is refused before anything is sent.
+  o.bundle_tag = "no/slashes";
+  reg.ClearLog();
+  EXPECT_FALSE(Push(*src_, Url(reg.host()), {kRunName}, o).ok());
+  EXPECT_EQ(reg.log().size(), 0u);
+}
+
 TEST_F(RemoteTest, PullByKiDigestAndByManifestDigest) {
   FakeRegistry reg;
   auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
