@@ -34,6 +34,15 @@ class AtomicFile {
   virtual Status Commit(Durability d) = 0;
 };
 
+struct AtomicFileOptions {
+  // Permission bits from creation on (the umask still applies): a secret
+  // key is never readable by others, not even for a moment.
+  uint32_t mode = 0644;
+  // false: Commit refuses to replace an existing file (InvalidInput naming
+  // it), atomically: the file is linked into place, not renamed.
+  bool replace = true;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -41,7 +50,9 @@ class Env {
 
   // Reads at most max_bytes; a larger file is InvalidInput naming the path.
   virtual Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) = 0;
-  virtual Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path) = 0;
+  virtual Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path,
+                                                            const AtomicFileOptions& options) = 0;
+  Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path) { return NewAtomicFile(path, {}); }
   // Convenience: NewAtomicFile + Append + Commit.
   Status WriteFileAtomic(const std::string& path, std::string_view data, Durability d);
 

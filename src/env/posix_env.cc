@@ -40,8 +40,8 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
 
 class PosixAtomicFile final : public AtomicFile {
  public:
-  PosixAtomicFile(std::string path, std::string tmp, int fd)
-      : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+  PosixAtomicFile(std::string path, std::string tmp, int fd, bool replace)
+      : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd), replace_(replace) {}
   ~PosixAtomicFile() override {
     if (fd_ >= 0) ::close(fd_);
     if (!committed_) ::unlink(tmp_.c_str());
@@ -56,15 +56,25 @@ class PosixAtomicFile final : public AtomicFile {
       return ErrnoStatus("close", tmp_, errno);
     }
     fd_ = -1;
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) return ErrnoStatus("rename", path_, errno);
-    committed_ = true;
+    if (replace_) {
+      if (::rename(tmp_.c_str(), path_.c_str()) != 0) return ErrnoStatus("rename", path_, errno);
+      committed_ = true;
+      return Status::OK();
+    }
+    // link() fails when the name exists, where rename() would replace it;
+    // the temporary name is removed either way (destructor).
+    if (::link(tmp_.c_str(), path_.c_str()) != 0) {
+      if (errno == EEXIST) return Status::InvalidInput(path_ + " already exists");
+      return ErrnoStatus("link", path_, errno);
+    }
     return Status::OK();
   }
 
  private:
   std::string path_, tmp_;
   int fd_;
-  bool committed_ = false;
+  bool replace_;
+  bool committed_ = false;  // renamed: no temporary name left to remove
 };
 
 class PosixEnv final : public Env {
@@ -106,12 +116,14 @@ class PosixEnv final : public Env {
     return out;
   }
 
-  Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path) override {
+  using Env::NewAtomicFile;
+  Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path,
+                                                    const AtomicFileOptions& options) override {
     static std::atomic<uint64_t> counter{0};
     std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(options.mode));
     if (fd < 0) return ErrnoStatus("create", tmp, errno);
-    return std::unique_ptr<AtomicFile>(new PosixAtomicFile(path, std::move(tmp), fd));
+    return std::unique_ptr<AtomicFile>(new PosixAtomicFile(path, std::move(tmp), fd, options.replace));
   }
 
   bool Exists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }

@@ -147,36 +147,17 @@ Status MakePrivateDir(const std::string& dir) {
   return Status::OK();
 }
 
-Status WriteAllFd(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("write", path, errno);
-    }
-    data.remove_prefix(size_t(n));
-  }
-  return Status::OK();
-}
-
 // Creates `path` with mode 0600 from the first byte on, durably, refusing
-// to replace an existing file: temp file, fsync, link (fails on EEXIST),
-// unlink temp, fsync dir.
+// to replace an existing file (Env: temporary file, fsync, link, dir fsync).
 Status WriteNewSecretFile(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus("create", tmp, errno);
-  Status st = WriteAllFd(fd, data, tmp);
-  if (st.ok() && ::fchmod(fd, 0600) != 0) st = ErrnoStatus("chmod", tmp, errno);
-  if (st.ok() && ::fsync(fd) != 0) st = ErrnoStatus("fsync", tmp, errno);
-  if (::close(fd) != 0 && st.ok()) st = ErrnoStatus("close", tmp, errno);
-  if (st.ok() && ::link(tmp.c_str(), path.c_str()) != 0) {
-    st = errno == EEXIST ? Status::InvalidInput("a key file already exists at " + path) : ErrnoStatus("link", path, errno);
-  }
-  ::unlink(tmp.c_str());
-  if (!st.ok()) return st;
+  Env* env = Env::Default();
+  KI_ASSIGN_OR_RETURN(auto file, env->NewAtomicFile(path, AtomicFileOptions{.mode = 0600, .replace = false}));
+  KI_RETURN_IF_ERROR(file->Append(data));
+  Status st = file->Commit(Durability::kSync);
+  if (st.code() == Code::kInvalidInput) return Status::InvalidInput("a key file already exists at " + path);
+  KI_RETURN_IF_ERROR(st);
   size_t slash = path.rfind('/');
-  return Env::Default()->SyncDir(slash == std::string::npos ? "." : path.substr(0, slash));
+  return env->SyncDir(slash == std::string::npos ? "." : path.substr(0, slash));
 }
 
 // A key file read into secret memory; the fields view into `text`.

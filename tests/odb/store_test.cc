@@ -407,3 +407,44 @@ TEST_F(SeedTest, ReindexKeepsManifestsAndReferences) {
 
 }  // namespace
 }  // namespace ki
+
+namespace ki {
+namespace {
+
+TEST(PosixEnv, AtomicFileModeAndNoReplace) {
+  test::TempDir dir;
+  Env* env = Env::Default();
+  const std::string path = dir.path() + "/secret";
+  ::mode_t old_mask = ::umask(0022);
+  {
+    auto f = env->NewAtomicFile(path, AtomicFileOptions{.mode = 0600, .replace = false});
+    ASSERT_OK(f);
+    ASSERT_OK((*f)->Append("first"));
+    ASSERT_OK((*f)->Commit(Durability::kSync));
+  }
+  struct stat st{};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  {
+    // A second writer must not replace the file, and leaves no temporary.
+    auto f = env->NewAtomicFile(path, AtomicFileOptions{.mode = 0600, .replace = false});
+    ASSERT_OK(f);
+    ASSERT_OK((*f)->Append("second"));
+    Status s = (*f)->Commit(Durability::kSync);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << s.message();
+    EXPECT_NE(s.message().find(path), std::string::npos);
+  }
+  EXPECT_EQ(*env->ReadFile(path, 100), "first");
+  auto names = env->ListDir(dir.path());
+  ASSERT_OK(names);
+  EXPECT_EQ(*names, std::vector<std::string>{"secret"});
+  // The default still replaces, with the default mode under the umask.
+  ASSERT_OK(env->WriteFileAtomic(path, "third", Durability::kNone));
+  EXPECT_EQ(*env->ReadFile(path, 100), "third");
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ::umask(old_mask);
+}
+
+}  // namespace
+}  // namespace ki

@@ -21,8 +21,9 @@ class FaultFile final : public AtomicFile {
 
 }  // namespace
 
-Result<std::unique_ptr<AtomicFile>> FaultInjectionEnv::NewAtomicFile(const std::string& path) {
-  KI_ASSIGN_OR_RETURN(auto f, base_->NewAtomicFile(path));
+Result<std::unique_ptr<AtomicFile>> FaultInjectionEnv::NewAtomicFile(const std::string& path,
+                                                                     const AtomicFileOptions& options) {
+  KI_ASSIGN_OR_RETURN(auto f, base_->NewAtomicFile(path, options));
   return std::unique_ptr<AtomicFile>(new FaultFile(this, std::move(f), path));
 }
 

@@ -24,7 +24,9 @@ class FaultInjectionEnv : public Env {
   Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {
     return base_->ReadFile(path, max_bytes);
   }
-  Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path) override;
+  using Env::NewAtomicFile;
+  Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path,
+                                                    const AtomicFileOptions& options) override;
   bool Exists(const std::string& p) override { return base_->Exists(p); }
   bool IsDirectory(const std::string& p) override { return base_->IsDirectory(p); }
   Status CreateDirs(const std::string& p) override { return base_->CreateDirs(p); }
