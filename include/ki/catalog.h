@@ -190,6 +190,15 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort);
 // The export's facts about a run (its row, without the manifest), if any.
 Result<std::optional<Json>> RunFacts(Store& store, const Digest& run);
 
+// --- writing: a run made in this store (ki run / ki rerun) joins its group
+
+// Records `entry` (a kernel run) in the comparison group `cohort` inside
+// `batch`, so that ki rank, ki records and ki show count it. `description`
+// describes the group (kind, parts, metric, sourceNative) and is used when
+// the store does not know the group yet. Indexing the same run again
+// replaces its entry and does not count it twice.
+Status IndexRunInCohort(Batch& batch, const Digest& cohort, const RankEntry& entry, const Json& description);
+
 // ---------------------------------------------------------------- diff
 
 // RFC 6902 JSON Patch turning `a` into `b` (add / remove / replace; arrays

@@ -394,4 +394,24 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort) {
   return h;
 }
 
+Status IndexRunInCohort(Batch& batch, const Digest& cohort, const RankEntry& entry, const Json& description) {
+  const std::string pair = tables::PairKey(cohort, entry.run);
+  KI_ASSIGN_OR_RETURN(auto known_entry, batch.Get(tables::kCohortRuns, pair));
+  Json stored = tables::EntryToJson(entry);
+  Json run = stored;
+  run["cohort"] = cohort.str();
+  run["kind"] = "kernel";
+  KI_RETURN_IF_ERROR(batch.Put(tables::kRuns, entry.run.raw(), run.dump()));
+  KI_RETURN_IF_ERROR(batch.Put(tables::kCohortRuns, pair, stored.dump()));
+  KI_ASSIGN_OR_RETURN(auto existing, batch.Get(tables::kCohorts, cohort.raw()));
+  Json desc;
+  if (existing) desc = Json::parse(*existing, nullptr, false);
+  if (!desc.is_object()) {
+    desc = description;
+    desc["runs"] = 0;
+  }
+  if (!known_entry) desc["runs"] = desc.value("runs", uint64_t{0}) + 1;
+  return batch.Put(tables::kCohorts, cohort.raw(), desc.dump());
+}
+
 }  // namespace ki::catalog

@@ -8,7 +8,6 @@
 #include <ctime>
 #include <fstream>
 
-#include "catalog/tables.h"  // the catalog's cohort tables: a local run joins its group
 #include "ki/catalog.h"
 #include "run/process.h"
 
@@ -209,33 +208,19 @@ catalog::RankEntry EntryOf(const Digest& run, const Json& spec, const std::strin
 
 Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& workload_spec,
                              const std::string& run_name, const std::string& implementation_name) {
-  namespace t = catalog::tables;
   KI_ASSIGN_OR_RETURN(Digest cohort, CohortKeyOf(run.spec, workload_spec));
   // Source and raw samples are in the store with the run: reproducible.
   catalog::RankEntry e = EntryOf(run.digest, run.spec, run_name, implementation_name, catalog::Evidence::kReproducible);
-  Json entry = t::EntryToJson(e);
-  Json runv = entry;
-  runv["cohort"] = cohort.str();
-  runv["kind"] = "kernel";
-  KI_RETURN_IF_ERROR(batch.Put(t::kRuns, run.digest.raw(), runv.dump()));
-  KI_RETURN_IF_ERROR(batch.Put(t::kCohortRuns, t::PairKey(cohort, run.digest), entry.dump()));
-  KI_ASSIGN_OR_RETURN(auto existing, batch.Get(t::kCohorts, cohort.raw()));
-  Json desc;
-  if (existing) desc = Json::parse(*existing, nullptr, false);
-  if (!desc.is_object()) {
-    KI_ASSIGN_OR_RETURN(Digest corr, catalog::CorrectnessKey(workload_spec));
-    desc = {{"kind", "kernel"},
-            {"operation", workload_spec.value("operationSpecDigest", "")},
-            {"workload", run.spec.value("workloadDigest", "")},
-            {"protocol", run.spec.value("protocolDigest", "")},
-            {"environment", run.spec.value("environmentDigest", "")},
-            {"correctness", corr.str()},
-            {"metric", catalog::MetricKey(run.spec)},
-            {"sourceNative", false},
-            {"runs", 0}};
-  }
-  desc["runs"] = desc.value("runs", uint64_t{0}) + 1;
-  KI_RETURN_IF_ERROR(batch.Put(t::kCohorts, cohort.raw(), desc.dump()));
+  KI_ASSIGN_OR_RETURN(Digest corr, catalog::CorrectnessKey(workload_spec));
+  Json desc = {{"kind", "kernel"},
+               {"operation", workload_spec.value("operationSpecDigest", "")},
+               {"workload", run.spec.value("workloadDigest", "")},
+               {"protocol", run.spec.value("protocolDigest", "")},
+               {"environment", run.spec.value("environmentDigest", "")},
+               {"correctness", corr.str()},
+               {"metric", catalog::MetricKey(run.spec)},
+               {"sourceNative", false}};
+  KI_RETURN_IF_ERROR(catalog::IndexRunInCohort(batch, cohort, e, desc));
   return cohort;
 }
 

@@ -350,6 +350,34 @@ TEST(CatalogTables, StoredEntriesDecodeAsTheirJson) {
   EXPECT_FALSE(tables::EntryFromStored(run, R"({"id":"r9")", &got));
 }
 
+TEST(CatalogTables, LocalRunJoinsItsGroupOnce) {
+  TempDir dir;
+  auto store = Store::Init(dir.path());
+  ASSERT_OK(store);
+  Digest cohort = Sha256Of("group");
+  Json desc = {{"kind", "kernel"}, {"metric", "latency:mean:ns"}, {"sourceNative", false}};
+  RankEntry a = E("a", 10), b = E("b", 9);
+  a.run = Sha256Of("run a");
+  b.run = Sha256Of("run b");
+  for (int round = 0; round < 2; ++round) {  // the second round re-indexes a and b
+    for (const RankEntry* e : {&a, &b}) {
+      auto batch = (*store)->NewBatch();
+      ASSERT_OK(batch);
+      ASSERT_OK(IndexRunInCohort(**batch, cohort, *e, desc));
+      ASSERT_OK((*batch)->Commit());
+    }
+  }
+  auto r = RankCohort(**store, cohort);
+  ASSERT_OK(r);
+  EXPECT_EQ(Order(*r), "b=1 a=2");
+  EXPECT_EQ(r->description.value("runs", 0), 2);
+  EXPECT_EQ(r->metric, "latency:mean:ns");
+  auto of = CohortOfRun(**store, a.run);
+  ASSERT_OK(of);
+  ASSERT_TRUE(of->has_value());
+  EXPECT_EQ(**of, cohort);
+}
+
 TEST(CatalogRanks, SliceCohortsRankAndRecordsMatchTheExport) {
   TempDir dir;
   auto store = NewStore(dir);
