@@ -10,7 +10,6 @@
 // kill -9 at any point leaves the store as it was, and a rerun completes it.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <condition_variable>
@@ -372,12 +371,7 @@ class Importer {
                     {"cohorts", report_->cohorts},
                     {"servingCohorts", report_->serving_cohorts}};
     KI_RETURN_IF_ERROR(batch_->Put(tables::kImports, content.raw(), summary.dump()));
-    auto t = std::chrono::steady_clock::now();
     KI_RETURN_IF_ERROR(batch_->Commit());
-    if (std::getenv("KI_IMPORT_TRACE")) {
-      std::fprintf(stderr, "import trace: commit %.3f s\n",
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
-    }
     report_->stored = true;
     return Status::OK();
   }
@@ -751,7 +745,6 @@ class Importer {
 
 Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std::string_view source,
                                        const ImportOptions& opts) {
-  auto t0 = std::chrono::steady_clock::now();
   ImportReport report;
   report.source = std::string(source);
   report.content = Sha256Of(text);
@@ -861,13 +854,7 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
   }
   join();
   KI_RETURN_IF_ERROR(st);
-  auto t1 = std::chrono::steady_clock::now();
   KI_RETURN_IF_ERROR(importer.Finish(report.content, source));
-  if (std::getenv("KI_IMPORT_TRACE")) {
-    auto t2 = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "import trace: lines %.3f s, index+commit %.3f s\n",
-                 std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
-  }
   return report;
 }
 
