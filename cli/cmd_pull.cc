@@ -45,7 +45,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       PrintJson({{"remote", url.str()},
                  {"refs", refs},
                  {"httpRequests", rep.http_requests},
-                 {"blobsReceived", rep.blobs_received}});
+                 {"blobsReceived", rep.blobs_received},
+                 {"bytesReceived", rep.bytes_received}});
       return 0;
     }
     for (const auto& r : rep.refs) {

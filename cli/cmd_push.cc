@@ -69,7 +69,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                   {{"known", rep.blobs_known},
                    {"checked", rep.blobs_checked},
                    {"sent", rep.blobs_sent},
-                   {"sentUnasked", rep.blobs_sent_unasked}}}});
+                   {"sentUnasked", rep.blobs_sent_unasked},
+                   {"bytesSent", rep.bytes_sent}}}});
       return 0;
     }
     for (const auto& r : rep.refs) {

@@ -3,26 +3,45 @@
 # docker-registry on 127.0.0.1), next to skopeo copying the same images.
 #
 # Usage: bash bench/remote/bench_remote.sh [KI_BINARY] [EXPORT.jsonl.zst] [SKOPEO_SAMPLE]
-# Prints wall time, objects/s, MB/s and HTTP requests for: ki push to the
-# registry, ki pull into a fresh store, a second pull (nothing to transfer),
-# ki push to an oci-layout, and skopeo copy of SKOPEO_SAMPLE images (default
-# 200) from that layout to the registry (one skopeo process per image, as
-# skopeo copies one image per call), extrapolated to all of them.
+# Environment (not REGISTRY_*: the registry reads those as configuration):
+#   KI_BENCH_STORAGE  parent directory of the registry's storage (default: a
+#                     temporary directory under $TMPDIR; /dev/shm puts it on tmpfs)
+#   KI_BENCH_GOGC     GOGC for the registry process (default: Go's, 100)
+#   KI_BENCH_CACHE    "inmemory" adds `cache: blobdescriptor: inmemory`
+#   KI_JOBS           ki --jobs (default: ki's, 4)
+# Prints, per step: wall time, objects/s, MB/s, HTTP requests, the CPU
+# seconds of ki and of the registry process, and the load average. Steps:
+# ki push of every root (one image manifest per root) to the registry, ki
+# pull of those tags into a fresh store, both again (nothing to transfer),
+# the same four with one bundle (--bundle) into another repository, ki push
+# to an oci-layout, and skopeo copy of SKOPEO_SAMPLE images (default 50)
+# from that layout to the registry (one skopeo process per image, as skopeo
+# copies one image per call), extrapolated to all of them.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 KI=${1:-$HERE/build/ki}
 EXPORT=${2:-$HERE/tests/data/kernelindex-export/catalog-2026-08-16-0022af0b.jsonl.zst}
-SAMPLE=${3:-200}
+SAMPLE=${3:-50}
+JOBS=()
+[ -n "${KI_JOBS:-}" ] && JOBS=(--jobs "$KI_JOBS")
 # Roots pushed: every record, and the kinds that no record reaches.
 KINDS="BenchmarkRun ServingRun WorkloadSuite SoftwareProject OperationSpec ModelRevision"
 
 TMP=$(mktemp -d)
+REGDIR=$(mktemp -d "${KI_BENCH_STORAGE:-${TMPDIR:-/tmp}}/ki-bench-registry.XXXXXX")
 REG_PID=""
-cleanup() { [ -n "$REG_PID" ] && kill "$REG_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+cleanup() {
+  local rc=$?
+  [ $rc -ne 0 ] && [ -f "$TMP/registry.log" ] && head -5 "$TMP/registry.log" >&2
+  [ -n "$REG_PID" ] && kill "$REG_PID" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$TMP" "$REGDIR"
+}
 trap cleanup EXIT
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir "$TMP/registry"
+CACHE=""
+[ "${KI_BENCH_CACHE:-}" = inmemory ] && CACHE=$'  cache:\n    blobdescriptor: inmemory'
 cat >"$TMP/registry.yml" <<YML
 version: 0.1
 log:
@@ -31,60 +50,93 @@ log:
     disabled: true
 storage:
   filesystem:
-    rootdirectory: $TMP/registry
+    rootdirectory: $REGDIR
+$CACHE
 http:
   addr: 127.0.0.1:$PORT
 YML
-docker-registry serve "$TMP/registry.yml" >"$TMP/registry.log" 2>&1 &
+if [ -n "${KI_BENCH_GOGC:-}" ]; then
+  GOGC=$KI_BENCH_GOGC docker-registry serve "$TMP/registry.yml" >"$TMP/registry.log" 2>&1 &
+else
+  docker-registry serve "$TMP/registry.yml" >"$TMP/registry.log" 2>&1 &
+fi
 REG_PID=$!
 sleep 1
+kill -0 "$REG_PID" || { echo "docker-registry did not start" >&2; exit 1; }
 URL=oci://127.0.0.1:$PORT/ki/export
+BURL=oci://127.0.0.1:$PORT/ki/bundle
+echo "registry: storage on $(df --output=fstype "$REGDIR" | tail -1), GOGC=${KI_BENCH_GOGC:-default}, cache=${KI_BENCH_CACHE:-none}; ki jobs ${KI_JOBS:-default}; $(nproc) cores"
 
 "$KI" init "$TMP/src" >/dev/null
-"$KI" --store "$TMP/src" import kernelindex "$EXPORT" >/dev/null
+"$KI" --store "$TMP/src" import kernelindex "$EXPORT" >/dev/null 2>&1
 for k in $KINDS; do "$KI" --store "$TMP/src" ls --kind "$k" | cut -f1; done >"$TMP/refs"
 echo "store: $("$KI" --store "$TMP/src" ls | wc -l) objects; roots pushed: $(wc -l <"$TMP/refs")"
 
-# report NAME SECONDS JSON: objects, bytes and requests from ki's --json
+reg_cpu() { awk '{print ($14 + $15) / 100}' "/proc/$REG_PID/stat"; }
+# report NAME SECONDS JSON KI_CPU REG_CPU: objects, bytes and requests from ki's --json
 report() {
-  python3 - "$1" "$2" "$3" <<'PY'
+  python3 - "$@" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, sys
-name, secs, path = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+name, secs, path, kcpu, rcpu, load = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6]
 d = json.load(open(path))
-refs = d["refs"]
-key, bkey = ("sent", "bytesSent") if "sent" in refs[0] else ("received", "bytesReceived")
-# objects shared by several refs are counted once by the transfer itself:
-# the per-ref numbers add up to at least the unique objects.
-n = sum(r[key] for r in refs); b = sum(r[bkey] for r in refs)
-print(f"{name:28s} {secs:8.1f} s  refs {len(refs):6d}  per-ref objects {n:7d} ({n/secs:7.0f}/s)  "
-      f"{b/1e6:7.1f} MB ({b/1e6/secs:5.2f} MB/s)  http requests {d['httpRequests']:7d} ({d['httpRequests']/secs:5.0f}/s)")
+if "blobs" in d:    # push: unique blobs uploaded
+    n, b = d["blobs"]["sent"], d["blobs"]["bytesSent"]
+    extra = f'(known {d["blobs"]["known"]}, HEAD {d["blobs"]["checked"]}, unasked {d["blobs"]["sentUnasked"]})'
+else:               # pull: unique blobs downloaded
+    n, b = d["blobsReceived"], d["bytesReceived"]
+    extra = ""
+req = d["httpRequests"]
+print(f"{name:30s} {secs:7.1f} s  objects {n:6d} ({n/secs:6.0f}/s)  {b/1e6:5.1f} MB ({b/1e6/secs:5.2f} MB/s)  "
+      f"requests {req:6d} ({req/secs:5.0f}/s)  cpu ki {kcpu} registry {rcpu:.1f} s  load {load} {extra}")
 PY
 }
 timed() {  # timed NAME OUT CMD...
   local name=$1 out=$2; shift 2
-  local t0 t1
+  local t0 t1 r0 r1
+  r0=$(reg_cpu)
   t0=$(date +%s.%N)
-  "$@" >"$out"
+  /usr/bin/time -f "%U+%S" -o "$TMP/time" "$@" >"$out"
   t1=$(date +%s.%N)
-  report "$name" "$(echo "$t1 - $t0" | bc)" "$out"
+  r1=$(reg_cpu)
+  report "$name" "$(echo "$t1 - $t0" | bc)" "$out" "$(tail -1 "$TMP/time")" "$(echo "$r1 - $r0" | bc)"
 }
+tags() { python3 -c "import json,sys; print('\n'.join(sorted({r['tag'] for r in json.load(open(sys.argv[1]))['refs']})))" "$1"; }
+mb() { du -sb "$1" | awk '{printf "%.1f MB on disk", $1/1e6}'; }
 
-timed "ki push (registry)" "$TMP/push.json" "$KI" --store "$TMP/src" push --insecure --json "$URL" $(cat "$TMP/refs")
+timed "ki push (one manifest/root)" "$TMP/push.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/refs")
+tags "$TMP/push.json" >"$TMP/tags"
+echo "  $(wc -l <"$TMP/tags") tags; registry $(mb "$REGDIR")"
 "$KI" init "$TMP/dst" >/dev/null
-timed "ki pull (fresh store)" "$TMP/pull.json" "$KI" --store "$TMP/dst" pull --insecure --json "$URL" $(cat "$TMP/refs")
-echo "pulled store: $("$KI" --store "$TMP/dst" ls | wc -l) objects"
-timed "ki pull (again, nothing new)" "$TMP/pull2.json" "$KI" --store "$TMP/dst" pull --insecure --json "$URL" $(cat "$TMP/refs")
-timed "ki push (oci-layout)" "$TMP/lay.json" "$KI" --store "$TMP/src" push --json "oci-layout:$TMP/layout" $(cat "$TMP/refs")
+timed "ki pull (fresh store)" "$TMP/pull.json" "$KI" --store "$TMP/dst" pull "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/tags")
+echo "  pulled store: $("$KI" --store "$TMP/dst" ls | wc -l) objects"
+timed "ki pull again" "$TMP/pull2.json" "$KI" --store "$TMP/dst" pull "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/tags")
+timed "ki push again" "$TMP/push2.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/refs")
+
+# The same roots as one bundle, into a repository of its own (the
+# registry links blobs per repository: every blob is uploaded again).
+timed "ki push --bundle" "$TMP/bpush.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export "$BURL" $(cat "$TMP/refs")
+"$KI" init "$TMP/bdst" >/dev/null
+timed "ki pull bundle (fresh store)" "$TMP/bpull.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
+echo "  pulled store: $("$KI" --store "$TMP/bdst" ls | wc -l) objects"
+timed "ki pull bundle again" "$TMP/bpull2.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
+timed "ki push --bundle again" "$TMP/bpush2.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export "$BURL" $(cat "$TMP/refs")
+
+t0=$(date +%s.%N)
+"$KI" --store "$TMP/src" push --json "oci-layout:$TMP/layout" $(cat "$TMP/refs") >"$TMP/lay.json"
+t1=$(date +%s.%N)
+echo "ki push (oci-layout)            $(echo "$t1 - $t0" | bc) s"
 
 python3 -c "
 import json; d = json.load(open('$TMP/layout/index.json'))
 tags = [m.get('annotations', {}).get('org.opencontainers.image.ref.name', '') for m in d['manifests']]
 print('\n'.join([t for t in tags if t and not t.startswith('ki-')][:$SAMPLE]))" >"$TMP/sample"
+r0=$(reg_cpu)
 t0=$(date +%s.%N)
 while read -r t; do
   skopeo copy -q --dest-tls-verify=false "oci:$TMP/layout:$t" "docker://127.0.0.1:$PORT/ki/skopeo:$t"
 done <"$TMP/sample"
 t1=$(date +%s.%N)
+r1=$(reg_cpu)
 python3 -c "
-n=$(wc -l <"$TMP/sample"); s=$t1-$t0; total=$(wc -l <"$TMP/refs")
-print(f'skopeo copy (layout->registry) {s:8.1f} s  images {n}  ({s/n:.2f} s/image; all {total}: ~{s/n*total:.0f} s)')"
+n=$(wc -l <"$TMP/sample"); s=$t1-$t0; total=$(wc -l <"$TMP/tags")
+print(f'skopeo copy (layout->registry) {s:7.1f} s  images {n}  ({s/n:.2f} s/image; all {total}: ~{s/n*total:.0f} s)  registry cpu {$r1-$r0:.1f} s  load $(cut -d' ' -f1-3 /proc/loadavg)')"

@@ -195,6 +195,7 @@ struct PushReport {
   // Unique blobs: skipped because remote.state says the registry holds
   // them; asked about with HEAD; uploaded; uploaded without asking first.
   uint64_t blobs_known = 0, blobs_checked = 0, blobs_sent = 0, blobs_sent_unasked = 0;
+  uint64_t bytes_sent = 0;  // of the unique blobs uploaded
   std::vector<std::string> warnings;  // e.g. remote.state could not be written
 };
 
@@ -210,7 +211,7 @@ struct PulledRef {
 struct PullReport {
   std::vector<PulledRef> refs;
   uint64_t http_requests = 0;
-  uint64_t blobs_received = 0;  // unique blobs downloaded
+  uint64_t blobs_received = 0, bytes_received = 0;  // unique blobs downloaded
 };
 
 // Pushes each REF (anything Store::Resolve accepts) with its closure.

@@ -257,6 +257,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     if (state.blobs.count(items[i].digest)) report.blobs_known++;
     else todo.push_back(i);
   }
+  std::atomic<uint64_t> bytes_up{0};
   auto upload = [&](Conn& conn, size_t i) -> Status {
     std::string bytes;
     if (i == 0) {
@@ -266,6 +267,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
       KI_ASSIGN_OR_RETURN(bytes, store.Read(items[i].digest));
     }
     KI_RETURN_IF_ERROR(conn.PutBlob(items[i].digest, bytes));
+    bytes_up += bytes.size();
     sent[i] = 1;
     learnt.Blob(items[i].digest);
     return Status::OK();
@@ -443,6 +445,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   report.http_requests = target->requests();
   report.blobs_sent = 0;
   for (uint8_t s : sent) report.blobs_sent += s;
+  report.bytes_sent = bytes_up;
   count_sent();
   save_state();
   if (!mst.ok()) {
@@ -760,6 +763,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   KI_RETURN_IF_ERROR(WriteState(*batch, state, learnt));
   KI_RETURN_IF_ERROR(batch->Commit());
   report.blobs_received = need.size();
+  report.bytes_received = bytes_in;
   (void)stored;
 
   for (size_t r = 0; r < report.refs.size(); ++r) {
