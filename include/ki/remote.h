@@ -176,6 +176,11 @@ struct TransferOptions {
   // pulls of at most this many tags (everything after the first read goes
   // by digest whatever the answer).
   size_t tag_recheck_max = 64;
+  // Pull from a registry without the referrers API: from this many
+  // closures on, one tags/list (all pages) tells which have a sha256-<hex>
+  // referrers tag; below it, each tag is asked for (cheaper for a few refs
+  // in a repository of many tags).
+  size_t tag_list_min_refs = 8;
   std::function<void(const TransferProgress&)> progress;  // called from worker threads, serialised
 };
 

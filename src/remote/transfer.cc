@@ -182,9 +182,10 @@ Status WriteState(Batch& batch, const RemoteState& old, const StateUpdate& u) {
     k.append(rest);
     return k;
   };
-  for (const Digest& d : u.gone) KI_RETURN_IF_ERROR(batch.Delete(kRemoteStateTable, key('b', d.raw())));
-  for (const Digest& d : u.blobs)
-    if (!old.blobs.count(d)) KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('b', d.raw()), ""));
+  std::unordered_set<Digest> gone(u.gone.begin(), u.gone.end());
+  for (const Digest& d : gone) KI_RETURN_IF_ERROR(batch.Delete(kRemoteStateTable, key('b', d.raw())));
+  for (const Digest& d : u.blobs)  // a blob found gone and uploaded again is held again
+    if (!old.blobs.count(d) || gone.count(d)) KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('b', d.raw()), ""));
   for (const Digest& d : u.referrers)
     if (!old.referrers.count(d)) KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('r', d.raw()), ""));
   for (const auto& [tag, m] : u.tags) {
@@ -556,7 +557,9 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     bool api = probe.has_value();
     if (api) fetches[first].referrers = std::move(*probe);
     std::optional<std::unordered_set<std::string>> fallback_tags;
-    if (!api) {
+    size_t closures = 0;
+    for (const RefFetch& f : fetches) closures += !f.bundle;
+    if (!api && closures >= opts.tag_list_min_refs) {
       KI_ASSIGN_OR_RETURN(auto listed, probe_conn->ListTags());
       if (listed) {
         fallback_tags.emplace();

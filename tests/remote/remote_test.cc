@@ -195,7 +195,9 @@ TEST_F(RemoteTest, PullAsksForFallbackReferrersOnlyWhereTheTagExists) {
   auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, Opts());
   ASSERT_OK(pushed);
   reg.ClearLog();
-  auto pulled = Pull(*dst_, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
+  auto o = Opts();
+  o.tag_list_min_refs = 2;
+  auto pulled = Pull(*dst_, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, o);
   ASSERT_OK(pulled);
   EXPECT_EQ(pulled->refs[0].attestations, 1u);
   // One tags/list (several pages), one GET of the run's sha256-<hex> index,
@@ -203,6 +205,16 @@ TEST_F(RemoteTest, PullAsksForFallbackReferrersOnlyWhereTheTagExists) {
   EXPECT_GE(reg.Count("GET", "/tags/list"), 2u);
   EXPECT_EQ(reg.Count("GET", "/manifests/sha256-"), 1u);
   EXPECT_EQ(reg.Count("GET", "/manifests/sha256-" + pushed->refs[0].manifest.hex()), 1u);
+  // Fewer refs than tag_list_min_refs: no tags/list, a GET per manifest.
+  reg.ClearLog();
+  TempDir other;
+  auto s = Store::Init(other.path());
+  ASSERT_OK(s);
+  auto few = Pull(**s, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
+  ASSERT_OK(few);
+  EXPECT_EQ(few->refs[0].attestations, 1u);
+  EXPECT_EQ(reg.Count("GET", "/tags/list"), 0u);
+  EXPECT_EQ(reg.Count("GET", "/manifests/sha256-"), 2u);
 }
 
 TEST_F(RemoteTest, FreshRegistryGetsUploadsWithoutHeadsAndAFullOneGetsNone) {
@@ -267,6 +279,12 @@ TEST_F(RemoteTest, StaleRemoteStateIsNoticedAndRepaired) {
   auto v = dst_->Verify(run_);
   ASSERT_OK(v);
   EXPECT_FALSE(v->HasFaults());
+  // The re-uploaded blobs are recorded as held again: the next push asks nothing.
+  reg.ClearLog();
+  auto third = Push(*src_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(third);
+  EXPECT_EQ(third->blobs_known, third->refs[0].objects + 1);
+  EXPECT_EQ(reg.Count("HEAD", "/blobs/"), 0u);
 }
 
 TEST_F(RemoteTest, BundleRoundTripInSeveralParts) {
