@@ -33,8 +33,10 @@ REG_PID=""
 cleanup() {
   local rc=$?
   [ $rc -ne 0 ] && [ -f "$TMP/registry.log" ] && head -5 "$TMP/registry.log" >&2
-  [ -n "$REG_PID" ] && kill "$REG_PID" 2>/dev/null
-  wait 2>/dev/null
+  # `|| true`: under set -e a failing last command of a list ends the trap
+  # before the rm below (a registry that died already).
+  if [ -n "$REG_PID" ]; then kill "$REG_PID" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
   rm -rf "$TMP" "$REGDIR"
 }
 trap cleanup EXIT
