@@ -42,7 +42,7 @@ const std::vector<CommandSpec>& Commands();
   static const int ki_command_registered_##ident = ::ki::cli::RegisterCommand(__VA_ARGS__)
 
 // Re-executes the process once with glibc's malloc tuned for a large heap
-// (transparent huge pages, one arena), unless it already runs that way;
+// (transparent huge pages), unless it already runs that way;
 // returns when it does, or when re-executing is not possible (then the
 // command simply runs with the default heap). cli/prefault.cc says why.
 void UseHugePageHeap(char** argv);

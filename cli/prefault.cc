@@ -63,12 +63,13 @@ __attribute__((constructor(101))) void PrefaultStartupMemory() {
 namespace ki::cli {
 
 // `ki import` of the KernelIndex export holds ~340 MiB at its peak. Touched
-// 4 KiB at a time that is ~68,000 page faults, which on the VMs measured here
-// (bench/results/catalog-*.md) cost more CPU than parsing the export. glibc's
-// malloc can back its heap with transparent huge pages (the
-// glibc.malloc.hugetlb tunable, glibc >= 2.35; it only advises, so systems
-// without THP are unaffected) and give worker threads the main arena instead
-// of one fresh 64 MiB heap each (glibc.malloc.arena_max): ~1,600 faults.
+// 4 KiB at a time that is ~68,000 page faults, a large share of its CPU on
+// the VMs measured here (bench/results/catalog-*.md). glibc's malloc can back
+// its main heap with transparent huge pages (the glibc.malloc.hugetlb
+// tunable, glibc >= 2.35; it only advises, so systems without THP are
+// unaffected): ~41,000 faults, 10-25% less CPU. (Also forcing one arena,
+// glibc.malloc.arena_max=1, removes the worker threads' faults too but
+// serialises their allocations: 40% more CPU when both cores are free.)
 // Tunables are read once at process start, hence the one re-exec (a few ms
 // on a command of seconds). The caller's GLIBC_TUNABLES is restored in the
 // re-executed process so that nothing ki starts inherits ours.
@@ -85,7 +86,7 @@ void UseHugePageHeap(char** argv) {
     ::unsetenv(kMarker);
     return;
   }
-  std::string tunables = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1";
+  std::string tunables = "glibc.malloc.hugetlb=1";
   if (const char* old = std::getenv("GLIBC_TUNABLES"); old && *old) {
     ::setenv(kSaved, old, 1);
     tunables = std::string(old) + ":" + tunables;

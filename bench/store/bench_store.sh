@@ -2,7 +2,7 @@
 # Store benchmarks, side by side with their anchors in one run:
 #   1. bulk add of N small manifests (~3.9 KB): `ki add` vs `git hash-object -w`
 #   2. whole-store check: `ki audit` vs `git fsck --full` on the same objects
-#   3. SHA-256 throughput: ki's hasher (OpenSSL EVP) vs sha256sum
+#   3. SHA-256 throughput: ki's hasher (OpenSSL SHA256_*) vs sha256sum
 #   4. `ki resolve` / `ki show` process time (target < 10 ms)
 # Usage: bench/store/bench_store.sh [BUILD_DIR] [N]   (Release build expected)
 set -euo pipefail
