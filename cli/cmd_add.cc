@@ -86,7 +86,9 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(add, {"add", "Store manifests, bundles and blobs", Setup, 20});
+// A bulk add (thousands of files, all held in memory until the one commit)
+// gets the huge-page heap; a few files do not pay for the re-exec.
+KI_REGISTER_COMMAND(add, {"add", "Store manifests, bundles and blobs", Setup, 20, /*big_heap_min_args=*/256});
 
 }  // namespace
 }  // namespace ki::cli

@@ -207,7 +207,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(import, {"import", "Import a published catalog into the store", Setup, 60, /*big_heap=*/true});
+KI_REGISTER_COMMAND(import, {"import", "Import a published catalog into the store", Setup, 60,
+                             /*big_heap_min_args=*/0});
 
 }  // namespace
 }  // namespace ki::cli

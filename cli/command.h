@@ -31,9 +31,10 @@ struct CommandSpec {
   const char* help;
   std::function<RunFn(CLI::App* sub, GlobalOptions* global)> setup;
   int order = 100;  // position in `ki --help`
-  // Allocates hundreds of MiB (a whole catalog in memory): the process is
-  // re-executed once with a huge-page heap (see UseHugePageHeap).
-  bool big_heap = false;
+  // Holds its whole input in memory (a catalog, thousands of files): with
+  // at least this many command-line arguments the process is re-executed
+  // once with a huge-page heap (see UseHugePageHeap); -1: never.
+  int big_heap_min_args = -1;
 };
 int RegisterCommand(CommandSpec spec);
 const std::vector<CommandSpec>& Commands();

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, RunFn> runs;
   for (const auto& spec : specs) {
     if (known && chosen != spec.name) continue;
-    if (known && spec.big_heap) UseHugePageHeap(argv);
+    if (known && spec.big_heap_min_args >= 0 && argc > spec.big_heap_min_args) UseHugePageHeap(argv);
     CLI::App* sub = app.add_subcommand(spec.name, spec.help);
     runs[sub] = spec.setup(sub, &global);
   }
