@@ -50,8 +50,14 @@ class Progress {
 };
 
 std::string WithCommas(uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  // Built forwards (not by insert(), which GCC 12 misreads as an
+  // overlapping memcpy under -Wrestrict).
+  const std::string digits = std::to_string(n);
+  std::string s;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s.push_back(',');
+    s.push_back(digits[i]);
+  }
   return s;
 }
 
