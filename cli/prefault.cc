@@ -76,7 +76,7 @@ namespace ki::cli {
 void UseHugePageHeap(char** argv) {
   constexpr const char* kMarker = "KI_HEAP_REEXEC";  // set: this is the re-executed process
   constexpr const char* kSaved = "KI_SAVED_GLIBC_TUNABLES";
-  if (const char* m = std::getenv(kMarker)) {
+  if (std::getenv(kMarker) != nullptr) {
     if (const char* saved = std::getenv(kSaved)) {
       ::setenv("GLIBC_TUNABLES", saved, 1);
     } else {
