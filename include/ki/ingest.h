@@ -32,9 +32,7 @@ struct AddedObject {
 // file, or (for stdin and other names) text starting like a document.
 bool LooksLikeManifestInput(const AddInput& in);
 
+// Results in input order (a bundle or multi-document input gives several).
 Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddInput>& inputs);
-
-// Like AddInputs, inside a caller's batch (the caller commits).
-Result<std::vector<AddedObject>> AddInputsToBatch(Batch& batch, const std::vector<AddInput>& inputs);
 
 }  // namespace ki

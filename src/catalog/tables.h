@@ -38,6 +38,9 @@ inline std::string PairKey(const Digest& a, const Digest& b) {
 
 // Entry <-> JSON (short field names: one per run in two tables).
 Json EntryToJson(const RankEntry& e);
+// EntryFromJson is the reference reading of an entry (its field rules and
+// defaults); the read paths use EntryFromStored, which must agree with it
+// on every input (tests/catalog: CatalogTables.StoredEntriesDecodeAsTheirJson).
 RankEntry EntryFromJson(const Digest& run, const Json& j);
 // EntryFromJson of the stored bytes, without a Json tree (the hot path).
 bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out);

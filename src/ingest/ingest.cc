@@ -100,24 +100,6 @@ PreparedInput Prepare(const Store& store, const AddInput& in) {
 
 }  // namespace
 
-Result<std::vector<AddedObject>> AddInputsToBatch(Batch& batch, const std::vector<AddInput>& inputs) {
-  std::vector<AddedObject> out;
-  for (const AddInput& in : inputs) {
-    if (!LooksLikeManifestInput(in)) {
-      std::string mt = in.media_type.empty() ? GuessMediaType(in.source) : in.media_type;
-      KI_ASSIGN_OR_RETURN(PutResult r, batch.PutBlob(in.bytes, mt));
-      out.push_back({r.digest, "blob", "", r.existed});
-      continue;
-    }
-    KI_ASSIGN_OR_RETURN(auto manifests, ParseInput(in));
-    for (const auto& m : manifests) {
-      KI_ASSIGN_OR_RETURN(PutResult r, batch.PutManifest(m.manifest, m.document, m.document_type));
-      out.push_back({r.digest, std::string(KindName(m.manifest.kind)), m.manifest.name(), r.existed});
-    }
-  }
-  return out;
-}
-
 Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddInput>& inputs) {
   // Parsing, canonical JSON, hashing and compression are two thirds of a
   // bulk add and need no store, so they run on worker threads ahead of the
