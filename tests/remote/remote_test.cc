@@ -107,6 +107,34 @@ class RemoteTest : public ::testing::Test {
     }
   }
 
+  // A fresh empty store beside src_ and dst_, kept until the test ends.
+  Store& NewStore() {
+    auto s = Store::Init(dir_.Join("store" + std::to_string(extra_.size())));
+    if (!s.ok()) {
+      ADD_FAILURE() << s.status().ToString();
+      std::abort();
+    }
+    extra_.push_back(std::move(s).value());
+    return *extra_.back();
+  }
+
+  // From now on `reg` answers every `method` request whose path contains
+  // `path_part` with `reply` (the hostile cases); everything else as usual.
+  static void Answer(FakeRegistry& reg, std::string method, std::string path_part, HttpReply reply) {
+    reg.SetIntercept([=](const HttpReq& r) -> std::optional<HttpReply> {
+      if (r.method == method && r.path.find(path_part) != std::string::npos) return reply;
+      return std::nullopt;
+    });
+  }
+
+  // An image manifest served as `body` with these headers.
+  static HttpReply ManifestReply(std::string body, std::vector<std::pair<std::string, std::string>> headers) {
+    HttpReply x;
+    x.body = std::move(body);
+    x.headers = std::move(headers);
+    return x;
+  }
+
   std::vector<Digest> AllObjects(Store& s) {
     std::vector<Digest> out;
     EXPECT_OK(s.ForEachObject([&](const ObjectInfo& i) { return out.push_back(i.digest), true; }));
@@ -115,6 +143,7 @@ class RemoteTest : public ::testing::Test {
 
   TempDir dir_;
   std::unique_ptr<Store> src_, dst_;
+  std::vector<std::unique_ptr<Store>> extra_;
   Digest run_, blob_, env_digest_;
   std::string envelope_;
 };
@@ -207,10 +236,8 @@ TEST_F(RemoteTest, PullAsksForFallbackReferrersOnlyWhereTheTagExists) {
   EXPECT_EQ(reg.Count("GET", "/manifests/sha256-" + pushed->refs[0].manifest.hex()), 1u);
   // Fewer refs than tag_list_min_refs: no tags/list, a GET per manifest.
   reg.ClearLog();
-  TempDir other;
-  auto s = Store::Init(other.path());
-  ASSERT_OK(s);
-  auto few = Pull(**s, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
+  Store& s = NewStore();
+  auto few = Pull(s, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
   ASSERT_OK(few);
   EXPECT_EQ(few->refs[0].attestations, 1u);
   EXPECT_EQ(reg.Count("GET", "/tags/list"), 0u);
@@ -243,19 +270,17 @@ TEST_F(RemoteTest, FreshRegistryGetsUploadsWithoutHeadsAndAFullOneGetsNone) {
 
   // A store that has never talked to this registry asks first, finds every
   // blob there, and uploads nothing.
-  TempDir other;
-  auto s = Store::Init(other.path());
-  ASSERT_OK(s);
-  auto pulled = Pull(**s, Url(reg.host()), {"ki-" + refs[0].substr(7)}, Opts());
+  Store& s = NewStore();
+  auto pulled = Pull(s, Url(reg.host()), {"ki-" + refs[0].substr(7)}, Opts());
   ASSERT_OK(pulled);
   {
-    auto b = (*s)->NewBatch();
+    auto b = s.NewBatch();
     ASSERT_OK(b);
     for (int i = 0; i < 60; ++i) ASSERT_OK((*b)->PutBlob("blob number " + std::to_string(i), "text/plain"));
     ASSERT_OK((*b)->Commit());
   }
   reg.ClearLog();
-  auto again = Push(**s, Url(reg.host()), refs, o);
+  auto again = Push(s, Url(reg.host()), refs, o);
   ASSERT_OK(again);
   EXPECT_EQ(again->blobs_sent, 0u);
   EXPECT_EQ(reg.Count("POST", "/blobs/uploads/"), 0u);
@@ -335,11 +360,9 @@ TEST_F(RemoteTest, BundleRoundTripInSeveralParts) {
   auto lurl = ParseRemoteUrl("oci-layout:" + lay.path(), false);
   ASSERT_OK(lurl);
   ASSERT_OK(Push(*src_, *lurl, {kRunName, blob_.str()}, o));
-  TempDir other;
-  auto s = Store::Init(other.path());
-  ASSERT_OK(s);
-  ASSERT_OK(Pull(**s, *lurl, {"everything"}, Opts()));
-  ExpectSameObjects(*src_, **s, AllObjects(*src_));
+  Store& s = NewStore();
+  ASSERT_OK(Pull(s, *lurl, {"everything"}, Opts()));
+  ExpectSameObjects(*src_, s, AllObjects(*src_));
 }
 
 TEST_F(RemoteTest, BundlePartsThatLieAreRefused) {
@@ -368,15 +391,8 @@ TEST_F(RemoteTest, BundlePartsThatLieAreRefused) {
   EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
   // 3. A part whose bytes are not what its digest names.
   std::string part_digest = index.substr(index.find("sha256:"), 71);
-  reg.SetIntercept([&](const HttpReq& q) -> std::optional<HttpReply> {
-    if (q.method == "GET" && q.path.find("/manifests/" + part_digest) != std::string::npos) {
-      HttpReply x;
-      x.body = "{\"schemaVersion\":2}";
-      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.manifest.v1+json");
-      return x;
-    }
-    return std::nullopt;
-  });
+  Answer(reg, "GET", "/manifests/" + part_digest,
+         ManifestReply("{\"schemaVersion\":2}", {{"Content-Type", "application/vnd.oci.image.manifest.v1+json"}}));
   r = Pull(*dst_, Url(reg.host()), {"everything"}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
@@ -402,10 +418,8 @@ TEST_F(RemoteTest, PullByKiDigestAndByManifestDigest) {
   ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, o));
   EXPECT_TRUE(reg.HasTag("ki-" + run_.hex()));
   ASSERT_OK(Pull(*dst_, Url(reg.host()), {run_.str()}, Opts()));
-  TempDir other;
-  auto s = Store::Init(other.path());
-  ASSERT_OK(s);
-  auto r = Pull(**s, Url(reg.host()), {pushed->refs[0].manifest.str()}, Opts());
+  Store& s = NewStore();
+  auto r = Pull(s, Url(reg.host()), {pushed->refs[0].manifest.str()}, Opts());
   ASSERT_OK(r);
   EXPECT_EQ(r->refs[0].root, run_);
 }
@@ -434,15 +448,9 @@ TEST_F(RemoteTest, ChunkedUploadWhenMonolithicPutIsRefused) {
 TEST_F(RemoteTest, WrongBytesForADigestAreRefused) {
   FakeRegistry reg;
   ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, Opts()));
-  std::string path = "/blobs/" + blob_.str();
-  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
-    if (r.method == "GET" && r.path.find(path) != std::string::npos) {
-      HttpReply x;
-      x.body = std::string(300000, 'x');  // right size, wrong bytes
-      return x;
-    }
-    return std::nullopt;
-  });
+  HttpReply wrong;
+  wrong.body = std::string(300000, 'x');  // right size, wrong bytes
+  Answer(reg, "GET", "/blobs/" + blob_.str(), wrong);
   auto r = Pull(*dst_, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
@@ -455,14 +463,9 @@ TEST_F(RemoteTest, BodyLargerThanAnnouncedIsRefused) {
   ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, Opts()));
   auto good = src_->Read(blob_);
   ASSERT_OK(good);
-  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
-    if (r.method == "GET" && r.path.find("/blobs/" + blob_.str()) != std::string::npos) {
-      HttpReply x;
-      x.body = *good + "and then some more";
-      return x;
-    }
-    return std::nullopt;
-  });
+  HttpReply longer;
+  longer.body = *good + "and then some more";
+  Answer(reg, "GET", "/blobs/" + blob_.str(), longer);
   auto r = Pull(*dst_, Url(reg.host()), {blob_.str()}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("larger than"), std::string::npos) << r.status().ToString();
@@ -487,15 +490,10 @@ TEST_F(RemoteTest, TruncatedBodyIsRefused) {
   ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, Opts()));
   auto good = src_->Read(blob_);
   ASSERT_OK(good);
-  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
-    if (r.method == "GET" && r.path.find("/blobs/" + blob_.str()) != std::string::npos) {
-      HttpReply x;
-      x.body = good->substr(0, 1000);
-      x.declared_length = long(good->size());  // then the connection closes
-      return x;
-    }
-    return std::nullopt;
-  });
+  HttpReply truncated;
+  truncated.body = good->substr(0, 1000);
+  truncated.declared_length = long(good->size());  // then the connection closes
+  Answer(reg, "GET", "/blobs/" + blob_.str(), truncated);
   auto r = Pull(*dst_, Url(reg.host()), {blob_.str()}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("truncated"), std::string::npos) << r.status().ToString();
@@ -561,15 +559,8 @@ TEST_F(RemoteTest, ManifestMediaTypeLiesAreRefused) {
   std::string tag = pushed->refs[0].tag;
   std::string body = *reg.Manifest(tag);
   // 1. The header claims an index.
-  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
-    if (r.method == "GET" && r.path.find("/manifests/" + tag) != std::string::npos) {
-      HttpReply x;
-      x.body = body;
-      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.index.v1+json");
-      return x;
-    }
-    return std::nullopt;
-  });
+  Answer(reg, "GET", "/manifests/" + tag,
+         ManifestReply(body, {{"Content-Type", "application/vnd.oci.image.index.v1+json"}}));
   auto r = Pull(*dst_, Url(reg.host()), {tag}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
@@ -593,16 +584,9 @@ TEST_F(RemoteTest, DigestHeaderThatDisagreesWithTheBodyIsRefused) {
   ASSERT_OK(pushed);
   std::string tag = pushed->refs[0].tag;
   std::string body = *reg.Manifest(tag);
-  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
-    if (r.method == "GET" && r.path.find("/manifests/" + tag) != std::string::npos) {
-      HttpReply x;
-      x.body = body;
-      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.manifest.v1+json");
-      x.headers.emplace_back("Docker-Content-Digest", "sha256:" + std::string(64, '0'));
-      return x;
-    }
-    return std::nullopt;
-  });
+  Answer(reg, "GET", "/manifests/" + tag,
+         ManifestReply(body, {{"Content-Type", "application/vnd.oci.image.manifest.v1+json"},
+                              {"Docker-Content-Digest", "sha256:" + std::string(64, '0')}}));
   auto r = Pull(*dst_, Url(reg.host()), {tag}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
@@ -616,15 +600,9 @@ TEST_F(RemoteTest, TagMovingDuringPullKeepsTheFirstManifestAndSaysSo) {
   std::string tag = first->refs[0].tag;
   // As soon as the manifest has been read, someone re-tags it.
   std::string other = "sha256:" + std::string(64, 'e');
-  reg.SetIntercept([&](const HttpReq& r) -> std::optional<HttpReply> {
-    if (r.method == "HEAD" && r.path.find("/manifests/" + tag) != std::string::npos) {
-      HttpReply x;
-      x.headers.emplace_back("Docker-Content-Digest", other);
-      x.headers.emplace_back("Content-Type", "application/vnd.oci.image.manifest.v1+json");
-      return x;
-    }
-    return std::nullopt;
-  });
+  Answer(reg, "HEAD", "/manifests/" + tag,
+         ManifestReply("", {{"Docker-Content-Digest", other},
+                            {"Content-Type", "application/vnd.oci.image.manifest.v1+json"}}));
   auto r = Pull(*dst_, Url(reg.host()), {tag}, Opts());
   ASSERT_OK(r);
   ASSERT_EQ(r->refs[0].warnings.size(), 1u);
@@ -722,15 +700,13 @@ TEST_F(RemoteTest, CredentialsNeverFollowARedirectToAnotherHost) {
     }
     return std::nullopt;
   });
-  TempDir d2;
-  auto s2 = Store::Init(d2.path());
-  ASSERT_OK(s2);
-  auto b = (*s2)->NewBatch();
+  Store& s2 = NewStore();
+  auto b = s2.NewBatch();
   ASSERT_OK(b);
   auto fresh = (*b)->PutBlob("a blob the registry has not seen", "text/plain");
   ASSERT_OK(fresh);
   ASSERT_OK((*b)->Commit());
-  (void)Push(**s2, Url(reg.host()), {fresh->digest.str()}, o);
+  (void)Push(s2, Url(reg.host()), {fresh->digest.str()}, o);
   ASSERT_FALSE(seen_auth.empty());
   for (const auto& a : seen_auth) EXPECT_EQ(a, "");
 }
@@ -758,10 +734,8 @@ TEST_F(RemoteTest, BearerTokenHandshake) {
   EXPECT_EQ(push_tokens, 1);
   EXPECT_EQ(pull_tokens, 1);
   // Without credentials the token endpoint refuses, and the error says how to log in.
-  TempDir d3;
-  auto s3 = Store::Init(d3.path());
-  ASSERT_OK(s3);
-  auto r = Pull(**s3, Url(reg.host()), {kRunName}, Opts());
+  Store& s3 = NewStore();
+  auto r = Pull(s3, Url(reg.host()), {kRunName}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("401"), std::string::npos) << r.status().ToString();
 }
@@ -784,13 +758,11 @@ TEST_F(RemoteTest, LayoutRoundTripAndCorruptBlobInLayout) {
   bytes[100] ^= 1;
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   test::WriteFileOrDie(path, bytes);
-  TempDir d2;
-  auto s2 = Store::Init(d2.path());
-  ASSERT_OK(s2);
-  auto r = Pull(**s2, *url, {blob_.str()}, Opts());
+  Store& s2 = NewStore();
+  auto r = Pull(s2, *url, {blob_.str()}, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsCorruption());
-  EXPECT_EQ(CountObjects(**s2), 0u);
+  EXPECT_EQ(CountObjects(s2), 0u);
 }
 
 // ------------------------------------------------------------ config
@@ -832,21 +804,22 @@ TEST(RemoteConfigTest, UrlsTagsAndCredentials) {
 
 TEST(RemoteConfigTest, RemotesAreKeptInTheStore) {
   TempDir dir;
-  auto s = Store::Init(dir.path());
-  ASSERT_OK(s);
-  ASSERT_OK(AddRemote(**s, {"origin", "oci://127.0.0.1:5000/ki/x", true}));
-  EXPECT_FALSE(AddRemote(**s, {"origin", "oci://127.0.0.1:5000/ki/x", true}).ok());
-  EXPECT_FALSE(AddRemote(**s, {"bad/name", "oci://127.0.0.1:5000/ki/x", true}).ok());
-  ASSERT_OK(AddRemote(**s, {"usb", "oci-layout:/media/usb/ki", false}));
-  auto list = ListRemotes(**s);
+  auto opened = Store::Init(dir.path());
+  ASSERT_OK(opened);
+  Store& s = **opened;
+  ASSERT_OK(AddRemote(s, {"origin", "oci://127.0.0.1:5000/ki/x", true}));
+  EXPECT_FALSE(AddRemote(s, {"origin", "oci://127.0.0.1:5000/ki/x", true}).ok());
+  EXPECT_FALSE(AddRemote(s, {"bad/name", "oci://127.0.0.1:5000/ki/x", true}).ok());
+  ASSERT_OK(AddRemote(s, {"usb", "oci-layout:/media/usb/ki", false}));
+  auto list = ListRemotes(s);
   ASSERT_OK(list);
   ASSERT_EQ(list->size(), 2u);
-  auto u = LookupRemote(**s, "origin", false);
+  auto u = LookupRemote(s, "origin", false);
   ASSERT_OK(u);
   EXPECT_TRUE(u->insecure);
-  ASSERT_OK(RemoveRemote(**s, "origin"));
-  EXPECT_TRUE(RemoveRemote(**s, "origin").IsNotFound());
-  EXPECT_TRUE(LookupRemote(**s, "origin", false).status().IsNotFound());
+  ASSERT_OK(RemoveRemote(s, "origin"));
+  EXPECT_TRUE(RemoveRemote(s, "origin").IsNotFound());
+  EXPECT_TRUE(LookupRemote(s, "origin", false).status().IsNotFound());
 }
 
 }  // namespace
