@@ -27,44 +27,22 @@ JOBS=()
 # Roots pushed: every record, and the kinds that no record reaches.
 KINDS="BenchmarkRun ServingRun WorkloadSuite SoftwareProject OperationSpec ModelRevision"
 
+source "$HERE/tests/cli/registry.bash"
 TMP=$(mktemp -d)
 REGDIR=$(mktemp -d "${KI_BENCH_STORAGE:-${TMPDIR:-/tmp}}/ki-bench-registry.XXXXXX")
-REG_PID=""
 cleanup() {
   local rc=$?
   [ $rc -ne 0 ] && [ -f "$TMP/registry.log" ] && head -5 "$TMP/registry.log" >&2
-  # `|| true`: under set -e a failing last command of a list ends the trap
-  # before the rm below (a registry that died already).
-  if [ -n "$REG_PID" ]; then kill "$REG_PID" 2>/dev/null || true; fi
-  wait 2>/dev/null || true
+  # `|| true`: under set -e a failing command in the trap would end it
+  # before the rm below.
+  registry_stop || true
   rm -rf "$TMP" "$REGDIR"
 }
 trap cleanup EXIT
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-CACHE=""
-[ "${KI_BENCH_CACHE:-}" = inmemory ] && CACHE=$'  cache:\n    blobdescriptor: inmemory'
-cat >"$TMP/registry.yml" <<YML
-version: 0.1
-log:
-  level: error
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $REGDIR
-$CACHE
-http:
-  addr: 127.0.0.1:$PORT
-YML
-if [ -n "${KI_BENCH_GOGC:-}" ]; then
-  GOGC=$KI_BENCH_GOGC docker-registry serve "$TMP/registry.yml" >"$TMP/registry.log" 2>&1 &
-else
-  docker-registry serve "$TMP/registry.yml" >"$TMP/registry.log" 2>&1 &
-fi
-REG_PID=$!
-sleep 1
-kill -0 "$REG_PID" || { echo "docker-registry did not start" >&2; exit 1; }
+registry_start "$TMP" "$REGDIR/storage" "${KI_BENCH_CACHE:-}" "${KI_BENCH_GOGC:-}"
+REG_PID_STAT=/proc/$REG_PID/stat
+PORT=$REG_PORT
 URL=oci://127.0.0.1:$PORT/ki/export
 BURL=oci://127.0.0.1:$PORT/ki/bundle
 echo "registry: storage on $(df --output=fstype "$REGDIR" | tail -1), GOGC=${KI_BENCH_GOGC:-default}, cache=${KI_BENCH_CACHE:-none}; ki jobs ${KI_JOBS:-default}; $(nproc) cores"
@@ -74,7 +52,7 @@ echo "registry: storage on $(df --output=fstype "$REGDIR" | tail -1), GOGC=${KI_
 for k in $KINDS; do "$KI" --store "$TMP/src" ls --kind "$k" | cut -f1; done >"$TMP/refs"
 echo "store: $("$KI" --store "$TMP/src" ls | wc -l) objects; roots pushed: $(wc -l <"$TMP/refs")"
 
-reg_cpu() { awk '{print ($14 + $15) / 100}' "/proc/$REG_PID/stat"; }
+reg_cpu() { awk '{print ($14 + $15) / 100}' "$REG_PID_STAT"; }
 # report NAME SECONDS JSON KI_CPU REG_CPU: objects, bytes and requests from ki's --json
 report() {
   python3 - "$@" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'

@@ -16,48 +16,17 @@ for tool in docker-registry skopeo; do
   fi
 done
 
+source "$(dirname "$0")/registry.bash"
 TMP=$(mktemp -d)
-REG_PID=""
 cleanup() {
-  if [ -n "$REG_PID" ]; then kill "$REG_PID" 2>/dev/null || true; wait "$REG_PID" 2>/dev/null || true; fi
+  registry_stop
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$TMP/registry.log" ] && tail -20 "$TMP/registry.log" >&2; exit 1; }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 40000))
-}
-
-start_registry() {
-  PORT=$(free_port)
-  mkdir -p "$TMP/registry"
-  cat >"$TMP/registry.yml" <<YML
-version: 0.1
-log:
-  level: error
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $TMP/registry
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$PORT
-YML
-  docker-registry serve "$TMP/registry.yml" >"$TMP/registry.log" 2>&1 &
-  REG_PID=$!
-  for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then return 0; fi
-    kill -0 "$REG_PID" 2>/dev/null || fail "docker-registry did not start"
-    sleep 0.1
-  done
-  fail "docker-registry is not listening on $PORT"
-}
-start_registry
-REG=127.0.0.1:$PORT
+registry_start "$TMP" "$TMP/registry" || fail "docker-registry did not start"
+REG=127.0.0.1:$REG_PORT
 
 # ---- a source store: the seed record and some generated blobs
 SRC=$TMP/src
