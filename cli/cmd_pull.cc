@@ -1,37 +1,17 @@
 // ki pull REMOTE REF... [--insecure] [--jobs N] [--json]
 #include <iostream>
 
-#include "command.h"
-#include "ki/remote.h"
+#include "transfer_args.h"
 
 namespace ki::cli {
-
-std::function<void(const TransferProgress&)> ProgressMeter(const char* verb);  // cmd_push.cc
-
 namespace {
 
-struct Options {
-  std::string remote;
-  std::vector<std::string> refs;
-  bool insecure = false;
-  bool json = false;
-  int jobs = 4;
-};
-
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
-  sub->add_option("remote", o->remote, "remote name, or a URL (oci://HOST/REPO, oci-layout:DIR)")->required();
-  sub->add_option("refs", o->refs, "tags, ki names, ki digests or OCI manifest digests")->required();
-  sub->add_flag("--insecure", o->insecure, "plain http (loopback registries only)");
-  sub->add_option("-j,--jobs", o->jobs, "parallel downloads (default 4)")->check(CLI::Range(1, 64));
-  sub->add_flag("--json", o->json, "print a JSON report");
+  auto o = std::make_shared<TransferArgs>();
+  AddTransferArgs(sub, o.get(), "tags, ki names, ki digests or OCI manifest digests", "parallel downloads (default 4)");
   return [o, g]() -> Result<int> {
-    KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
-    KI_ASSIGN_OR_RETURN(RemoteUrl url, LookupRemote(*store, o->remote, o->insecure));
-    TransferOptions opts;
-    opts.parallelism = o->jobs;
-    opts.progress = ProgressMeter("pull");
-    KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*store, url, o->refs, opts));
+    KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull"));
+    KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*s.store, s.url, o->refs, s.opts));
     for (const auto& r : rep.refs)
       for (const auto& w : r.warnings) std::cerr << "ki: warning: " << w << "\n";
     if (o->json) {
@@ -42,7 +22,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                         {"bytesReceived", r.bytes_received}, {"attestations", r.attestations},
                         {"warnings", r.warnings}});
       }
-      PrintJson({{"remote", url.str()},
+      PrintJson({{"remote", s.url.str()},
                  {"refs", refs},
                  {"httpRequests", rep.http_requests},
                  {"blobsReceived", rep.blobs_received},

@@ -1,0 +1,42 @@
+// Shared by cmd_push.cc and cmd_pull.cc (transfer_args.h).
+#include "transfer_args.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace ki::cli {
+
+namespace {
+
+// A one-line progress meter on a terminal, nothing otherwise.
+std::function<void(const TransferProgress&)> ProgressMeter(const char* verb) {
+  if (::isatty(STDERR_FILENO) != 1) return nullptr;
+  return [verb](const TransferProgress& p) {
+    if (p.objects_done != p.objects_total && p.objects_done % 16 != 0) return;
+    std::fprintf(stderr, "\r%s: %llu/%llu objects, %.1f MB%s", verb, (unsigned long long)p.objects_done,
+                 (unsigned long long)p.objects_total, double(p.bytes_done) / 1e6,
+                 p.objects_done == p.objects_total ? "\n" : "");
+  };
+}
+
+}  // namespace
+
+void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, const char* jobs_help) {
+  sub->add_option("remote", args->remote, "remote name, or a URL (oci://HOST/REPO, oci-layout:DIR)")->required();
+  sub->add_option("refs", args->refs, refs_help)->required();
+  sub->add_flag("--insecure", args->insecure, "plain http (loopback registries only)");
+  sub->add_option("-j,--jobs", args->jobs, jobs_help)->check(CLI::Range(1, 64));
+  sub->add_flag("--json", args->json, "print a JSON report");
+}
+
+Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& args, const char* verb) {
+  TransferSetup s;
+  KI_ASSIGN_OR_RETURN(s.store, OpenStore(g, OpenMode::kReadWrite));
+  KI_ASSIGN_OR_RETURN(s.url, LookupRemote(*s.store, args.remote, args.insecure));
+  s.opts.parallelism = args.jobs;
+  s.opts.progress = ProgressMeter(verb);
+  return s;
+}
+
+}  // namespace ki::cli
