@@ -12,56 +12,45 @@ std::string Val(const catalog::RankEntry& e) {
   return e.unit == "ns" ? FormatNs(*e.value) : FormatJcsNumber(*e.value) + (e.unit.empty() ? "" : " " + e.unit);
 }
 
-// The run's ranking, or nullopt when the run is not in an imported catalog.
-Result<std::optional<catalog::Ranking>> RankingOf(Store& store, const Digest& d, const Manifest& m) {
-  if (m.kind != Kind::kBenchmarkRun) return std::optional<catalog::Ranking>();
-  KI_ASSIGN_OR_RETURN(auto cohort, catalog::CohortOfRun(store, d));
-  if (!cohort) return std::optional<catalog::Ranking>();
-  KI_ASSIGN_OR_RETURN(auto r, catalog::RankCohort(store, *cohort));
-  return std::optional<catalog::Ranking>(std::move(r));
+// Where the run stands, or nullopt when it is not in an imported catalog.
+Result<std::optional<catalog::RunStanding>> StandingOf(Store& store, const Digest& d, const Manifest& m) {
+  if (m.kind != Kind::kBenchmarkRun) return std::optional<catalog::RunStanding>();
+  return catalog::StandingOfRun(store, d);
 }
 
 Status Section(Store& store, const Digest& d, const Manifest& m, std::ostream& out) {
-  KI_ASSIGN_OR_RETURN(auto r, RankingOf(store, d, m));
-  if (!r) return Status::OK();
+  KI_ASSIGN_OR_RETURN(auto s, StandingOf(store, d, m));
+  if (!s) return Status::OK();
   out << "\nRank (" << catalog::kRankingPolicy << ")\n";
-  const catalog::RankEntry* me = nullptr;
-  for (const auto& e : r->ranked)
-    if (e.run == d) me = &e;
-  if (me) {
-    out << "  Rank " << me->rank << " of " << r->ranked.size() << " in its comparison group"
-        << (me->tied_with_previous ? " (tied)" : "") << "\n";
+  if (s->rank > 0) {
+    out << "  Rank " << s->rank << " of " << s->of << " in its comparison group"
+        << (s->tied_with_previous ? " (tied)" : "") << "\n";
   } else {
-    for (const auto& e : r->ineligible) {
-      if (e.run != d) continue;
-      std::string reasons;
-      for (const auto& x : e.reasons) reasons += (reasons.empty() ? "" : ", ") + x;
-      out << "  Not ranked in its comparison group of " << r->ranked.size() << " (" << reasons << ")\n";
-    }
+    std::string reasons;
+    for (const auto& x : s->ineligible) reasons += (reasons.empty() ? "" : ", ") + x;
+    out << "  Not ranked in its comparison group of " << s->of << " (" << reasons << ")\n";
   }
-  if (!r->ranked.empty()) {
-    const auto& first = r->ranked.front();
+  if (s->first) {
+    const auto& first = *s->first;
     out << "  #1  " << Val(first) << "  " << first.run.str() << " " << first.name
         << (first.run == d ? " (this run)" : "") << "\n";
   }
-  out << "  group " << r->cohort.str() << " (ki rank " << r->cohort.str().substr(7, 12) << ")\n";
+  out << "  group " << s->cohort.str() << " (ki rank " << s->cohort.str().substr(7, 12) << ")\n";
   return Status::OK();
 }
 
 Status JsonField(Store& store, const Digest& d, const Manifest& m, Json& ki) {
-  KI_ASSIGN_OR_RETURN(auto r, RankingOf(store, d, m));
-  if (!r) return Status::OK();
-  Json j = {{"policy", catalog::kRankingPolicy}, {"cohort", r->cohort.str()}, {"of", r->ranked.size()}};
-  for (const auto& e : r->ranked) {
-    if (e.run == d) {
-      j["rank"] = e.rank;
-      j["tiedWithPrevious"] = e.tied_with_previous;
-    }
+  KI_ASSIGN_OR_RETURN(auto s, StandingOf(store, d, m));
+  if (!s) return Status::OK();
+  Json j = {{"policy", catalog::kRankingPolicy}, {"cohort", s->cohort.str()}, {"of", s->of}};
+  if (s->rank > 0) {
+    j["rank"] = s->rank;
+    j["tiedWithPrevious"] = s->tied_with_previous;
+  } else {
+    j["ineligible"] = s->ineligible;
   }
-  for (const auto& e : r->ineligible)
-    if (e.run == d) j["ineligible"] = e.reasons;
-  if (!r->ranked.empty()) {
-    const auto& first = r->ranked.front();
+  if (s->first) {
+    const auto& first = *s->first;
     j["first"] = {{"run", first.run.str()}, {"name", first.name}, {"value", first.value ? Json(*first.value) : Json()}};
   }
   ki["rank"] = j;

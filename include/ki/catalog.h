@@ -187,6 +187,19 @@ Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run);
 Result<Digest> ResolveCohort(Store& store, std::string_view ref);
 Result<Ranking> RankCohort(Store& store, const Digest& cohort);
 Result<RecordHistory> Records(Store& store, const Digest& cohort);
+// Where one run stands in its comparison group: what `ki show` says.
+struct RunStanding {
+  Digest cohort;
+  size_t of = 0;  // runs ranked in the group
+  int rank = 0;   // 1-based; 0 when the run is not ranked
+  bool tied_with_previous = false;
+  std::vector<std::string> ineligible;  // why not ranked (EligibilityReasons)
+  std::optional<RankEntry> first;       // #1 of the group, when any run is ranked
+};
+// nullopt when `run` is not a kernel run of an imported catalog or indexed
+// by ki run. Reads the stored ranking (catalog.ranks) rather than ranking
+// the cohort; equal to RankCohort's answer (tests/catalog).
+Result<std::optional<RunStanding>> StandingOfRun(Store& store, const Digest& run);
 // The export's facts about a run (its row, without the manifest), if any.
 Result<std::optional<Json>> RunFacts(Store& store, const Digest& run);
 

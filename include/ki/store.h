@@ -126,6 +126,9 @@ class Batch {
   virtual Status Put(std::string_view table, std::string_view key, std::string_view value) = 0;
   virtual Status Delete(std::string_view table, std::string_view key) = 0;
   virtual Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) = 0;
+  // Store::Scan inside this batch: sees what the batch has written so far.
+  virtual Status Scan(std::string_view table, std::string_view prefix,
+                      const std::function<bool(std::string_view key, std::string_view value)>& fn) = 0;
   virtual Result<bool> Has(const Digest& d) = 0;
   virtual Status Commit() = 0;
 };

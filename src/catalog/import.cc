@@ -712,8 +712,28 @@ class Importer {
       runs.emplace_back(std::string(m.entry.run.raw()), run.dump());
       cohort_runs.emplace_back(tables::PairKey(m.cohort, m.entry.run), std::move(entry));
     }
-    for (const auto& [key, desc] : cohorts) {
+    // Each kernel cohort's ranking (catalog.ranks), over its runs in this
+    // export and those the store already holds in it (an earlier export, a
+    // run indexed by ki run): the export's entry wins for a run in both.
+    std::unordered_map<std::string, std::vector<RankEntry>> by_key;
+    for (const auto& m : members) by_key[m.cohort.str()].push_back(m.entry);
+    KeyValues ranks;
+    for (auto& [key, desc] : cohorts) {
       KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(key));
+      auto& entries = by_key[key];
+      KI_ASSIGN_OR_RETURN(auto known, store_.Get(tables::kCohorts, d.raw()));
+      if (known) {
+        std::unordered_set<Digest> here;
+        for (const auto& e : entries) here.insert(e.run);
+        KI_ASSIGN_OR_RETURN(auto stored, tables::CohortEntries(store_, d));
+        for (auto& e : stored)
+          if (!here.count(e.run)) entries.push_back(std::move(e));
+        desc["runs"] = entries.size();
+      }
+      if (desc.value("kind", "") == "kernel") {
+        Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
+        ranks.emplace_back(std::string(d.raw()), tables::EncodeRanking(r));
+      }
       cohort_rows.emplace_back(std::string(d.raw()), desc.dump());
     }
     for (const Json& ev : events_) {
@@ -726,6 +746,7 @@ class Importer {
     cross_.emplace_back(tables::kCohortRuns, std::move(cohort_runs));
     cross_.emplace_back(tables::kCohorts, std::move(cohort_rows));
     cross_.emplace_back(tables::kEvents, std::move(events));
+    cross_.emplace_back(tables::kRanks, std::move(ranks));
     return Status::OK();
   }
 

@@ -229,6 +229,56 @@ bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out)
   return true;
 }
 
+namespace {
+
+constexpr std::string_view kRankMagic = "KIR1";
+constexpr size_t kRankHeader = 12, kRankRecord = 37;
+
+void PutU32(std::string* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(char(v >> (8 * i)));
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | uint8_t(p[i]);
+  return v;
+}
+
+}  // namespace
+
+std::string EncodeRanking(const Ranking& r) {
+  std::string out(kRankMagic);
+  out.reserve(kRankHeader + kRankRecord * (r.ranked.size() + r.ineligible.size()));
+  PutU32(&out, uint32_t(r.ranked.size()));
+  PutU32(&out, uint32_t(r.ineligible.size()));
+  for (const auto* list : {&r.ranked, &r.ineligible}) {
+    for (const auto& e : *list) {
+      out.append(e.run.raw());
+      PutU32(&out, uint32_t(e.rank));
+      out.push_back(e.tied_with_previous ? 1 : 0);
+    }
+  }
+  return out;
+}
+
+bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out) {
+  *out = RankRecord();
+  if (stored.size() < kRankHeader || stored.substr(0, 4) != kRankMagic) return false;
+  const size_t ranked = GetU32(stored.data() + 4), ineligible = GetU32(stored.data() + 8);
+  if (stored.size() != kRankHeader + kRankRecord * (ranked + ineligible)) return false;
+  out->ranked = ranked;
+  const std::string_view key = run.raw();
+  for (size_t i = 0; i < ranked + ineligible; ++i) {
+    const char* rec = stored.data() + kRankHeader + kRankRecord * i;
+    if (i == 0 && ranked > 0) out->first = Digest::FromRaw(std::string_view(rec, 32));
+    if (std::string_view(rec, 32) != key) continue;
+    out->found = true;
+    out->rank = int(GetU32(rec + 32));
+    out->tied_with_previous = rec[36] == 1;
+    return true;  // #1, the first record, is already read
+  }
+  return true;
+}
+
 }  // namespace tables
 
 namespace {
@@ -239,7 +289,11 @@ Result<Json> ParseStored(std::string_view v, std::string_view what) {
   return j;
 }
 
-Result<std::vector<RankEntry>> CohortEntries(Store& store, const Digest& cohort) {
+}  // namespace
+
+// Store or Batch: both scan the same way; a batch sees its own writes.
+template <typename Tables>
+Result<std::vector<RankEntry>> tables::CohortEntries(Tables& store, const Digest& cohort) {
   std::vector<RankEntry> out;
   Status bad;
   KI_RETURN_IF_ERROR(store.Scan(tables::kCohortRuns, cohort.raw(), [&](std::string_view k, std::string_view v) {
@@ -255,6 +309,10 @@ Result<std::vector<RankEntry>> CohortEntries(Store& store, const Digest& cohort)
   KI_RETURN_IF_ERROR(bad);
   return out;
 }
+template Result<std::vector<RankEntry>> tables::CohortEntries(Store&, const Digest&);
+template Result<std::vector<RankEntry>> tables::CohortEntries(Batch&, const Digest&);
+
+namespace {
 
 Result<Json> CohortDescription(Store& store, const Digest& cohort) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kCohorts, cohort.raw()));
@@ -324,7 +382,7 @@ Result<Ranking> RankCohort(Store& store, const Digest& cohort) {
                                 " is a serving cohort; ranking-v1 ranks kernel benchmark runs only "
                                 "(serving results compare by objective, serving-v1)");
   }
-  KI_ASSIGN_OR_RETURN(auto entries, CohortEntries(store, cohort));
+  KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(store, cohort));
   Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
   r.cohort = cohort;
   r.metric = desc.value("metric", "");
@@ -332,9 +390,66 @@ Result<Ranking> RankCohort(Store& store, const Digest& cohort) {
   return r;
 }
 
+namespace {
+
+RunStanding StandingIn(const Ranking& r, const Digest& run) {
+  RunStanding s;
+  s.cohort = r.cohort;
+  s.of = r.ranked.size();
+  for (const auto& e : r.ranked) {
+    if (e.run != run) continue;
+    s.rank = e.rank;
+    s.tied_with_previous = e.tied_with_previous;
+  }
+  for (const auto& e : r.ineligible)
+    if (e.run == run) s.ineligible = e.reasons;
+  if (!r.ranked.empty()) s.first = r.ranked.front();
+  return s;
+}
+
+}  // namespace
+
+Result<std::optional<RunStanding>> StandingOfRun(Store& store, const Digest& run) {
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
+  if (!v) return std::optional<RunStanding>();
+  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns));
+  if (j.value("kind", "kernel") != "kernel") return std::optional<RunStanding>();
+  auto cohort = Digest::Parse(j.value("cohort", ""));
+  if (!cohort.ok()) return Status::Corruption("catalog entry of " + run.str() + " names no cohort");
+
+  KI_ASSIGN_OR_RETURN(auto stored, store.Get(tables::kRanks, cohort->raw()));
+  tables::RankRecord rec;
+  if (!stored || !tables::FindInRanking(*stored, run, &rec) || !rec.found) {
+    // A store written before catalog.ranks existed (or a damaged value):
+    // rank the cohort, as ki rank does.
+    KI_ASSIGN_OR_RETURN(Ranking r, RankCohort(store, *cohort));
+    return std::optional<RunStanding>(StandingIn(r, run));
+  }
+  RunStanding s;
+  s.cohort = *cohort;
+  s.of = rec.ranked;
+  s.rank = rec.rank;
+  s.tied_with_previous = rec.tied_with_previous;
+  if (rec.rank == 0) {
+    RankEntry self;
+    if (!tables::EntryFromStored(run, *v, &self)) return Status::Corruption("malformed catalog entry of " + run.str());
+    s.ineligible = EligibilityReasons(self);
+  }
+  if (rec.first) {
+    KI_ASSIGN_OR_RETURN(auto first, store.Get(tables::kCohortRuns, tables::PairKey(*cohort, *rec.first)));
+    RankEntry e;
+    if (!first || !tables::EntryFromStored(*rec.first, *first, &e)) {
+      return Status::Corruption("catalog.ranks of " + cohort->str() + " names " + rec.first->str() +
+                                ", which its cohort lacks");
+    }
+    s.first = std::move(e);
+  }
+  return std::optional<RunStanding>(std::move(s));
+}
+
 Result<RecordHistory> Records(Store& store, const Digest& cohort) {
   KI_ASSIGN_OR_RETURN(Json desc, CohortDescription(store, cohort));
-  KI_ASSIGN_OR_RETURN(auto entries, CohortEntries(store, cohort));
+  KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(store, cohort));
   RecordHistory h;
   h.cohort = cohort;
   std::set<std::string> ids;
@@ -411,7 +526,12 @@ Status IndexRunInCohort(Batch& batch, const Digest& cohort, const RankEntry& ent
     desc["runs"] = 0;
   }
   if (!known_entry) desc["runs"] = desc.value("runs", uint64_t{0}) + 1;
-  return batch.Put(tables::kCohorts, cohort.raw(), desc.dump());
+  KI_RETURN_IF_ERROR(batch.Put(tables::kCohorts, cohort.raw(), desc.dump()));
+
+  // The cohort's stored ranking changes with any of its entries.
+  KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(batch, cohort));
+  Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
+  return batch.Put(tables::kRanks, cohort.raw(), tables::EncodeRanking(r));
 }
 
 }  // namespace ki::catalog

@@ -20,6 +20,11 @@ inline constexpr std::string_view kCohortRuns = "catalog.cohort";
 inline constexpr std::string_view kCohorts = "catalog.cohorts";
 // cohort (32) + run digest (32) -> the export's record_events row (JSON)
 inline constexpr std::string_view kEvents = "catalog.events";
+// cohort (32) -> the cohort's ranking-v1 order, binary (EncodeRanking).
+// Derived from catalog.cohort and catalog.cohorts: every writer of those
+// tables rewrites it, so that `ki show` can say where a run stands by
+// reading one value instead of ranking the whole cohort.
+inline constexpr std::string_view kRanks = "catalog.ranks";
 // content digest (32) of an imported export -> import summary JSON
 inline constexpr std::string_view kImports = "catalog.imports";
 
@@ -44,5 +49,25 @@ Json EntryToJson(const RankEntry& e);
 RankEntry EntryFromJson(const Digest& run, const Json& j);
 // EntryFromJson of the stored bytes, without a Json tree (the hot path).
 bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out);
+
+// The catalog.ranks value of a ranking: "KIR1", u32le ranked count, u32le
+// ineligible count, then one 37-byte record per run (32-byte digest, u32le
+// rank, u8 flags: 1 = tied with the previous run), ranked runs in display
+// order followed by the ineligible ones (rank 0) by id.
+std::string EncodeRanking(const Ranking& r);
+struct RankRecord {
+  size_t ranked = 0;      // runs ranked in the cohort
+  std::optional<Digest> first;  // #1, when any run is ranked
+  bool found = false;     // the run asked for is in the value
+  int rank = 0;           // its rank, 0 when ineligible
+  bool tied_with_previous = false;
+};
+// Looks `run` up in a catalog.ranks value; false when the value is malformed.
+bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out);
+
+// Every entry of a cohort in catalog.cohort, from a Store or, with what it
+// has written so far, a Batch.
+template <typename Tables>
+Result<std::vector<RankEntry>> CohortEntries(Tables& tables, const Digest& cohort);
 
 }  // namespace ki::catalog::tables

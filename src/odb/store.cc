@@ -77,6 +77,20 @@ std::string Describe(const ObjectInfo& info) {
 
 class LmdbStore;
 
+// Calls fn for each key of `dbi` that starts with prefix, in key order,
+// until fn returns false.
+Status ScanTable(lmdb::Txn& txn, MDB_dbi dbi, std::string_view prefix,
+                 const std::function<bool(std::string_view, std::string_view)>& fn) {
+  KI_ASSIGN_OR_RETURN(auto cur, lmdb::Cursor::Open(txn, dbi));
+  KI_ASSIGN_OR_RETURN(bool more, cur.Seek(prefix));
+  while (more) {
+    if (cur.key().substr(0, prefix.size()) != prefix) break;
+    if (!fn(cur.key(), cur.value())) break;
+    KI_ASSIGN_OR_RETURN(more, cur.Next());
+  }
+  return Status::OK();
+}
+
 class LmdbBatch final : public Batch {
  public:
   LmdbBatch(LmdbStore* store, lmdb::Txn txn) : store_(store), txn_(std::move(txn)) {}
@@ -106,6 +120,8 @@ class LmdbBatch final : public Batch {
     if (!v) return std::optional<std::string>();
     return std::optional<std::string>(std::string(*v));
   }
+  Status Scan(std::string_view table, std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override;
   Result<bool> Has(const Digest& d) override {
     KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
     KI_ASSIGN_OR_RETURN(auto v, txn_.Get(meta, d.raw()));
@@ -338,14 +354,7 @@ class LmdbStore final : public Store {
                 const std::function<bool(std::string_view, std::string_view)>& fn) {
     KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, table));
     if (!dbi) return Status::OK();
-    KI_ASSIGN_OR_RETURN(auto cur, lmdb::Cursor::Open(txn, *dbi));
-    KI_ASSIGN_OR_RETURN(bool more, cur.Seek(prefix));
-    while (more) {
-      if (cur.key().substr(0, prefix.size()) != prefix) break;
-      if (!fn(cur.key(), cur.value())) break;
-      KI_ASSIGN_OR_RETURN(more, cur.Next());
-    }
-    return Status::OK();
+    return ScanTable(txn, *dbi, prefix, fn);
   }
 
   Result<std::unique_ptr<Batch>> NewBatch() override {
@@ -394,6 +403,12 @@ class LmdbStore final : public Store {
 };
 
 // ---------------------------------------------------------------- Batch
+
+Status LmdbBatch::Scan(std::string_view table, std::string_view prefix,
+                       const std::function<bool(std::string_view, std::string_view)>& fn) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+  return ScanTable(txn_, dbi, prefix, fn);
+}
 
 LmdbBatch::~LmdbBatch() {
   if (!committed_) {

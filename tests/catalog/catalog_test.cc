@@ -376,6 +376,126 @@ TEST(CatalogTables, LocalRunJoinsItsGroupOnce) {
   ASSERT_OK(of);
   ASSERT_TRUE(of->has_value());
   EXPECT_EQ(**of, cohort);
+  // ki show's reading of the stored ranking follows each re-index.
+  auto s = StandingOfRun(**store, a.run);
+  ASSERT_OK(s);
+  ASSERT_TRUE(s->has_value());
+  EXPECT_EQ((*s)->rank, 2);
+  EXPECT_EQ((*s)->of, 2u);
+  EXPECT_EQ((*s)->first->run, b.run);
+}
+
+// StandingOfRun (ki show's rank line) of `run` equals what RankCohort of
+// its cohort says.
+void ExpectStandingAsRanked(Store& store, const Digest& run) {
+  auto cohort = CohortOfRun(store, run);
+  ASSERT_OK(cohort);
+  ASSERT_TRUE(cohort->has_value());
+  auto r = RankCohort(store, **cohort);
+  ASSERT_OK(r);
+  auto s = StandingOfRun(store, run);
+  ASSERT_OK(s);
+  ASSERT_TRUE(s->has_value());
+  EXPECT_EQ((*s)->cohort, **cohort);
+  EXPECT_EQ((*s)->of, r->ranked.size());
+  int rank = 0;
+  bool tied = false;
+  std::vector<std::string> reasons;
+  for (const auto& e : r->ranked)
+    if (e.run == run) rank = e.rank, tied = e.tied_with_previous;
+  for (const auto& e : r->ineligible)
+    if (e.run == run) reasons = e.reasons;
+  EXPECT_EQ((*s)->rank, rank) << run.str();
+  EXPECT_EQ((*s)->tied_with_previous, tied) << run.str();
+  EXPECT_EQ((*s)->ineligible, reasons) << run.str();
+  ASSERT_EQ((*s)->first.has_value(), !r->ranked.empty());
+  if (!r->ranked.empty()) {
+    EXPECT_EQ((*s)->first->run, r->ranked[0].run);
+    EXPECT_EQ((*s)->first->name, r->ranked[0].name);
+    EXPECT_EQ((*s)->first->value, r->ranked[0].value);
+  }
+}
+
+TEST(CatalogRanks, StandingOfEveryRunIsItsRankInItsCohort) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  ASSERT_OK(ImportKernelIndex(*store, test::ReadFileOrDie(DataPath(kSlice)), "slice"));
+  std::vector<Digest> runs;
+  for (const Json& r : SliceRows("benchmark_runs")) runs.push_back(*Digest::Parse(r["runDigest"].get<std::string>()));
+  ASSERT_GT(runs.size(), 5u);
+  // Read from catalog.ranks, which the import wrote for each kernel cohort.
+  for (const auto& run : runs) {
+    auto cohort = CohortOfRun(*store, run);
+    ASSERT_OK(cohort);
+    ASSERT_TRUE(cohort->has_value());
+    auto stored = store->Get(tables::kRanks, (*cohort)->raw());
+    ASSERT_OK(stored);
+    ASSERT_TRUE(stored->has_value()) << run.str();
+    tables::RankRecord rec;
+    ASSERT_TRUE(tables::FindInRanking(**stored, run, &rec));
+    EXPECT_TRUE(rec.found) << run.str();
+    ExpectStandingAsRanked(*store, run);
+  }
+  // Without catalog.ranks (a store imported before it existed) or with a
+  // damaged value, the answer is the same, computed by ranking the cohort.
+  for (std::string damage : {"", "KIR1 short"}) {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    for (const auto& run : runs) {
+      auto cohort = CohortOfRun(*store, run);
+      ASSERT_OK(cohort);
+      if (damage.empty()) ASSERT_OK((*batch)->Delete(tables::kRanks, (*cohort)->raw()));
+      else ASSERT_OK((*batch)->Put(tables::kRanks, (*cohort)->raw(), damage));
+    }
+    ASSERT_OK((*batch)->Commit());
+    for (const auto& run : runs) ExpectStandingAsRanked(*store, run);
+  }
+  // Not a catalog run: no standing.
+  auto none = StandingOfRun(*store, Sha256Of("not a run"));
+  ASSERT_OK(none);
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(CatalogRanks, LocalRunKeepsItsPlaceAcrossReimport) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  const std::string slice = test::ReadFileOrDie(DataPath(kSlice));
+  ASSERT_OK(ImportKernelIndex(*store, slice, "slice"));
+  auto cohort = ResolveCohort(*store, "ae5aacaf");  // three source-native runs: 5642 / 6134 / 6326
+  ASSERT_OK(cohort);
+  auto before = RankCohort(*store, *cohort);
+  ASSERT_OK(before);
+  ASSERT_EQ(before->ranked.size(), 3u);
+  // A local run faster than all three joins the group: it is #1 at once.
+  RankEntry local = E("local-1", 5000);
+  local.run = Sha256Of("local run");
+  local.published = true;
+  auto batch = store->NewBatch();
+  ASSERT_OK(batch);
+  ASSERT_OK(IndexRunInCohort(**batch, *cohort, local, before->description));
+  ASSERT_OK((*batch)->Commit());
+  auto s = StandingOfRun(*store, local.run);
+  ASSERT_OK(s);
+  ASSERT_TRUE(s->has_value());
+  EXPECT_EQ((*s)->rank, 1);
+  EXPECT_EQ((*s)->of, 4u);
+  ExpectStandingAsRanked(*store, before->ranked[0].run);  // now #2
+  auto second = StandingOfRun(*store, before->ranked[0].run);
+  ASSERT_OK(second);
+  EXPECT_EQ((*second)->rank, 2);
+  EXPECT_EQ((*second)->first->run, local.run);
+  // Importing the export again keeps the local run in the group's ranking
+  // and its count.
+  ASSERT_OK(ImportKernelIndex(*store, slice, "slice"));
+  for (const auto& e : before->ranked) ExpectStandingAsRanked(*store, e.run);
+  ExpectStandingAsRanked(*store, local.run);
+  auto after = RankCohort(*store, *cohort);
+  ASSERT_OK(after);
+  EXPECT_EQ(after->ranked.size(), 4u);
+  EXPECT_EQ(after->description.value("runs", 0), 4);
+  s = StandingOfRun(*store, local.run);
+  ASSERT_OK(s);
+  EXPECT_EQ((*s)->rank, 1);
 }
 
 TEST(CatalogRanks, SliceCohortsRankAndRecordsMatchTheExport) {

@@ -75,7 +75,23 @@ TEST(CatalogExport, WholeExportImportsAndAgrees) {
     for (size_t i = 0; i < want.ranked.size(); ++i) {
       EXPECT_EQ(got->ranked[i].run, want.ranked[i].run) << key << " #" << i;
       EXPECT_EQ(got->ranked[i].rank, want.ranked[i].rank) << key << " #" << i;
+      // What ki show says (read from catalog.ranks) agrees too.
+      auto s = StandingOfRun(*store, want.ranked[i].run);
+      ASSERT_OK(s);
+      ASSERT_TRUE(s->has_value()) << key;
+      EXPECT_EQ((*s)->rank, want.ranked[i].rank) << key << " #" << i;
+      EXPECT_EQ((*s)->tied_with_previous, want.ranked[i].tied_with_previous) << key << " #" << i;
+      EXPECT_EQ((*s)->of, want.ranked.size()) << key;
+      ASSERT_TRUE((*s)->first.has_value()) << key;
+      EXPECT_EQ((*s)->first->run, want.ranked[0].run) << key;
       ++compared;
+    }
+    for (const auto& e : want.ineligible) {
+      auto s = StandingOfRun(*store, e.run);
+      ASSERT_OK(s);
+      ASSERT_TRUE(s->has_value()) << key;
+      EXPECT_EQ((*s)->rank, 0) << key;
+      EXPECT_EQ((*s)->ineligible, e.reasons) << key;
     }
     auto h = Records(*store, *Digest::Parse(key));
     ASSERT_OK(h);
