@@ -40,11 +40,15 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
   --warmup N --iters N --trials N   timing protocol (default 10, 50, 3)
   --graph-calls N       also time N back-to-back calls in a CUDA graph (default 0)
   --no-flush            no L2 flush between iterations
+  --flush KIND          zero (default, the flashinfer-bench protocol: zeros over twice the L2), read (a
+                        read sweep of twice the L2: cold and clean), zero-read (zero, then the read
+                        sweep of a second buffer: the zeros written back before the call); the
+                        last two are diagnostics of the cold-L2 cost
   --events              CUDA events instead of CUPTI
-  --tune k=v,...        fast-kernel plan: chunk, waves, min_chunk, stages, mode (1 legacy, 2 split,
-                        3 cluster, 4 flat), cluster (blocks per sequence), evict_first (1 on, 2 off),
-                        per_sm (split, flat: blocks per SM aimed for), merge (cluster: 1 pull, 2 push)
-                        (CUDA builds)
+  --tune k=v,...        fast-kernel plan: chunk, waves, min_chunk, stages, mode (1 per-head, 2 split,
+                        3 cluster), cluster (blocks per sequence), evict_first (1 on, 2 off), per_sm
+                        (split: blocks per SM aimed for) (CUDA builds)
+  --show-plan           print the fast kernel's plan under each row (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
   --no-samples          leave raw samples out of the JSON
   --list                list the kernels and exit
@@ -52,10 +56,10 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
 
 struct Args {
   std::string definition, workloads, workload, synthetic, kernel = "ki.gqa_paged_decode.fast", library,
-      reference, json, tune, lengths;
+      reference, json, tune, lengths, flush_kind = "zero";
   uint64_t seed = 0;
   int check_runs = 2, warmup = 10, iters = 50, trials = 3, graph_calls = 0;
-  bool check = true, time = true, flush = true, events = false, samples = true, list = false;
+  bool check = true, time = true, flush = true, events = false, samples = true, list = false, show_plan = false;
 };
 
 bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
@@ -86,6 +90,7 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
     else if (k == "--json") { if (!val(&a->json)) return false; }
     else if (k == "--tune") { if (!val(&a->tune)) return false; }
     else if (k == "--lengths") { if (!val(&a->lengths)) return false; }
+    else if (k == "--flush") { if (!val(&a->flush_kind)) return false; }
     else if (k == "--seed") { if (!val(&s)) return false; a->seed = std::strtoull(s.c_str(), nullptr, 10); }
     else if (k == "--check-runs") { if (!ival(&a->check_runs)) return false; }
     else if (k == "--warmup") { if (!ival(&a->warmup)) return false; }
@@ -98,6 +103,7 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
     else if (k == "--events") a->events = true;
     else if (k == "--no-samples") a->samples = false;
     else if (k == "--list") a->list = true;
+    else if (k == "--show-plan") a->show_plan = true;
     else if (k == "-h" || k == "--help") { *err = ""; return false; }
     else { *err = "unknown option " + k; return false; }
   }
@@ -105,6 +111,10 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
   if (a->definition.empty()) { *err = "--definition is required"; return false; }
   if (a->workloads.empty() && a->synthetic.empty()) { *err = "--workloads or --synthetic is required"; return false; }
   if (!a->lengths.empty() && a->lengths != "random" && a->lengths != "equal") { *err = "--lengths: random or equal"; return false; }
+  if (a->flush_kind != "zero" && a->flush_kind != "read" && a->flush_kind != "zero-read") {
+    *err = "--flush: zero, read or zero-read";
+    return false;
+  }
   if (a->iters < 1 || a->trials < 1 || a->warmup < 0) { *err = "bad timing counts"; return false; }
   return true;
 }
@@ -127,8 +137,6 @@ bool ApplyTune(const std::string& spec, std::string* err) {
     else if (key == "cluster") t.cluster = v;
     else if (key == "evict_first") t.evict_first = v;
     else if (key == "per_sm") t.per_sm = v;
-    else if (key == "merge") t.cluster_merge = v;
-    else if (key == "debug") t.debug = v;
     else { *err = "--tune: unknown key " + key; return false; }
   }
   ki::gqa::SetFastTuning(t);
@@ -136,6 +144,29 @@ bool ApplyTune(const std::string& spec, std::string* err) {
 #else
   *err = "--tune needs a CUDA build";
   return false;
+#endif
+}
+
+// The fast kernel's plan for a shape (PlanFast reads only batch and the
+// token count).
+void PrintPlan(long long batch, long long tokens) {
+#if defined(KI_HAVE_CUDA_BACKEND)
+  ki::gqa::Args args;
+  args.batch = batch;
+  args.num_kv_indices = tokens;
+  ki::gqa::FastPlan p;
+  if (ki::gqa::PlanFast(args, &p) != KI_OK) {
+    std::printf("    plan: none\n");
+    return;
+  }
+  static const char* const kModes[] = {"auto", "per-head", "split", "cluster"};
+  std::printf("    plan: %s, cluster %d, chunk %d, %d work items, %d stages, %d blocks/SM fit, %d SMs, evict_first %d, "
+              "workspace %llu B\n",
+              p.mode >= 0 && p.mode <= 3 ? kModes[p.mode] : "?", p.cluster, p.chunk, p.max_work, p.stages,
+              p.blocks_per_sm, p.num_sms, p.evict_first ? 1 : 0, static_cast<unsigned long long>(p.workspace_bytes));
+#else
+  (void)batch;
+  (void)tokens;
 #endif
 }
 
@@ -252,11 +283,14 @@ int main(int argc, char** argv) {
   opt.timing.iterations = a.iters;
   opt.timing.trials = a.trials;
   opt.timing.flush_l2 = a.flush;
+  opt.timing.flush_kind = a.flush_kind == "read"        ? ki::gpu::FlushKind::kRead
+                          : a.flush_kind == "zero-read" ? ki::gpu::FlushKind::kZeroThenRead
+                                                        : ki::gpu::FlushKind::kZero;
   opt.timing.prefer_cupti = !a.events;
   opt.timing.graph_calls = a.graph_calls;
 
-  std::printf("kernel %s, definition %s, seed %llu\n", kernel->info.name, def->name.c_str(),
-              static_cast<unsigned long long>(a.seed));
+  std::printf("kernel %s, definition %s, seed %llu, L2 flush %s\n", kernel->info.name, def->name.c_str(),
+              static_cast<unsigned long long>(a.seed), a.flush ? a.flush_kind.c_str() : "none");
   std::printf("%3s %-22s %5s %7s %-20s %9s %9s %8s %-14s %9s %9s %9s %9s %7s\n", "#", "workload", "batch", "tokens",
               "status", "max_abs", "max_rel", "matched", "timer", "median_us", "p05_us", "p95_us", "graph_us", "TB/s");
   std::vector<std::string> json;
@@ -282,6 +316,7 @@ int main(int argc, char** argv) {
                 r.timing.measured ? Fmt(r.timing.stats.p95).c_str() : "-", Fmt(r.timing.graph_per_call_us).c_str(),
                 Fmt(tbs).c_str());
     if (r.status != RunStatus::kPassed) std::printf("    %s\n", r.message.c_str());
+    if (a.show_plan) PrintPlan(ax("batch_size"), ax("num_kv_indices"));
     if (!r.timing.timer_note.empty() && i == 0) std::printf("    timer note: %s\n", r.timing.timer_note.c_str());
     std::fflush(stdout);
     json.push_back(ToJson(r, a.samples, 2));

@@ -54,9 +54,8 @@ grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure|GPU:|timer:|worst|tests? ran"
 
 if [ $SWEEP = 1 ]; then
   stamp "plan sweep (CUPTI, cold L2, no check)"
-  for tune in "" "mode=1" "mode=2" "mode=2,stages=4" "mode=2,stages=2,per_sm=2" "mode=3,stages=3,merge=1" \
-              "mode=3,stages=3" "mode=3,cluster=6" "mode=4" "mode=4,stages=3,cluster=2" "evict_first=1" \
-              "evict_first=2"; do
+  for tune in "" "mode=1" "mode=2" "mode=2,stages=4" "mode=2,stages=2,per_sm=2" "mode=3,stages=3" \
+              "mode=3,cluster=6" "evict_first=1" "evict_first=2"; do
     printf "%-30s" "[$tune]"
     timeout 60 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --no-check --trials 2 \
       --tune "$tune" --json /dev/null | awk '/synthetic/ {printf " %s=%s", $2, $10} END {print ""}'

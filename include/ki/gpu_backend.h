@@ -61,11 +61,22 @@ struct CallOutcome {
   bool ok() const { return kind == Kind::kOk; }
 };
 
+// How the L2 is emptied before each timed iteration (when flush_l2). kZero is
+// the flashinfer-bench protocol and the one results report; the others are
+// diagnostics that tell the cost of the dirty lines kZero leaves behind from
+// the cost of a cold L2.
+enum class FlushKind {
+  kZero,          // write zeros over a buffer twice the L2 size (leaves L2 full of dirty lines)
+  kRead,          // read a buffer twice the L2 size (L2 cold and clean)
+  kZeroThenRead,  // kZero, then kRead of a second buffer (the zeros written back before the call)
+};
+
 struct TimingOptions {
   int warmup = 10;
   int iterations = 50;
   int trials = 3;
-  bool flush_l2 = true;         // zero a buffer twice the L2 size before every iteration
+  bool flush_l2 = true;         // empty the L2 before every iteration (flush_kind says how)
+  FlushKind flush_kind = FlushKind::kZero;
   bool prefer_cupti = true;     // CUPTI activity records; CUDA events when unavailable
   int graph_calls = 0;          // > 0: also time back-to-back calls captured in a CUDA graph
   int graph_replays = 5;

@@ -16,10 +16,9 @@ namespace ki::gqa {
 // How the fast kernel covers the sequences (FastTuning::mode, FastPlan::mode).
 enum FastMode : int {
   kModeAuto = 0,     // tuning only: let the plan choose
-  kModeLegacy = 1,   // v1: block per (chunk, KV head), 4 warps split the chunk's tiles
-  kModeSplit = 2,    // v2: block per chunk covering all 4 KV heads (warp = KV head), global merge
-  kModeCluster = 3,  // v2: cluster of C blocks per sequence, merge through distributed shared memory
-  kModeFlat = 4,     // v3: equal token ranges of kv_indices per block across sequence boundaries (stream-K)
+  kModeLegacy = 1,   // per-head ("v1"): block per (chunk, KV head), 4 warps split the chunk's tiles
+  kModeSplit = 2,    // block per chunk covering all 4 KV heads (warp = KV head), global merge
+  kModeCluster = 3,  // cluster of C blocks per sequence, merge through distributed shared memory
 };
 
 // Knobs of the plan. Zero means "choose automatically".
@@ -29,13 +28,9 @@ struct FastTuning {
   int min_chunk = 0;     // lower bound of the automatic chunk (cluster mode: tokens per block aimed for)
   int stages = 0;        // cp.async pipeline depth per warp: 2, 3 or 4
   int mode = 0;          // FastMode
-  int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits);
-                         // flat: blocks per cluster (1 none, 2, 4, 8; 0 auto)
-  int evict_first = 0;   // v2 K/V copies with an L2 evict-first policy: 0 auto (by size), 1 on, 2 off
-  int per_sm = 0;        // v2 split, flat: blocks per SM aimed for (at most what fits; 0: one)
-  int cluster_merge = 0; // cluster mode: 0 auto (push), 1 pull (two cluster barriers), 2 push (one barrier after start)
-  int debug = 0;         // experiments: 1 flat writes partials as outputs (wrong results, timing only),
-                         // 2 release/acquire fences instead of __threadfence
+  int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits)
+  int evict_first = 0;   // K/V copies with an L2 evict-first policy: 0 auto (split and cluster, by size), 1 on, 2 off
+  int per_sm = 0;        // split: blocks per SM aimed for (at most what fits; 0: one)
 };
 void SetFastTuning(const FastTuning& tuning);
 FastTuning GetFastTuning();
@@ -44,13 +39,11 @@ FastTuning GetFastTuning();
 // the device and the tuning.
 struct FastPlan {
   int mode = 0;           // FastMode (never kModeAuto)
-  int cluster = 0;        // cluster mode: blocks per sequence; flat: blocks per cluster (1: none)
+  int cluster = 0;        // cluster mode: blocks per sequence
   int spec_len = -1;      // batch 1: predicted kv_indptr[1] (kv_indptr[0] = 0), checked by the kernel
   bool evict_first = true;
-  bool push = true;       // cluster mode: push merge
-  int chunk = 0;          // max tokens per block (flat: tokens per block, rounded up)
-  int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch;
-                          // flat: the number of blocks
+  int chunk = 0;          // max tokens per block
+  int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch
   int stages = 0;
   int num_sms = 0;
   int blocks_per_sm = 0;

@@ -46,6 +46,7 @@ class CudaBackendImpl final : public Backend {
   ~CudaBackendImpl() override {
     // Process teardown: the runtime may already be gone; release best-effort.
     if (flush_buf_) cudaFree(flush_buf_);
+    if (read_buf_) cudaFree(read_buf_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -68,6 +69,10 @@ class CudaBackendImpl final : public Backend {
     if (flush_buf_) {
       cudaFree(flush_buf_);
       flush_buf_ = nullptr;
+    }
+    if (read_buf_) {
+      cudaFree(read_buf_);
+      read_buf_ = nullptr;
     }
     device_ = device;
     KI_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
@@ -153,7 +158,7 @@ class CudaBackendImpl final : public Backend {
     ki_call c = call;
     c.stream = stream_;
     if (opt.flush_l2) {
-      if (Status s = EnsureFlushBuffer(); !s.ok()) {
+      if (Status s = EnsureFlushBuffers(opt.flush_kind); !s.ok()) {
         ts.outcome = DeviceError(s.message());
         return ts;
       }
@@ -180,7 +185,7 @@ class CudaBackendImpl final : public Backend {
     std::vector<std::vector<double>> cupti_trials, event_trials;
     for (int trial = 0; trial < opt.trials; ++trial) {
       for (int i = 0; i < opt.warmup; ++i) {
-        LaunchL2Flush(flush_buf_, flush, stream_);
+        Flush(flush, opt.flush_kind);
         ts.outcome = Launch(kernel, c);
         if (!ts.outcome.ok()) return ts;
       }
@@ -193,7 +198,7 @@ class CudaBackendImpl final : public Backend {
         ts.timer_note = why;
       }
       for (int i = 0; i < opt.iterations; ++i) {
-        LaunchL2Flush(flush_buf_, flush, stream_);
+        Flush(flush, opt.flush_kind);
         cudaEventRecord(starts[i]->get(), stream_);
         ts.outcome = Launch(kernel, c);
         cudaEventRecord(ends[i]->get(), stream_);
@@ -239,13 +244,27 @@ class CudaBackendImpl final : public Backend {
     return SetDevice(0);
   }
 
-  Status EnsureFlushBuffer() {
-    if (flush_buf_) return Status::OK();
-    int l2 = 0;
-    KI_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_), "L2 size"));
-    flush_bytes_ = (2 * static_cast<uint64_t>(l2) + 15) / 16 * 16;
-    KI_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&flush_buf_, flush_bytes_), "cudaMalloc flush buffer"));
+  // The zeroing buffer, and for the read kinds a second one of the same size
+  // (zeros, so the read sweep's never-taken store stays never taken).
+  Status EnsureFlushBuffers(FlushKind kind) {
+    if (!flush_buf_) {
+      int l2 = 0;
+      KI_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_), "L2 size"));
+      flush_bytes_ = (2 * static_cast<uint64_t>(l2) + 15) / 16 * 16;
+      KI_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&flush_buf_, flush_bytes_), "cudaMalloc flush buffer"));
+    }
+    if (kind != FlushKind::kZero && !read_buf_) {
+      KI_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&read_buf_, flush_bytes_), "cudaMalloc flush buffer"));
+      KI_RETURN_IF_ERROR(CudaStatus(cudaMemset(read_buf_, 0, flush_bytes_), "cudaMemset flush buffer"));
+    }
     return Status::OK();
+  }
+
+  // One iteration's flush; bytes == 0 launches only the empty marker kernel
+  // that separates iterations in the CUPTI records.
+  void Flush(uint64_t bytes, FlushKind kind) {
+    if (bytes == 0 || kind != FlushKind::kRead) LaunchL2Flush(flush_buf_, bytes, FlushAccess::kWriteZeros, stream_);
+    if (bytes > 0 && kind != FlushKind::kZero) LaunchL2Flush(read_buf_, bytes, FlushAccess::kRead, stream_);
   }
 
   static CallOutcome DeviceError(std::string msg) {
@@ -370,6 +389,7 @@ class CudaBackendImpl final : public Backend {
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
   void* flush_buf_ = nullptr;
+  void* read_buf_ = nullptr;  // the read sweep's buffer (FlushKind::kRead, kZeroThenRead)
   uint64_t flush_bytes_ = 0;
   std::string pci_bus_id_;
   NvmlProbe nvml_;

@@ -4,11 +4,24 @@
 #include "ki/kernel_abi.h"
 
 // extern "C" so that CUPTI reports the plain name kFlushKernelName.
-extern "C" __global__ void ki_l2_flush(uint4* buf, uint64_t n) {
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    buf[i] = zero;
+// read == 0: zeros written over buf[0, n). read != 0: buf[0, n) read through
+// L2 (volatile loads, so none is dropped) and nothing written unless the
+// bytes are not the zeros they were set to (never).
+extern "C" __global__ void ki_l2_flush(uint4* buf, uint64_t n, int read) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  const uint64_t i0 = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (!read) {
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    for (uint64_t i = i0; i < n; i += stride) buf[i] = zero;
+    return;
+  }
+  uint32_t acc = 0;
+  for (uint64_t i = i0; i < n; i += stride) {
+    uint32_t a, b, c, d;
+    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(buf + i));
+    acc |= a | b | c | d;
+  }
+  if (acc != 0) buf[i0] = make_uint4(0, 0, 0, 0);
 }
 
 namespace ki::gpu::internal {
@@ -50,9 +63,10 @@ cudaError_t LaunchFillRandom(void* dst, int32_t dtype, uint64_t count, uint64_t 
   return cudaGetLastError();
 }
 
-cudaError_t LaunchL2Flush(void* buf, uint64_t bytes, cudaStream_t stream) {
+cudaError_t LaunchL2Flush(void* buf, uint64_t bytes, FlushAccess access, cudaStream_t stream) {
   const uint64_t n = bytes / 16;
-  ki_l2_flush<<<n == 0 ? 1 : GridFor(n) < 1024 ? GridFor(n) : 1024, 256, 0, stream>>>(static_cast<uint4*>(buf), n);
+  ki_l2_flush<<<n == 0 ? 1 : GridFor(n) < 1024 ? GridFor(n) : 1024, 256, 0, stream>>>(
+      static_cast<uint4*>(buf), n, access == FlushAccess::kRead ? 1 : 0);
   return cudaGetLastError();
 }
 

@@ -219,11 +219,9 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
       WithLengths("one-3001", {3001}),
       WithLengths("ragged", {0, 700, 5, 0, 2100, 33, 16, 0}),
       WithLengths("equal", {512, 512, 512, 512}),
-      // Flat mode with small blocks: several waves, so a block's first
-      // sequence can be merged by it in mid-stream.
+      // Long and ragged (many chunks per sequence, several waves), equal
+      // lengths (one cluster per sequence), many ragged sequences.
       WithLengths("long-ragged", {9000, 300, 0, 9000, 7}),
-      // Flat mode with clusters: one cluster per sequence (merged on chip),
-      // and more sequences than clusters (on chip and global merges mixed).
       WithLengths("equal-16", std::vector<int64_t>(16, 2000)),
       WithLengths("ragged-40", {900, 15, 3000, 0, 1200, 64, 700, 2500, 33, 1000, 1000, 1, 4000, 800, 650, 1300, 0, 2200,
                                 90, 1700, 1100, 350, 5000, 17, 600, 1500, 2400, 80, 999, 1001, 3100, 40, 700, 700,
@@ -243,15 +241,10 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
     vs.push_back({{0, 0, 0, stages, gqa::kModeSplit, 0, 0, 1}, "split, 1 block per SM"});
     vs.push_back({{0, 4, 16, stages, gqa::kModeSplit, 0, 0}, "split, 4 waves"});
     for (int cs : {1, 2, 3, 8, 12, 16}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 0}, "cluster"});
-    for (int cs : {2, 5, 16}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 0, 0, 1}, "cluster, pull merge"});
+    for (int cs : {5, 7}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 2}, "cluster, no L2 hint"});
+    vs.push_back({{0, 0, 0, stages, gqa::kModeLegacy, 0, 1}, "legacy, L2 hint"});
+    vs.push_back({{16, 0, 0, stages, gqa::kModeLegacy, 0, 0}, "legacy, chunk 16"});
     vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, 0, 0}, "cluster auto"});
-    vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, 0, 0}, "flat"});
-    vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, 0, 2}, "flat, no L2 hint"});
-    vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, 0, 0, 2}, "flat, 2 blocks per SM"});
-    vs.push_back({{16, 0, 16, stages, gqa::kModeFlat, 0, 0}, "flat, 16 tokens per block"});
-    vs.push_back({{48, 0, 16, stages, gqa::kModeFlat, 0, 0}, "flat, 48 tokens per block"});
-    vs.push_back({{100000, 0, 0, stages, gqa::kModeFlat, 0, 0}, "flat, one block"});
-    for (int cs : {1, 2, 4, 8}) vs.push_back({{0, 0, 0, stages, gqa::kModeFlat, cs, 0}, "flat, cluster"});
   }
   for (const Variant& v : vs) {
     TuningScope scope(v.t);
