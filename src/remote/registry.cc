@@ -99,6 +99,26 @@ class RegistryTarget final : public Target {
   std::string describe() const override { return url_.str(); }
   Status Finish() override { return Status::OK(); }
 
+  // Single-request uploads (`POST .../blobs/uploads/?digest=` with the
+  // body, distribution-spec "POST then PUT" folded into one request): used
+  // while the registry answers them with 201; the first answer that is not
+  // (distribution 2.8 ignores the digest and opens a session: 202) turns
+  // them off for this push. Only blobs up to kSingleProbeMax probe, so a
+  // registry that ignores the body costs at most that much sent twice.
+  static constexpr uint64_t kSingleProbeMax = 256 << 10;
+  bool TrySingleRequest(uint64_t size) const {
+    int s = single_.load();
+    return s > 0 || (s == 0 && size <= kSingleProbeMax);
+  }
+  void SingleRequestWorks(bool works) {
+    if (!works) {
+      single_ = -1;  // a refusal wins over an earlier success
+      return;
+    }
+    int unknown = 0;
+    single_.compare_exchange_strong(unknown, 1);
+  }
+
   std::string RepoUrl(std::string_view tail) const { return url_.base() + "/v2/" + url_.repository + "/" + std::string(tail); }
 
   // The Authorization value to send now ("" for none) and its generation.
@@ -170,6 +190,7 @@ class RegistryTarget final : public Target {
   UrlParts origin_;
   Credentials creds_;
   std::atomic<uint64_t> requests_{0};
+  std::atomic<int> single_{0};  // single-request uploads: 0 unknown, 1 taken, -1 not
 
  private:
   std::mutex mu_;
@@ -272,12 +293,36 @@ Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunke
   HttpRequest start;
   start.method = "POST";
   start.url = t_->RepoUrl("blobs/uploads/");
+  bool single = !chunked && t_->TrySingleRequest(bytes.size());
+  if (single) {
+    start.url += "?digest=" + UrlEscape(d.str());
+    start.body = bytes;
+  }
   Transport tr;
   auto r = Send(start, &tr);
   if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
+  if (single && r->status == 201) {
+    t_->SingleRequestWorks(true);
+    return Status::OK();
+  }
+  if (single && r->status != 202 && !Retryable(r->status)) {
+    // Refused outright (a registry that wants POST then PUT may say 400,
+    // 404, 405 or 415): the two-request upload, at once.
+    t_->SingleRequestWorks(false);
+    return Upload(d, bytes, chunked, retry, refused);
+  }
   if (r->status != 202 || r->Header("location").empty()) {
     *retry = Retryable(r->status);
     return HttpStatusError(what + " (POST)", *r);
+  }
+  // A 202 to a single-request upload: the registry opened an upload
+  // session instead. It either ignored the body (distribution 2.8: "Range:
+  // 0-0") or kept it as the session's first bytes; the PUT below sends the
+  // body only in the first case.
+  bool body_taken = false;
+  if (single) {
+    t_->SingleRequestWorks(false);
+    body_taken = bytes.size() > 1 && r->Header("range") == "0-" + std::to_string(bytes.size() - 1);
   }
   std::string loc = ResolveLocation(start.url, r->Header("location"));
   if (chunked) {
@@ -300,7 +345,7 @@ Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunke
   HttpRequest put;
   put.method = "PUT";
   put.url = loc + (loc.find('?') == std::string::npos ? "?" : "&") + "digest=" + UrlEscape(d.str());
-  if (!chunked) put.body = bytes;
+  if (!chunked && !body_taken) put.body = bytes;
   r = Send(put, &tr);
   if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
   if (r->status != 201) {

@@ -246,6 +246,13 @@ class FakeRegistry {
     tags_.clear();
     manifests_.clear();
   }
+  // Take `POST .../blobs/uploads/?digest=` with the blob as its body in
+  // one request (201), as the distribution-spec allows; off by default, as
+  // in distribution 2.8, which ignores the digest and opens a session.
+  void AcceptSingleRequestUploads(bool on) {
+    std::lock_guard<std::mutex> l(mu_);
+    single_request_ = on;
+  }
   size_t blob_count() {
     std::lock_guard<std::mutex> l(mu_);
     return blobs_.size();
@@ -306,7 +313,24 @@ class FakeRegistry {
     return r;
   }
 
+  static std::string QueryDigest(const std::string& query) {
+    std::string digest = query.substr(query.find("digest=") + 7);
+    digest = digest.substr(0, digest.find('&'));
+    auto pct = digest.find("%3A");
+    if (pct != std::string::npos) digest.replace(pct, 3, ":");
+    return digest;
+  }
+
   HttpReply Upload(const HttpReq& req, const std::string& prefix, const std::string& id) {
+    if (req.method == "POST" && single_request_ && req.query.find("digest=") != std::string::npos) {
+      std::string digest = QueryDigest(req.query);
+      if (Sha256Of(req.body).str() != digest) return Json(400, "{\"errors\":[{\"code\":\"DIGEST_INVALID\"}]}");
+      blobs_[digest] = req.body;
+      HttpReply r;
+      r.status = 201;
+      r.headers.emplace_back("Docker-Content-Digest", digest);
+      return r;
+    }
     if (req.method == "POST") {
       std::string nid = std::to_string(next_upload_++);
       uploads_[nid] = "";
@@ -325,9 +349,7 @@ class FakeRegistry {
       return r;
     }
     if (req.method == "PUT") {
-      std::string digest = req.query.substr(req.query.find("digest=") + 7);
-      auto pct = digest.find("%3A");
-      if (pct != std::string::npos) digest.replace(pct, 3, ":");
+      std::string digest = QueryDigest(req.query);
       if (Sha256Of(it->second).str() != digest) return Json(400, "{\"errors\":[{\"code\":\"DIGEST_INVALID\"}]}");
       blobs_[digest] = it->second;
       uploads_.erase(it);
@@ -403,6 +425,7 @@ class FakeRegistry {
   std::map<std::string, std::string> blobs_, uploads_, tags_;
   std::map<std::string, std::pair<std::string, std::string>> manifests_;
   int next_upload_ = 1;
+  bool single_request_ = false;
   HttpServer server_;  // last: stops (and joins) before the state above goes away
 };
 

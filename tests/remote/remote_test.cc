@@ -443,6 +443,45 @@ TEST_F(RemoteTest, ChunkedUploadWhenMonolithicPutIsRefused) {
   ExpectSameObjects(*src_, *dst_, {blob_});
 }
 
+TEST_F(RemoteTest, SingleRequestUploadsWhereTheRegistryTakesThem) {
+  // A registry that takes POST ?digest= with the body: one request per blob.
+  auto o = Opts();
+  o.parallelism = 1;  // the first upload (the 2-byte config) probes
+  FakeRegistry reg;
+  reg.AcceptSingleRequestUploads(true);
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, o);
+  ASSERT_OK(pushed);
+  EXPECT_EQ(reg.Count("POST", "/blobs/uploads/"), pushed->blobs_sent);
+  EXPECT_EQ(reg.Count("PUT", "/blobs/uploads/"), 0u);
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {kRunName, "ki-" + blob_.hex()}, Opts()));
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+
+  // One that ignores the digest and opens a session (distribution 2.8):
+  // POST then PUT for every blob, a body in the POST only while probing.
+  FakeRegistry old;
+  Store& s = NewStore();
+  auto again = Push(*src_, Url(old.host()), {kRunName, blob_.str()}, o);
+  ASSERT_OK(again);
+  EXPECT_EQ(old.Count("POST", "/blobs/uploads/"), again->blobs_sent);
+  EXPECT_EQ(old.Count("PUT", "/blobs/uploads/"), again->blobs_sent);
+  size_t with_body = 0;
+  for (const auto& r : old.log()) with_body += r.method == "POST" && !r.body.empty();
+  EXPECT_EQ(with_body, 1u);
+  ASSERT_OK(Pull(s, Url(old.host()), {kRunName, "ki-" + blob_.hex()}, Opts()));
+  ExpectSameObjects(*src_, s, AllObjects(*src_));
+
+  // One that refuses it outright: the two-request upload at once.
+  FakeRegistry strict;
+  strict.SetIntercept([](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method != "POST" || r.query.find("digest=") == std::string::npos) return std::nullopt;
+    HttpReply x;
+    x.status = 405;
+    return x;
+  });
+  ASSERT_OK(Push(*src_, Url(strict.host()), {blob_.str()}, o));
+  EXPECT_TRUE(strict.HasTag("ki-" + blob_.hex()));
+}
+
 // ------------------------------------------------------------ hostile registry
 
 TEST_F(RemoteTest, WrongBytesForADigestAreRefused) {
