@@ -120,6 +120,13 @@ for tune in "evict_first=1" "evict_first=2"; do
   done
 done | tee -a "$OUTDIR/flush.txt"
 
+stamp "ragged lengths (--lengths random), auto against plain split and per-head"
+for tune in "" "mode=2" "mode=1"; do
+  printf "%-12s" "[$tune]"
+  targets $B/ki-kernel-bench --lengths random --tune "$tune"
+done | tee "$OUTDIR/ragged.txt"
+if [ $HAVE_BASE = 1 ]; then printf "%-12s" "[base]"; targets $BB/ki-kernel-bench --lengths random | tee -a "$OUTDIR/ragged.txt"; fi
+
 if [ -n "$SWEEPS" ]; then
   stamp "sweep: targets (CUPTI, cold L2, mean of 2 trial medians, us)"
   mapfile -t TUNES <"$SWEEPS"

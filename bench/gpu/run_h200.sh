@@ -2,7 +2,11 @@
 # One device call: build the GPU half standalone, run the GPU tests, sweep the
 # fast kernel's plan, bench the issue's three target shapes and all 48
 # workloads (CUPTI and CUDA events), run the PyTorch peers side by side, and
-# print the joined tables. Everything lands in OUTDIR (at most 8 files).
+# print the joined tables. With .base/ holding an older snapshot of the GPU
+# half (kernels, src/harness, src/util, include, bench/gpu, tests/gpu), that
+# is built too and compared in the same call (ab.txt). Also the cold-L2
+# diagnostics (--flush read / zero-read) and random (ragged) lengths.
+# Everything lands in OUTDIR (at most 8 files).
 #
 #   bench/gpu/run_h200.sh OUTDIR [--no-sweep] [--no-torch]
 set -u
@@ -40,31 +44,87 @@ ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupt
 stamp build
 GEN=""
 command -v ninja >/dev/null && GEN="-G Ninja"
+HAVE_BASE=0
+if [ -d .base/bench/gpu ]; then
+  { cmake -S .base/bench/gpu -B build-base $GEN -DKI_CUDA_ARCHS=90a -DKI_DEPS_DIR="$PWD/.cache/deps" >/tmp/ki-base.log 2>&1 &&
+    cmake --build build-base -j4 --target ki-kernel-bench >>/tmp/ki-base.log 2>&1; echo $? >/tmp/ki-base.rc; } &
+  BASE_PID=$!
+  HAVE_BASE=1
+fi
 if ! { cmake -S bench/gpu -B $B $GEN -DKI_CUDA_ARCHS=90a -DKI_DEPS_DIR="$PWD/.cache/deps" >/tmp/ki-build.log 2>&1 &&
-       cmake --build $B -j16 >>/tmp/ki-build.log 2>&1; }; then
+       cmake --build $B -j12 >>/tmp/ki-build.log 2>&1; }; then
   tail -60 /tmp/ki-build.log
   exit 1
 fi
 grep -E "registers|spill" /tmp/ki-build.log | head -8
+if [ $HAVE_BASE = 1 ]; then
+  wait $BASE_PID  # by pid: a bare wait also waits for the tee above
+  [ "$(cat /tmp/ki-base.rc)" = 0 ] || { tail -20 /tmp/ki-base.log; HAVE_BASE=0; }
+fi
+targets() {
+  local bin=$1
+  shift
+  timeout 90 $bin --definition $DEF --synthetic 1x362,16x4096,64x8192 --no-check --trials 2 --json /dev/null "$@" |
+    awk '/synthetic/ {printf " %s=%s", $2, $10} /FAILED|error/ {printf " %s", $0} END {print ""}'
+}
 
 stamp "GPU tests"
 timeout 300 $B/test_gpu >"$OUTDIR/gpu-tests.log" 2>&1
 echo "test_gpu exit $?"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure|GPU:|timer:|worst|tests? ran" "$OUTDIR/gpu-tests.log" | head -40
 
+stamp plans
+$B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --no-check --no-time --show-plan | grep "plan:"
+
+if [ $HAVE_BASE = 1 ]; then
+  stamp "before (.base) and after, same call, alternating (CUPTI, cold L2, mean of 2 trial medians, us)"
+  {
+    for r in 1 2 3; do
+      printf "%-8s" "before"; targets build-base/ki-kernel-bench
+      printf "%-8s" "after"; targets $B/ki-kernel-bench
+    done
+    for side in before after; do
+      bin=$B/ki-kernel-bench
+      [ $side = before ] && bin=build-base/ki-kernel-bench
+      timeout 120 $bin --definition $DEF --workloads $WL --trials 2 --no-samples --no-check --json /tmp/w48-$side.json >/dev/null 2>&1
+    done
+    python3 - <<'PY'
+import json
+sums = {}
+for side in ["before", "after"]:
+    for r in json.load(open(f"/tmp/w48-{side}.json")):
+        b = r.get("axes", {}).get("batch_size")
+        sums.setdefault(b, {}).setdefault(side, 0.0)
+        sums[b][side] += r.get("timing", {}).get("latency_us", 0.0)
+for b, v in sorted(sums.items()):
+    print(f"48 workloads, batch {b}: sum before {v['before']:.1f} us, after {v['after']:.1f} us ({100 * (v['after'] / v['before'] - 1):+.1f}%)")
+PY
+    printf "%-16s" "ragged before"; targets build-base/ki-kernel-bench --lengths random
+    printf "%-16s" "ragged after"; targets $B/ki-kernel-bench --lengths random
+  } | tee "$OUTDIR/ab.txt"
+fi
+
 if [ $SWEEP = 1 ]; then
   stamp "plan sweep (CUPTI, cold L2, no check)"
-  for tune in "" "mode=1" "mode=2" "mode=2,stages=4" "mode=2,stages=2,per_sm=2" "mode=3,stages=3" \
-              "mode=3,cluster=6" "evict_first=1" "evict_first=2"; do
+  for tune in "" "mode=1" "mode=2" "mode=2,stages=4" "mode=3,cluster=8,stages=2" "mode=3,cluster=2,stages=4" \
+              "evict_first=1" "evict_first=2"; do
     printf "%-30s" "[$tune]"
-    timeout 60 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --no-check --trials 2 \
-      --tune "$tune" --json /dev/null | awk '/synthetic/ {printf " %s=%s", $2, $10} END {print ""}'
+    targets $B/ki-kernel-bench --tune "$tune"
+  done
+  stamp "random (ragged) lengths"
+  for tune in "" "mode=1" "mode=2"; do
+    printf "%-30s" "[$tune] ragged"
+    targets $B/ki-kernel-bench --tune "$tune" --lengths random
   done
 fi
 
-stamp "targets without the L2 flush (what the cold protocol costs)"
-timeout 60 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --no-check --trials 2 --no-flush \
-  --json /dev/null | awk '/synthetic/ {printf " %s=%s", $2, $10} END {print ""}'
+stamp "cold-L2 diagnostics: L2 flush by a read sweep (clean), zero then read, and no flush"
+for kind in read zero-read; do
+  printf "%-30s" "[flush $kind]"
+  targets $B/ki-kernel-bench --flush $kind
+done
+printf "%-30s" "[no flush]"
+targets $B/ki-kernel-bench --no-flush
 
 stamp "targets"
 timeout 120 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --graph-calls 20 \

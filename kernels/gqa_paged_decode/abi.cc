@@ -42,8 +42,8 @@ int32_t ReferenceRun(const ki_call* call) {
 const ki_kernel kFast = {
     {KI_ABI_VERSION, KI_DEVICE_CUDA, "ki.gqa_paged_decode.fast", kDefinitionName,
      "split-KV tensor-core decode, 8 heads share each K/V tile, cp.async pipeline, in-launch merge; "
-     "blocks per (chunk, KV head), per chunk over all KV heads, or a cluster per short sequence "
-     "merging in distributed shared memory (one barrier, partials pushed to their owners); "
+     "blocks per (chunk, KV head), per chunk over all KV heads, or per chunk in thread-block clusters "
+     "merging in distributed shared memory first (one barrier, partials pushed to their owners); "
      "workspace zeroed once, its counters reset by the kernel"},
     FastWorkspace,
     FastRun,

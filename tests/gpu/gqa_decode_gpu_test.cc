@@ -219,10 +219,12 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
       WithLengths("one-3001", {3001}),
       WithLengths("ragged", {0, 700, 5, 0, 2100, 33, 16, 0}),
       WithLengths("equal", {512, 512, 512, 512}),
-      // Long and ragged (many chunks per sequence, several waves), equal
-      // lengths (one cluster per sequence), many ragged sequences.
+      // Long and ragged (many chunks per sequence, several waves; the
+      // automatic plan groups chunks in clusters and the 9000-token
+      // sequences span several), equal lengths (automatic: one cluster per
+      // sequence), many ragged sequences.
       WithLengths("long-ragged", {9000, 300, 0, 9000, 7}),
-      WithLengths("equal-16", std::vector<int64_t>(16, 2000)),
+      WithLengths("equal-16", std::vector<int64_t>(16, 2100)),
       WithLengths("ragged-40", {900, 15, 3000, 0, 1200, 64, 700, 2500, 33, 1000, 1000, 1, 4000, 800, 650, 1300, 0, 2200,
                                 90, 1700, 1100, 350, 5000, 17, 600, 1500, 2400, 80, 999, 1001, 3100, 40, 700, 700,
                                 1800, 260, 1400, 5, 3333, 1234}),
@@ -232,6 +234,7 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
     const char* what;
   };
   std::vector<Variant> vs;
+  vs.push_back({{}, "auto"});
   for (int stages : {2, 3, 4}) {
     vs.push_back({{0, 0, 0, stages, gqa::kModeLegacy, 0, 0}, "legacy"});
     vs.push_back({{0, 0, 0, stages, gqa::kModeSplit, 0, 0}, "split"});
@@ -242,6 +245,9 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
     vs.push_back({{0, 4, 16, stages, gqa::kModeSplit, 0, 0}, "split, 4 waves"});
     for (int cs : {1, 2, 3, 8, 12, 16}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 0}, "cluster"});
     for (int cs : {5, 7}) vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, cs, 2}, "cluster, no L2 hint"});
+    // Clusters of small work items: several clusters per sequence, merged globally.
+    vs.push_back({{16, 0, 0, stages, gqa::kModeCluster, 4, 0}, "cluster, 16 tokens per block"});
+    vs.push_back({{100, 0, 0, stages, gqa::kModeCluster, 3, 0}, "cluster, 100 tokens per block"});
     vs.push_back({{0, 0, 0, stages, gqa::kModeLegacy, 0, 1}, "legacy, L2 hint"});
     vs.push_back({{16, 0, 0, stages, gqa::kModeLegacy, 0, 0}, "legacy, chunk 16"});
     vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, 0, 0}, "cluster auto"});
