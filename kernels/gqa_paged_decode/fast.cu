@@ -78,6 +78,7 @@ constexpr int64_t kSplitMinAvgTokens = 2048;       // auto: split from this mean
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr unsigned kFull = 0xffffffffu;
 
+
 struct Params {
   const __nv_bfloat16* q;
   const __nv_bfloat16* k;
@@ -115,6 +116,11 @@ __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_
 template <int N>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ uint64_t EvictNormalPolicy() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
 }
 __device__ __forceinline__ uint64_t EvictFirstPolicy() {
   uint64_t pol;
@@ -188,6 +194,20 @@ __device__ __forceinline__ void StCluster1(uint32_t addr, float v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 #endif
+}
+__device__ __forceinline__ int ClusterRank() {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+  return static_cast<int>(r);
+}
+__device__ __forceinline__ int ClusterIdX() {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+#endif
+  return static_cast<int>(r);
 }
 __device__ __forceinline__ void ClusterArriveRelaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -284,7 +304,12 @@ __device__ __forceinline__ void LoadQ(uint32_t (&qf)[kHeadDim / 16][2], const __
 // tile, loaded STAGES + 1 tiles ahead): per-head blocks, which have few tiles
 // per warp, measured 2-7% faster on the definition's batch-16/64 workloads
 // with registers (their first copies wait on one global load, not on a
-// cp.async round trip through shared memory).
+// cp.async round trip through shared memory). Per-head copies always carry
+// an L2 policy (evict-normal unless evict-first is asked): with that, the
+// batch-16/64 workloads summed 315 / 636 us against 328 / 662 with plain
+// cp.async (same call, 2026-11-30); split and cluster keep plain copies
+// without the hint (an evict-normal policy there made 64x8192 289 us against
+// 258).
 template <int STAGES, bool kRegIdx>
 struct KvStream {
   static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
@@ -327,7 +352,7 @@ struct KvStream {
       else pg = valid ? slot[r] : 0;
       const size_t off = static_cast<size_t>(pg) * kPageElems + cc * 8;
       const int n = valid ? 16 : 0;
-      if (hint) {
+      if (kRegIdx || hint) {
         CpAsync16Hint(kdst + Swz(r, cc), kbase + off, n, pol);
         CpAsync16Hint(vdst + Swz(r, cc), vbase + off, n, pol);
       } else {
@@ -639,9 +664,11 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   const int kvh = kPerHead ? blockIdx.y : warp;
   // Cluster mode: the C blocks of a cluster share one work item (a super-chunk
   // of up to C * chunk tokens) and take equal parts of it; rank = place in it.
+  // (Special registers, not divisions: one warp alone pays a division's whole
+  // latency on the small case's critical path.)
   const int C = kCluster ? p.cluster : 1;
-  const int rank = kCluster ? static_cast<int>(blockIdx.x) % C : 0;
-  const int work = kCluster ? static_cast<int>(blockIdx.x) / C : static_cast<int>(blockIdx.x);
+  const int rank = kCluster && C > 1 ? ClusterRank() : 0;
+  const int work = kCluster && C > 1 ? ClusterIdX() : static_cast<int>(blockIdx.x);
   // This block's arrival says it has started (other blocks of the cluster may
   // write into its shared memory only after that); waited for at the merge.
   if (kCluster && C > 1) ClusterArriveRelaxed();
@@ -652,7 +679,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   WorkItem w;
   if (kWhole || (!kPerHead && p.spec_len >= 0)) {
     // Batch 1: the sequence is predicted to be all of kv_indices (checked below).
-    w = {0, work, p.spec_len <= 0 ? 1 : (p.spec_len + p.chunk - 1) / p.chunk, 0};
+    w = {0, kWhole ? 0 : work, kWhole || p.spec_len <= 0 ? 1 : (p.spec_len + p.chunk - 1) / p.chunk, 0};
     if (w.chunk_idx >= w.nchunks) return;  // surplus (a shorter real sequence has no more chunks)
   } else if (!FindWork(p.indptr, p.batch, p.chunk, work, &w)) {
     return;  // surplus: uniform exit
@@ -674,11 +701,25 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     len = max(0, __ldg(p.indptr + w.b + 1) - seq_start);
   }
   // Chunk w.chunk_idx of w.nchunks balanced ones, then (cluster) part `rank` of C.
+  // (64-bit divisions only where the products need them.)
   auto bounds = [&](int* begin, int* ntok) {
-    const int cb = static_cast<int>(static_cast<long long>(len) * w.chunk_idx / w.nchunks);
-    const int ce = static_cast<int>(static_cast<long long>(len) * (w.chunk_idx + 1) / w.nchunks);
-    *begin = cb + static_cast<int>(static_cast<long long>(ce - cb) * rank / C);
-    *ntok = cb + static_cast<int>(static_cast<long long>(ce - cb) * (rank + 1) / C) - *begin;
+    int cb = 0, ce = len;
+    if (w.nchunks > 1) {
+      cb = static_cast<int>(static_cast<long long>(len) * w.chunk_idx / w.nchunks);
+      ce = static_cast<int>(static_cast<long long>(len) * (w.chunk_idx + 1) / w.nchunks);
+    }
+    const unsigned span = static_cast<unsigned>(ce - cb);
+    if (C == 1) {
+      *begin = cb;
+      *ntok = static_cast<int>(span);
+    } else if (span < (1u << 27)) {  // span * 16 fits in 32 bits
+      const unsigned b0 = span * rank / C, b1 = span * (rank + 1) / C;
+      *begin = cb + static_cast<int>(b0);
+      *ntok = static_cast<int>(b1 - b0);
+    } else {
+      *begin = cb + static_cast<int>(static_cast<long long>(span) * rank / C);
+      *ntok = cb + static_cast<int>(static_cast<long long>(span) * (rank + 1) / C) - *begin;
+    }
   };
   int c_begin, ntok;
   bounds(&c_begin, &ntok);
@@ -695,7 +736,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   st.stride = kPerHead ? kWarps * kTile : kTile;
   st.ntiles = kPerHead ? (ntok > warp * kTile ? (ntok - warp * kTile + st.stride - 1) / st.stride : 0)
                        : (ntok + kTile - 1) / kTile;
-  st.pol = EvictFirstPolicy();
+  st.pol = kPerHead && p.evict_first == 0 ? EvictNormalPolicy() : EvictFirstPolicy();
   st.hint = p.evict_first != 0;
   st.lane = lane;
 
@@ -705,8 +746,10 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     __syncwarp();
     seq_start = a0;
     len = max(0, a1 - a0);
-    w.nchunks = len <= 0 ? 1 : (len + p.chunk - 1) / p.chunk;
-    if (w.chunk_idx >= w.nchunks) return;  // uniform over the block (and cluster), before any barrier
+    if (!kWhole) {
+      w.nchunks = len <= 0 ? 1 : (len + p.chunk - 1) / p.chunk;
+      if (w.chunk_idx >= w.nchunks) return;  // uniform over the block (and cluster), before any barrier
+    }
     bounds(&c_begin, &ntok);
     st.idx = p.indices + seq_start + c_begin;
     st.ntok = ntok;
