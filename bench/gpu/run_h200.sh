@@ -8,6 +8,10 @@
 # diagnostics (--flush read / zero-read) and random (ragged) lengths.
 # Everything lands in OUTDIR (at most 8 files).
 #
+# The snapshot (ignored by git, so the device tool's call must carry it, with
+# .cache for the carried dependencies):
+#   mkdir .base && git archive REV kernels bench/gpu src/harness src/util include tests/gpu | tar -x -C .base
+#
 #   bench/gpu/run_h200.sh OUTDIR [--no-sweep] [--no-torch]
 set -u
 OUTDIR=${1:?usage: run_h200.sh OUTDIR}
