@@ -7,9 +7,11 @@
 // manifests go last: a tag never names a manifest whose blobs are absent.
 //
 // Pull: image manifest (checked: media type, artifactType, every
-// descriptor) -> referrers -> every blob the store lacks, each checked for
-// size and digest as it arrives -> one Batch. The store is written only
-// when everything is verified.
+// descriptor; a bundle's parts in parallel) -> referrers -> every blob the
+// store lacks, each checked for size and digest as it arrives, and each
+// manifest object parsed, checked against its document and encoded by the
+// worker that brought its last piece -> one Batch that only writes. The
+// store is written only when everything is verified.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -466,6 +468,11 @@ struct PullItem {
   Layer layer;
   bool present = false;   // held by the store already
   std::string bytes;      // fetched (or read locally when needed)
+  // A manifest to store: encoded (checked, framed, compressed) on a
+  // download worker as soon as its object and document are both at hand,
+  // so that the batch at the end only writes.
+  std::optional<EncodedManifest> encoded;
+  Status prepared;
 };
 
 }  // namespace
@@ -484,6 +491,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     std::vector<Layer> attached;     // attestations found as referrers
     std::string referrers;           // the referrers index (API or fallback tag), "" when none
     bool bundle = false;             // an image index of bundle parts (no referrers)
+    std::vector<remote::PartRef> parts;  // a bundle's part manifests, fetched after the refs
   };
   std::vector<RefFetch> fetches(refs.size());
   Status st = RunParallel(*target, opts.parallelism, refs.size(), [&](Conn& c, size_t r) -> Status {
@@ -522,17 +530,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       f.bundle = true;
       auto parts = remote::ParseBundleIndex(fetched->bytes, fetched->media_type, opts);
       if (!parts.ok()) return parts.status().WithContext(url.str() + " " + ref);
-      for (const remote::PartRef& part : *parts) {
-        KI_ASSIGN_OR_RETURN(auto pm, c.GetManifest(part.digest.str()));
-        if (pm.bytes.size() != part.size) {
-          return Status::Corruption(url.str() + " " + ref + ": part " + part.digest.str() + " has " +
-                                    std::to_string(pm.bytes.size()) + " bytes, the index says " + std::to_string(part.size));
-        }
-        auto layers = remote::ParseBundlePart(pm.bytes, pm.media_type, opts);
-        if (!layers.ok()) return layers.status().WithContext(url.str() + " " + ref + " part " + part.digest.str());
-        for (Layer& l : *layers) f.layers.push_back(std::move(l));
-      }
-      f.pr.objects = f.layers.size();
+      f.parts = std::move(*parts);
       return Status::OK();
     }
     auto closure = remote::ParseImageManifest(fetched->bytes, fetched->media_type, opts);
@@ -544,6 +542,38 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   });
   report.http_requests = target->requests();
   if (!st.ok()) return st;
+
+  // Bundle parts (a few MiB of JSON each), all in parallel: each one
+  // fetched by digest and parsed on its own worker.
+  struct PartFetch {
+    size_t ref, part;
+    std::vector<Layer> layers;
+  };
+  std::vector<PartFetch> part_fetches;
+  for (size_t r = 0; r < fetches.size(); ++r)
+    for (size_t k = 0; k < fetches[r].parts.size(); ++k) part_fetches.push_back({r, k, {}});
+  st = RunParallel(*target, opts.parallelism, part_fetches.size(), [&](Conn& c, size_t j) -> Status {
+    PartFetch& pf = part_fetches[j];
+    const std::string& ref = refs[pf.ref];
+    const remote::PartRef& part = fetches[pf.ref].parts[pf.part];
+    KI_ASSIGN_OR_RETURN(auto pm, c.GetManifest(part.digest.str()));
+    if (pm.bytes.size() != part.size) {
+      return Status::Corruption(url.str() + " " + ref + ": part " + part.digest.str() + " has " +
+                                std::to_string(pm.bytes.size()) + " bytes, the index says " + std::to_string(part.size));
+    }
+    auto layers = remote::ParseBundlePart(pm.bytes, pm.media_type, opts);
+    if (!layers.ok()) return layers.status().WithContext(url.str() + " " + ref + " part " + part.digest.str());
+    pf.layers = std::move(*layers);
+    return Status::OK();
+  });
+  report.http_requests = target->requests();
+  if (!st.ok()) return st;
+  for (PartFetch& pf : part_fetches) {  // in index order
+    RefFetch& f = fetches[pf.ref];
+    for (Layer& l : pf.layers) f.layers.push_back(std::move(l));
+    f.pr.objects = f.layers.size();
+  }
+  part_fetches.clear();
 
   // Attestations attached later, as referrers of a manifest: through the
   // referrers API when the remote has one (asked once, then per manifest),
@@ -668,7 +698,72 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   for (const RefFetch& f : fetches) tags.push_back(f.tag);
   fetches.clear();
 
-  // Fetch what the store lacks, in parallel; each blob is checked on arrival.
+  // Which manifests get stored, and what each waits for: its object and
+  // its document (when the pull has one), those the store lacks arriving
+  // over the network. Documents go in with their manifest.
+  std::unordered_map<Digest, size_t> document_for;  // manifest digest -> item of its document
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].layer.role == Role::kDocument) document_for[*items[i].layer.document_of] = i;
+  std::vector<size_t> manifest_of(items.size(), SIZE_MAX);  // item -> the manifest item it completes
+  std::unique_ptr<std::atomic<int>[]> waiting(new std::atomic<int>[items.size()]);
+  std::vector<size_t> to_store;  // manifest items to store, in item order
+  for (size_t i = 0; i < items.size(); ++i) {
+    waiting[i] = 0;
+    if (items[i].layer.role != Role::kManifest) continue;
+    auto doc_it = document_for.find(items[i].layer.digest);
+    bool doc_needed = doc_it != document_for.end() && !items[doc_it->second].present;
+    if (items[i].present && !doc_needed) continue;
+    to_store.push_back(i);
+    if (!items[i].present) {
+      manifest_of[i] = i;
+      waiting[i]++;
+    }
+    if (doc_needed) {
+      manifest_of[doc_it->second] = i;
+      waiting[i]++;
+    }
+  }
+  // Checks and encodes manifest item `i` (its bytes and its document's are
+  // here or in the store); the errors are reported after the downloads, in
+  // item order.
+  auto bytes_of = [&](PullItem& p) -> Result<std::string*> {
+    if (p.present && p.bytes.empty() && p.layer.size > 0) {
+      KI_ASSIGN_OR_RETURN(p.bytes, store.Read(p.layer.digest));
+    }
+    return &p.bytes;
+  };
+  auto prepare = [&](size_t i) -> Status {
+    PullItem& p = items[i];
+    const Layer& l = p.layer;
+    KI_ASSIGN_OR_RETURN(std::string * raw, bytes_of(p));
+    auto m = ManifestFromCanonical(*raw, l.digest.str());
+    if (!m.ok()) return m.status().WithContext("pulled manifest object " + l.digest.str());
+    if (m->digest != l.digest || m->canonical != *raw) {
+      return Status::InvalidInput("pulled manifest object " + l.digest.str() + " is not in canonical form");
+    }
+    auto doc_it = document_for.find(l.digest);
+    if (doc_it == document_for.end()) {
+      p.encoded = store.EncodeManifest(*m, std::nullopt, "");
+      return Status::OK();
+    }
+    PullItem& dp = items[doc_it->second];
+    KI_ASSIGN_OR_RETURN(std::string * doc, bytes_of(dp));
+    DocFormat fmt = dp.layer.media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
+    ParseLimits limits;
+    limits.max_bytes = std::max<uint64_t>(limits.max_bytes, doc->size());
+    KI_ASSIGN_OR_RETURN(Json dj, ParseDocument(*doc, fmt, dp.layer.digest.str(), limits));
+    auto full = ManifestFromJson(std::move(dj), dp.layer.digest.str());
+    if (!full.ok() || full->digest != l.digest) {
+      return Status::InvalidInput("pulled document " + dp.layer.digest.str() + " is not a document of " +
+                                  l.digest.str() + "; nothing was stored");
+    }
+    p.encoded = store.EncodeManifest(*full, *doc, dp.layer.media_type);
+    return Status::OK();
+  };
+
+  // Fetch what the store lacks, in parallel; each blob is checked on
+  // arrival, and the worker that brings the last piece of a manifest
+  // prepares it while the others keep downloading.
   std::vector<size_t> need;
   for (size_t i = 0; i < items.size(); ++i)
     if (!items[i].present) need.push_back(i);
@@ -679,6 +774,8 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     KI_ASSIGN_OR_RETURN(p.bytes, c.GetBlob(p.layer.digest, p.layer.size));
     bytes_in += p.bytes.size();
     progress.Add(1, p.bytes.size());
+    size_t m = manifest_of[need[k]];
+    if (m != SIZE_MAX && --waiting[m] == 0) items[m].prepared = prepare(m);
     return Status::OK();
   });
   report.http_requests = target->requests();
@@ -698,58 +795,30 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     return Status::OK();
   });
 
-  // Everything is verified: build the batch.
-  auto bytes_of = [&](PullItem& p) -> Result<std::string*> {
-    if (p.present && p.bytes.empty() && p.layer.size > 0) {
-      KI_ASSIGN_OR_RETURN(p.bytes, store.Read(p.layer.digest));
-    }
-    return &p.bytes;
-  };
+  // Everything is verified: build the batch. Blobs first, then every
+  // manifest in one PutEncodedManifests (written table by table in key
+  // order, as a bulk add does).
   KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
-  std::unordered_map<Digest, size_t> document_for;  // manifest digest -> item of its document
-  for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].layer.role == Role::kDocument) document_for[*items[i].layer.document_of] = i;
-  uint64_t stored = 0;
   for (PullItem& p : items) {
     const Layer& l = p.layer;
-    if (l.role == Role::kBlob || l.role == Role::kAttestation) {
-      if (p.present) continue;
-      if (l.role == Role::kAttestation && !remote::EnvelopeNamesSubject(p.bytes, *l.subject)) {
-        return Status::InvalidInput("attestation " + l.digest.str() + " does not name its subject " + l.subject->str() +
-                                    "; nothing was stored");
-      }
-      KI_RETURN_IF_ERROR(batch->PutBlob(p.bytes, l.media_type).status());
-      stored++;
-      continue;
+    if (l.role != Role::kBlob && l.role != Role::kAttestation) continue;
+    if (p.present) continue;
+    if (l.role == Role::kAttestation && !remote::EnvelopeNamesSubject(p.bytes, *l.subject)) {
+      return Status::InvalidInput("attestation " + l.digest.str() + " does not name its subject " + l.subject->str() +
+                                  "; nothing was stored");
     }
-    if (l.role != Role::kManifest) continue;  // documents go in with their manifest
-    auto doc_it = document_for.find(l.digest);
-    bool doc_needed = doc_it != document_for.end() && !items[doc_it->second].present;
-    if (p.present && !doc_needed) continue;
-    KI_ASSIGN_OR_RETURN(std::string * raw, bytes_of(p));
-    auto m = ManifestFromCanonical(*raw, l.digest.str());
-    if (!m.ok()) return m.status().WithContext("pulled manifest object " + l.digest.str());
-    if (m->digest != l.digest || m->canonical != *raw) {
-      return Status::InvalidInput("pulled manifest object " + l.digest.str() + " is not in canonical form");
-    }
-    if (doc_it == document_for.end()) {
-      KI_RETURN_IF_ERROR(batch->PutManifest(*m, std::nullopt, "").status());
-    } else {
-      PullItem& dp = items[doc_it->second];
-      KI_ASSIGN_OR_RETURN(std::string * doc, bytes_of(dp));
-      DocFormat fmt = dp.layer.media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
-      ParseLimits limits;
-      limits.max_bytes = std::max<uint64_t>(limits.max_bytes, doc->size());
-      KI_ASSIGN_OR_RETURN(Json dj, ParseDocument(*doc, fmt, dp.layer.digest.str(), limits));
-      auto full = ManifestFromJson(std::move(dj), dp.layer.digest.str());
-      if (!full.ok() || full->digest != l.digest) {
-        return Status::InvalidInput("pulled document " + dp.layer.digest.str() + " is not a document of " +
-                                    l.digest.str() + "; nothing was stored");
-      }
-      KI_RETURN_IF_ERROR(batch->PutManifest(*full, *doc, dp.layer.media_type).status());
-    }
-    if (!p.present) stored++;
+    KI_RETURN_IF_ERROR(batch->PutBlob(p.bytes, l.media_type).status());
   }
+  std::vector<EncodedManifest> manifests;
+  manifests.reserve(to_store.size());
+  for (size_t i : to_store) {
+    KI_RETURN_IF_ERROR(items[i].prepared);
+    if (!items[i].encoded) KI_RETURN_IF_ERROR(prepare(i));  // nothing of it came over the network
+    manifests.push_back(std::move(*items[i].encoded));
+    items[i].encoded.reset();
+  }
+  KI_RETURN_IF_ERROR(batch->PutEncodedManifests(manifests).status());
+  manifests.clear();
   for (const AttRow& r : rows) {
     std::string key(r.subject.raw());
     key.append(r.envelope.raw());
@@ -767,7 +836,6 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   KI_RETURN_IF_ERROR(batch->Commit());
   report.blobs_received = need.size();
   report.bytes_received = bytes_in;
-  (void)stored;
 
   for (size_t r = 0; r < report.refs.size(); ++r) {
     PulledRef& pr = report.refs[r];
