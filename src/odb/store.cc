@@ -111,8 +111,7 @@ class LmdbBatch final : public Batch {
   }
   Status Delete(std::string_view table, std::string_view key) override {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
-    if (auto it = last_.find(dbi); it != last_.end() && it->second && *it->second == key) last_.erase(it);
-    return txn_.Del(dbi, key);
+    return DelKV(dbi, key);
   }
   Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
@@ -146,6 +145,11 @@ class LmdbBatch final : public Batch {
   Status PutKV(MDB_dbi dbi, std::string_view key, std::string_view value);
   Result<char*> ReserveKV(MDB_dbi dbi, std::string_view key, size_t size);
   Result<bool> SortsLast(MDB_dbi dbi, std::string_view key);
+  // Deletes, forgetting the key if it was the table's remembered last one.
+  Status DelKV(MDB_dbi dbi, std::string_view key) {
+    if (auto it = last_.find(dbi); it != last_.end() && it->second && *it->second == key) last_.erase(it);
+    return txn_.Del(dbi, key);
+  }
   void RememberLast(MDB_dbi dbi, std::string_view key) {
     auto& slot = last_[dbi];
     if (slot) slot->assign(key);
@@ -670,8 +674,7 @@ Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target
   if (old && old->size() == 32) {
     std::string okey(*old);
     okey.append(key);
-    KI_RETURN_IF_ERROR(txn_.Del(namesof, okey));
-    if (auto it = last_.find(namesof); it != last_.end() && it->second && *it->second == okey) last_.erase(it);
+    KI_RETURN_IF_ERROR(DelKV(namesof, okey));
   }
   KI_RETURN_IF_ERROR(PutKV(names, key, target.raw()));
   KI_RETURN_IF_ERROR(PutKV(bare, BareNameKey(kind, name), target.raw()));
