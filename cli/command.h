@@ -50,6 +50,10 @@ void UseHugePageHeap(char** argv);
 
 // Opens the selected store (see GlobalOptions::store).
 Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode);
+// Store options from the environment: KI_LMDB_MAP_SIZE (bytes, or with a K,
+// M or G suffix) replaces the 64 GiB index mapping, for tools that cannot
+// map that much address space (valgrind: scripts/hot-symbols.sh).
+Result<StoreOptions> StoreOptionsFromEnvironment();
 
 // Sections that other modules add to `ki show` of a manifest (rank,
 // attestations, evidence level), printed after the built-in page.

@@ -64,7 +64,26 @@ Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) 
   } else {
     KI_ASSIGN_OR_RETURN(ki_dir, Store::Discover("."));
   }
-  return Store::Open(ki_dir, mode);
+  KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
+  return Store::Open(ki_dir, mode, opts);
+}
+
+Result<StoreOptions> StoreOptionsFromEnvironment() {
+  StoreOptions opts;
+  const char* v = std::getenv("KI_LMDB_MAP_SIZE");
+  if (v == nullptr || *v == '\0') return opts;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift) ++end;
+  if (end == v || *end != '\0' || n == 0 || n > (uint64_t(1) << (50 - shift))) {
+    return Status::InvalidInput(std::string("KI_LMDB_MAP_SIZE: '") + v + "' is not a size (bytes, or a number with K, M or G)");
+  }
+  opts.map_size = uint64_t(n) << shift;
+  return opts;
 }
 
 bool StdoutIsTerminal() { return ::isatty(STDOUT_FILENO) == 1; }

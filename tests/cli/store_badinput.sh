@@ -109,6 +109,16 @@ else
 fi
 unchanged "read-only store"
 
+# KI_LMDB_MAP_SIZE: not a size is invalid input; a map too small for a
+# write fails as a full disk does and stores nothing; a fitting one works.
+KI_LMDB_MAP_SIZE=12X expect_exit 4 ki ls
+expect_contains "$ERR" "KI_LMDB_MAP_SIZE" "bad map size is named"
+mkdir mapfill
+for i in $(seq 1 40); do head -c 50000 /dev/urandom >mapfill/m$i.bin; done
+KI_LMDB_MAP_SIZE=1M expect_exit 5 ki add mapfill/*.bin
+unchanged "index map too small"
+KI_LMDB_MAP_SIZE=256M expect_exit 0 ki show "$SEED_RUN"
+
 # a full disk: a file-size limit makes every write past it fail (EFBIG),
 # in LMDB and in loose files alike. SIGXFSZ is ignored so the write fails
 # instead of killing the process.
