@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(
-  build-essential cmake pkg-config git zstd ccache
+  build-essential cmake pkg-config git zstd ccache lld
   libssl-dev libsodium-dev libzstd-dev liblmdb-dev lmdb-utils
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev
   libcurl4-openssl-dev
