@@ -145,7 +145,10 @@ struct TransferProgress {
 };
 
 struct TransferOptions {
-  int parallelism = 4;                       // connections / worker threads
+  // Connections / worker threads. 8 on the 2-core machine ki is measured
+  // on: with 4, Debian's registry idled between requests and spent more
+  // CPU per request (bench/results/remote-2026-11-30.md).
+  int parallelism = 8;
   uint64_t max_blob_size = 4ull << 30;       // refuse larger blobs (announced or received)
   uint64_t max_manifest_size = 4ull << 20;   // OCI manifests and indexes
   uint64_t max_layers = 1000000;
