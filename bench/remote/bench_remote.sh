@@ -8,7 +8,7 @@
 #                     temporary directory under $TMPDIR; /dev/shm puts it on tmpfs)
 #   KI_BENCH_GOGC     GOGC for the registry process (default: Go's, 100)
 #   KI_BENCH_CACHE    "inmemory" adds `cache: blobdescriptor: inmemory`
-#   KI_JOBS           ki --jobs (default: ki's, 4)
+#   KI_JOBS           ki --jobs (default: ki's)
 # Prints, per step: wall time, objects/s, MB/s, HTTP requests, the CPU
 # seconds of ki and of the registry process, and the load average. Steps:
 # ki push of every root (one image manifest per root) to the registry, ki
@@ -16,7 +16,8 @@
 # the same four with one bundle (--bundle) into another repository, ki push
 # to an oci-layout, and skopeo copy of SKOPEO_SAMPLE images (default 50)
 # from that layout to the registry (one skopeo process per image, as skopeo
-# copies one image per call), extrapolated to all of them.
+# copies one image per call), extrapolated to all of them. `uptime` is
+# printed before and after: other work on the machine shows in every number.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 KI=${1:-$HERE/build/ki}
@@ -45,7 +46,8 @@ REG_PID_STAT=/proc/$REG_PID/stat
 PORT=$REG_PORT
 URL=oci://127.0.0.1:$PORT/ki/export
 BURL=oci://127.0.0.1:$PORT/ki/bundle
-echo "registry: storage on $(df --output=fstype "$REGDIR" | tail -1), GOGC=${KI_BENCH_GOGC:-default}, cache=${KI_BENCH_CACHE:-none}; ki jobs ${KI_JOBS:-default}; $(nproc) cores"
+echo "registry: $(docker-registry --version | awk '{print $NF}'), storage on $(df --output=fstype "$REGDIR" | tail -1), GOGC=${KI_BENCH_GOGC:-default}, cache=${KI_BENCH_CACHE:-none}; ki jobs ${KI_JOBS:-default}; $(nproc) cores"
+echo "before: $(uptime)"
 
 "$KI" init "$TMP/src" >/dev/null
 "$KI" --store "$TMP/src" import kernelindex "$EXPORT" >/dev/null 2>&1
@@ -120,3 +122,4 @@ r1=$(reg_cpu)
 python3 -c "
 n=$(wc -l <"$TMP/sample"); s=$t1-$t0; total=$(wc -l <"$TMP/tags")
 print(f'skopeo copy (layout->registry) {s:7.1f} s  images {n}  ({s/n:.2f} s/image; all {total}: ~{s/n*total:.0f} s)  registry cpu {$r1-$r0:.1f} s  load $(cut -d' ' -f1-3 /proc/loadavg)')"
+echo "after: $(uptime)"
