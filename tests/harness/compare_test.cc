@@ -11,7 +11,7 @@ namespace {
 
 HostTensor F32(std::vector<float> v, std::vector<int64_t> shape = {}) {
   HostTensor t;
-  t.name = "x";
+  t.name = std::string(1, 'x');  // not = "x": GCC 12 -Wrestrict false positive
   t.dtype = KI_DTYPE_F32;
   t.shape = shape.empty() ? std::vector<int64_t>{static_cast<int64_t>(v.size())} : shape;
   t.bytes.resize(v.size() * 4);
