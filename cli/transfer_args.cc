@@ -22,7 +22,8 @@ std::function<void(const TransferProgress&)> ProgressMeter(const char* verb) {
 
 }  // namespace
 
-void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, const char* jobs_help) {
+void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help) {
+  args->jobs = jobs;
   sub->add_option("remote", args->remote, "remote name, or a URL (oci://HOST/REPO, oci-layout:DIR)")->required();
   sub->add_option("refs", args->refs, refs_help)->required();
   sub->add_flag("--insecure", args->insecure, "plain http (loopback registries only)");

@@ -17,11 +17,11 @@ struct TransferArgs {
   std::vector<std::string> refs;
   bool insecure = false;
   bool json = false;
-  int jobs = TransferOptions{}.parallelism;
+  int jobs = 0;  // set by AddTransferArgs
 };
 
-// Adds `remote`, `refs`, --insecure, -j/--jobs and --json to `sub`.
-void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, const char* jobs_help);
+// Adds `remote`, `refs`, --insecure, -j/--jobs (default `jobs`) and --json to `sub`.
+void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help);
 
 // The store (read-write: remote.state is written by both directions), the
 // remote's URL and the options the arguments ask for, with a progress meter

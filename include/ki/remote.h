@@ -139,16 +139,20 @@ Result<Credentials> CredentialsFromDockerConfig(std::string_view config_json, st
 
 // ---------------------------------------------------------------- transfer
 
+// Connections that `ki push` and `ki pull` open by default, measured on a
+// 2-core machine against Debian's registry (bench/results/remote-2026-11-30.md):
+// an upload waits on the registry's fsyncs, so 8 keep it busy, while a
+// download is pure registry CPU, where 8 only added scheduling to 4.
+inline constexpr int kPushJobs = 8;
+inline constexpr int kPullJobs = 4;
+
 struct TransferProgress {
   uint64_t objects_done = 0, objects_total = 0;
   uint64_t bytes_done = 0;
 };
 
 struct TransferOptions {
-  // Connections / worker threads. 8 on the 2-core machine ki is measured
-  // on: with 4, Debian's registry idled between requests and spent more
-  // CPU per request (bench/results/remote-2026-11-30.md).
-  int parallelism = 8;
+  int parallelism = 4;  // connections / worker threads (ki push: kPushJobs, ki pull: kPullJobs)
   uint64_t max_blob_size = 4ull << 30;       // refuse larger blobs (announced or received)
   uint64_t max_manifest_size = 4ull << 20;   // OCI manifests and indexes
   uint64_t max_layers = 1000000;
