@@ -13,7 +13,7 @@
 # seconds of ki and of the registry process, and the load average. Steps:
 # ki push of every root (one image manifest per root) to the registry, ki
 # pull of those tags into a fresh store, both again (nothing to transfer),
-# the same four with one bundle (--bundle) into another repository, ki push
+# the same four with one bundle (--bundle) into a fresh registry, ki push
 # to an oci-layout, and skopeo copy of SKOPEO_SAMPLE images (default 50)
 # from that layout to the registry (one skopeo process per image, as skopeo
 # copies one image per call), extrapolated to all of them. `uptime` is
@@ -94,8 +94,14 @@ echo "  pulled store: $("$KI" --store "$TMP/dst" ls | wc -l) objects"
 timed "ki pull again" "$TMP/pull2.json" "$KI" --store "$TMP/dst" pull "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/tags")
 timed "ki push again" "$TMP/push2.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/refs")
 
-# The same roots as one bundle, into a repository of its own (the
-# registry links blobs per repository: every blob is uploaded again).
+# The same roots as one bundle, into a fresh registry (new storage, new
+# process), so that both modes start from an empty registry.
+registry_stop
+rm -rf "$REGDIR/storage"
+registry_start "$TMP" "$REGDIR/storage" "${KI_BENCH_CACHE:-}" "${KI_BENCH_GOGC:-}"
+REG_PID_STAT=/proc/$REG_PID/stat
+PORT=$REG_PORT
+BURL=oci://127.0.0.1:$PORT/ki/bundle
 timed "ki push --bundle" "$TMP/bpush.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export "$BURL" $(cat "$TMP/refs")
 "$KI" init "$TMP/bdst" >/dev/null
 timed "ki pull bundle (fresh store)" "$TMP/bpull.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
