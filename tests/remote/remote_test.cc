@@ -404,6 +404,32 @@ TEST_F(RemoteTest, BundlePartsThatLieAreRefused) {
   EXPECT_EQ(reg.log().size(), 0u);
 }
 
+TEST_F(RemoteTest, PullBringsTheDocumentOfAManifestTheStoreHasWithoutIt) {
+  FakeRegistry reg;
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, Opts()));
+  // dst holds the run's manifest object, but not its document (so not its name).
+  auto canonical = src_->Read(run_);
+  ASSERT_OK(canonical);
+  auto m = ManifestFromCanonical(*canonical, "run");
+  ASSERT_OK(m);
+  {
+    auto b = dst_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->PutManifest(*m, std::nullopt, ""));
+    ASSERT_OK((*b)->Commit());
+  }
+  EXPECT_FALSE(dst_->Resolve(kRunName).ok());
+  auto pulled = Pull(*dst_, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_GE(pulled->refs[0].present, 1u);
+  auto named = dst_->Resolve(kRunName);
+  ASSERT_OK(named);
+  EXPECT_EQ(*named, run_);
+  auto v = dst_->Verify(run_);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
+}
+
 TEST_F(RemoteTest, PullByKiDigestAndByManifestDigest) {
   FakeRegistry reg;
   auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
