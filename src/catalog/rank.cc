@@ -331,13 +331,30 @@ Result<bool> HasCatalog(Store& store) {
   return any;
 }
 
-Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run) {
+namespace {
+
+// A run's catalog.runs entry: the stored value, its cohort and kind.
+struct RunEntry {
+  std::string stored;
+  Digest cohort;
+  bool kernel = true;
+};
+
+Result<std::optional<RunEntry>> ReadRunEntry(Store& store, const Digest& run) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
-  if (!v) return std::optional<Digest>();
+  if (!v) return std::optional<RunEntry>();
   KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns));
   auto d = Digest::Parse(j.value("cohort", ""));
   if (!d.ok()) return Status::Corruption("catalog entry of " + run.str() + " names no cohort");
-  return std::optional<Digest>(*d);
+  return std::optional<RunEntry>(RunEntry{std::move(*v), *d, j.value("kind", "kernel") == "kernel"});
+}
+
+}  // namespace
+
+Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run) {
+  KI_ASSIGN_OR_RETURN(auto entry, ReadRunEntry(store, run));
+  if (!entry) return std::optional<Digest>();
+  return std::optional<Digest>(entry->cohort);
 }
 
 Result<std::optional<Json>> RunFacts(Store& store, const Digest& run) {
@@ -410,36 +427,33 @@ RunStanding StandingIn(const Ranking& r, const Digest& run) {
 }  // namespace
 
 Result<std::optional<RunStanding>> StandingOfRun(Store& store, const Digest& run) {
-  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
-  if (!v) return std::optional<RunStanding>();
-  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns));
-  if (j.value("kind", "kernel") != "kernel") return std::optional<RunStanding>();
-  auto cohort = Digest::Parse(j.value("cohort", ""));
-  if (!cohort.ok()) return Status::Corruption("catalog entry of " + run.str() + " names no cohort");
+  KI_ASSIGN_OR_RETURN(auto entry, ReadRunEntry(store, run));
+  if (!entry || !entry->kernel) return std::optional<RunStanding>();
+  const Digest& cohort = entry->cohort;
 
-  KI_ASSIGN_OR_RETURN(auto stored, store.Get(tables::kRanks, cohort->raw()));
+  KI_ASSIGN_OR_RETURN(auto stored, store.Get(tables::kRanks, cohort.raw()));
   tables::RankRecord rec;
   if (!stored || !tables::FindInRanking(*stored, run, &rec) || !rec.found) {
     // A store written before catalog.ranks existed (or a damaged value):
     // rank the cohort, as ki rank does.
-    KI_ASSIGN_OR_RETURN(Ranking r, RankCohort(store, *cohort));
+    KI_ASSIGN_OR_RETURN(Ranking r, RankCohort(store, cohort));
     return std::optional<RunStanding>(StandingIn(r, run));
   }
   RunStanding s;
-  s.cohort = *cohort;
+  s.cohort = cohort;
   s.of = rec.ranked;
   s.rank = rec.rank;
   s.tied_with_previous = rec.tied_with_previous;
   if (rec.rank == 0) {
     RankEntry self;
-    if (!tables::EntryFromStored(run, *v, &self)) return Status::Corruption("malformed catalog entry of " + run.str());
+    if (!tables::EntryFromStored(run, entry->stored, &self)) return Status::Corruption("malformed catalog entry of " + run.str());
     s.ineligible = EligibilityReasons(self);
   }
   if (rec.first) {
-    KI_ASSIGN_OR_RETURN(auto first, store.Get(tables::kCohortRuns, tables::PairKey(*cohort, *rec.first)));
+    KI_ASSIGN_OR_RETURN(auto first, store.Get(tables::kCohortRuns, tables::PairKey(cohort, *rec.first)));
     RankEntry e;
     if (!first || !tables::EntryFromStored(*rec.first, *first, &e)) {
-      return Status::Corruption("catalog.ranks of " + cohort->str() + " names " + rec.first->str() +
+      return Status::Corruption("catalog.ranks of " + cohort.str() + " names " + rec.first->str() +
                                 ", which its cohort lacks");
     }
     s.first = std::move(e);
