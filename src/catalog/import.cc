@@ -718,10 +718,20 @@ class Importer {
     std::unordered_map<std::string, std::vector<RankEntry>> by_key;
     for (const auto& m : members) by_key[m.cohort.str()].push_back(m.entry);
     KeyValues ranks;
+    // A first import (the common, large case) finds no cohort in the store:
+    // one look at the table instead of one read per cohort.
+    bool store_has_cohorts = false;
+    KI_RETURN_IF_ERROR(store_.Scan(tables::kCohorts, "", [&](std::string_view, std::string_view) {
+      store_has_cohorts = true;
+      return false;
+    }));
     for (auto& [key, desc] : cohorts) {
       KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(key));
       auto& entries = by_key[key];
-      KI_ASSIGN_OR_RETURN(auto known, store_.Get(tables::kCohorts, d.raw()));
+      std::optional<std::string> known;
+      if (store_has_cohorts) {
+        KI_ASSIGN_OR_RETURN(known, store_.Get(tables::kCohorts, d.raw()));
+      }
       if (known) {
         std::unordered_set<Digest> here;
         for (const auto& e : entries) here.insert(e.run);
