@@ -9,7 +9,7 @@ namespace {
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<TransferArgs>();
   AddTransferArgs(sub, o.get(), "tags, ki names, ki digests or OCI manifest digests", kPullJobs,
-                  "parallel downloads (default 4)");
+                  "parallel downloads");
   return [o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull"));
     KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*s.store, s.url, o->refs, s.opts));

@@ -15,7 +15,7 @@ struct Options {
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<Options>();
-  AddTransferArgs(sub, &o->t, "objects to push with everything they reach", kPushJobs, "parallel uploads (default 8)");
+  AddTransferArgs(sub, &o->t, "objects to push with everything they reach", kPushJobs, "parallel uploads");
   sub->add_option("--bundle", o->bundle, "push every closure as one bundle under this tag (few manifests, not one per ref)");
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 
 namespace ki::cli {
 
@@ -27,7 +28,8 @@ void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, i
   sub->add_option("remote", args->remote, "remote name, or a URL (oci://HOST/REPO, oci-layout:DIR)")->required();
   sub->add_option("refs", args->refs, refs_help)->required();
   sub->add_flag("--insecure", args->insecure, "plain http (loopback registries only)");
-  sub->add_option("-j,--jobs", args->jobs, jobs_help)->check(CLI::Range(1, 64));
+  sub->add_option("-j,--jobs", args->jobs, std::string(jobs_help) + " (default " + std::to_string(jobs) + ")")
+      ->check(CLI::Range(1, 64));
   sub->add_flag("--json", args->json, "print a JSON report");
 }
 

@@ -20,7 +20,8 @@ struct TransferArgs {
   int jobs = 0;  // set by AddTransferArgs
 };
 
-// Adds `remote`, `refs`, --insecure, -j/--jobs (default `jobs`) and --json to `sub`.
+// Adds `remote`, `refs`, --insecure, -j/--jobs (default `jobs`, which its
+// help text states after `jobs_help`) and --json to `sub`.
 void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help);
 
 // The store (read-write: remote.state is written by both directions), the
