@@ -1,4 +1,4 @@
-// ki pull REMOTE REF... [--insecure] [--jobs N] [--json]
+// ki pull REMOTE REF... [--insecure] [--jobs N] [--no-pack] [--json]
 #include <iostream>
 
 #include "transfer_args.h"
@@ -7,11 +7,19 @@ namespace ki::cli {
 namespace {
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<TransferArgs>();
-  AddTransferArgs(sub, o.get(), "tags, ki names, ki digests or OCI manifest digests", kPullJobs,
+  struct Options {
+    TransferArgs t;
+    bool no_pack = false;
+  };
+  auto opt = std::make_shared<Options>();
+  TransferArgs* o = &opt->t;
+  AddTransferArgs(sub, o, "tags, ki names, ki digests or OCI manifest digests", TransferOptions{}.pull_jobs,
                   "parallel downloads");
-  return [o, g]() -> Result<int> {
+  sub->add_flag("--no-pack", opt->no_pack, "fetch a bundle's objects one by one even where its pack would be cheaper");
+  return [opt, o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull"));
+    s.opts.pull_jobs = o->jobs;
+    s.opts.use_pack = !opt->no_pack;
     KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*s.store, s.url, o->refs, s.opts));
     for (const auto& r : rep.refs)
       for (const auto& w : r.warnings) std::cerr << "ki: warning: " << w << "\n";
@@ -19,7 +27,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       Json refs = Json::array();
       for (const auto& r : rep.refs) {
         refs.push_back({{"ref", r.ref}, {"root", r.root ? r.root->str() : ""}, {"manifest", r.manifest.str()},
-                        {"objects", r.objects}, {"received", r.received}, {"present", r.present},
+                        {"objects", r.objects}, {"received", r.received}, {"fromPack", r.from_pack}, {"present", r.present},
                         {"bytesReceived", r.bytes_received}, {"attestations", r.attestations},
                         {"warnings", r.warnings}});
       }
@@ -27,12 +35,17 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                  {"refs", refs},
                  {"httpRequests", rep.http_requests},
                  {"blobsReceived", rep.blobs_received},
+                 {"blobsFromPack", rep.blobs_from_pack},
+                 {"packsReceived", rep.packs_received},
+                 {"packBytesReceived", rep.pack_bytes_received},
                  {"bytesReceived", rep.bytes_received}});
       return 0;
     }
     for (const auto& r : rep.refs) {
       std::cout << "pulled\t" << r.ref << "\t" << (r.root ? r.root->str() : "-") << "\t" << r.received
-                << " received (" << r.bytes_received << " bytes), " << r.present << " already here";
+                << " received (" << r.bytes_received << " bytes";
+      if (r.from_pack) std::cout << "; " << r.from_pack << " from the pack";
+      std::cout << "), " << r.present << " already here";
       if (r.attestations) std::cout << ", " << r.attestations << " attestations";
       std::cout << "\n";
     }

@@ -1,4 +1,4 @@
-// ki push REMOTE REF... [--insecure] [--jobs N] [--bundle TAG] [--digest-tags] [--recheck] [--json]
+// ki push REMOTE REF... [--insecure] [--jobs N] [--bundle TAG [--no-pack]] [--digest-tags] [--recheck] [--json]
 #include <iostream>
 
 #include "transfer_args.h"
@@ -10,13 +10,16 @@ struct Options {
   TransferArgs t;
   bool digest_tags = false;
   bool recheck = false;
+  bool no_pack = false;
   std::string bundle;
 };
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<Options>();
-  AddTransferArgs(sub, &o->t, "objects to push with everything they reach", kPushJobs, "parallel uploads");
+  AddTransferArgs(sub, &o->t, "objects to push with everything they reach", TransferOptions{}.push_jobs,
+                  "parallel uploads");
   sub->add_option("--bundle", o->bundle, "push every closure as one bundle under this tag (few manifests, not one per ref)");
+  sub->add_flag("--no-pack", o->no_pack, "with --bundle: write no pack (pulls then fetch each object on its own)");
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
   return [o, g]() -> Result<int> {
@@ -25,6 +28,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     opts.digest_tags = o->digest_tags;
     opts.bundle_tag = o->bundle;
     opts.use_remote_state = !o->recheck;
+    opts.use_pack = !o->no_pack;
+    opts.push_jobs = o->t.jobs;
     KI_ASSIGN_OR_RETURN(PushReport rep, Push(*s.store, s.url, o->t.refs, opts));
     for (const auto& w : rep.warnings) std::cerr << "ki: warning: " << w << "\n";
     if (o->t.json) {
@@ -34,8 +39,14 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                         {"objects", r.objects}, {"sent", r.sent}, {"skipped", r.skipped},
                         {"bytesSent", r.bytes_sent}, {"attestations", r.attestations}});
       }
+      Json pack = nullptr;
+      if (rep.pack) {
+        pack = {{"digest", rep.pack->digest.str()}, {"size", rep.pack->size}, {"objects", rep.pack->objects},
+                {"sent", rep.pack->sent}};
+      }
       PrintJson({{"remote", s.url.str()},
                  {"refs", refs},
+                 {"pack", pack},
                  {"httpRequests", rep.http_requests},
                  {"blobs",
                   {{"known", rep.blobs_known},
@@ -50,6 +61,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                 << " bytes), " << r.skipped << " already there";
       if (r.attestations) std::cout << ", " << r.attestations << " attestations";
       std::cout << "\n";
+    }
+    if (rep.pack) {
+      std::cout << "pack\t" << rep.pack->digest.str() << "\t" << rep.pack->objects << " objects in " << rep.pack->size
+                << " bytes, " << (rep.pack->sent ? "sent" : "already there") << "\n";
     }
     return 0;
   };

@@ -37,7 +37,6 @@ Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& a
   TransferSetup s;
   KI_ASSIGN_OR_RETURN(s.store, OpenStore(g, OpenMode::kReadWrite));
   KI_ASSIGN_OR_RETURN(s.url, LookupRemote(*s.store, args.remote, args.insecure));
-  s.opts.parallelism = args.jobs;
   s.opts.progress = ProgressMeter(verb);
   return s;
 }

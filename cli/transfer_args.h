@@ -25,8 +25,8 @@ struct TransferArgs {
 void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help);
 
 // The store (read-write: remote.state is written by both directions), the
-// remote's URL and the options the arguments ask for, with a progress meter
-// on a terminal labelled `verb`.
+// remote's URL and default options with a progress meter on a terminal
+// labelled `verb` (the command sets its own --jobs: push_jobs or pull_jobs).
 struct TransferSetup {
   std::unique_ptr<Store> store;
   RemoteUrl url;

@@ -17,7 +17,10 @@
 // (a fresh repository), then uploaded directly with a HEAD now and then to
 // notice when they start to hit. Pull fetches the image manifest and every
 // blob it lists that the store lacks, checks each digest and size, and
-// stores everything in one Batch: nothing unverified enters the store.
+// stores everything in one Batch: nothing unverified enters the store. A
+// bundle also carries a pack, one blob holding all its objects, which a
+// pull into a store that lacks many of them fetches instead (every entry
+// checked against the parts as a blob would be).
 //
 // Thread-safety: Push and Pull use worker threads internally; the Store
 // passed in must not be written by anybody else meanwhile (one Batch at a
@@ -45,6 +48,12 @@ inline constexpr std::string_view kOciArtifactType = "application/vnd.kernelinde
 // The artifactType of a bundle: an image index of image manifests whose
 // layers together are the closures of many roots (ki push --bundle).
 inline constexpr std::string_view kOciBundleType = "application/vnd.kernelindex.ki.bundle.v1+json";
+// The artifactType of the image manifest that references a bundle's pack,
+// and the media type of its one layer: a zstd-compressed ustar archive of
+// the bundle's objects, so that a pull fetches one blob instead of one per
+// object (docs/format.md, "Bundles").
+inline constexpr std::string_view kOciPackType = "application/vnd.kernelindex.ki.pack.v1";
+inline constexpr std::string_view kOciPackMediaType = "application/vnd.kernelindex.ki.pack.v1.tar+zstd";
 // The artifactType of a referrer manifest that attaches one DSSE envelope.
 inline constexpr std::string_view kDsseMediaType = "application/vnd.dsse.envelope.v1+json";
 // ki's media type of a stored manifest object (what Store records).
@@ -72,6 +81,7 @@ inline constexpr std::string_view kAnnName = "dev.kernelindex.ki.name";
 inline constexpr std::string_view kAnnFormat = "dev.kernelindex.ki.format";
 inline constexpr std::string_view kAnnPart = "dev.kernelindex.ki.part";    // bundle part "<i>/<n>"
 inline constexpr std::string_view kAnnRoots = "dev.kernelindex.ki.roots";  // bundle: how many roots
+inline constexpr std::string_view kAnnPackObjects = "dev.kernelindex.ki.pack-objects";  // pack: entries
 
 // ---------------------------------------------------------------- URLs
 
@@ -139,20 +149,19 @@ Result<Credentials> CredentialsFromDockerConfig(std::string_view config_json, st
 
 // ---------------------------------------------------------------- transfer
 
-// Connections that `ki push` and `ki pull` open by default, measured on a
-// 2-core machine against Debian's registry (bench/results/remote-2026-11-30.md):
-// an upload waits on the registry's fsyncs, so 8 keep it busy, while a
-// download is pure registry CPU, where 8 only added scheduling to 4.
-inline constexpr int kPushJobs = 8;
-inline constexpr int kPullJobs = 4;
-
 struct TransferProgress {
   uint64_t objects_done = 0, objects_total = 0;
   uint64_t bytes_done = 0;
 };
 
 struct TransferOptions {
-  int parallelism = 4;  // connections / worker threads (ki push: kPushJobs, ki pull: kPullJobs)
+  // Connections (one worker thread each) of Push and of Pull; the CLI's
+  // --jobs defaults are these. Measured on a 2-core machine against
+  // Debian's registry (bench/results/remote-2026-11-30.md): an upload waits
+  // on the registry's fsyncs, so 8 keep it busy, while a download is pure
+  // registry CPU, where 8 only added scheduling to 4.
+  int push_jobs = 8;
+  int pull_jobs = 4;
   uint64_t max_blob_size = 4ull << 30;       // refuse larger blobs (announced or received)
   uint64_t max_manifest_size = 4ull << 20;   // OCI manifests and indexes
   uint64_t max_layers = 1000000;
@@ -171,6 +180,11 @@ struct TransferOptions {
   // a few manifests for a whole store instead of one per record.
   std::string bundle_tag;
   uint64_t bundle_part_bytes = 3ull << 20;  // a part manifest's size budget (registries cap at 4 MiB)
+  // Push of a bundle: also write its pack (all its objects in one blob).
+  // Pull of a bundle: fetch the pack when the objects the store lacks would
+  // cost more one by one (docs/format.md, "Bundles"). Off: one blob per
+  // object both ways.
+  bool use_pack = true;
   // Push: trust remote.state (skip blobs the registry is known to hold,
   // HEAD a tag instead of re-writing it). Off: ask about everything again.
   bool use_remote_state = true;
@@ -208,6 +222,15 @@ struct PushReport {
   // them; asked about with HEAD; uploaded; uploaded without asking first.
   uint64_t blobs_known = 0, blobs_checked = 0, blobs_sent = 0, blobs_sent_unasked = 0;
   uint64_t bytes_sent = 0;  // of the unique blobs uploaded
+  // A bundle's pack, when one was written (not with use_pack off, nor for a
+  // tag that already named this bundle).
+  struct Pack {
+    Digest digest;
+    uint64_t size = 0;     // compressed, as stored
+    uint64_t objects = 0;  // entries
+    bool sent = false;     // false: the remote had it
+  };
+  std::optional<Pack> pack;
   std::vector<std::string> warnings;  // e.g. remote.state could not be written
 };
 
@@ -216,14 +239,17 @@ struct PulledRef {
   Digest manifest;          // the OCI image manifest pulled
   std::optional<Digest> root;
   uint64_t objects = 0, received = 0, present = 0, bytes_received = 0;
+  uint64_t from_pack = 0;   // of `received`: taken from a bundle's pack
   uint64_t attestations = 0;
-  std::vector<std::string> warnings;  // e.g. the tag moved during the pull
+  std::vector<std::string> warnings;  // e.g. the tag moved during the pull, a pack was refused
 };
 
 struct PullReport {
   std::vector<PulledRef> refs;
   uint64_t http_requests = 0;
-  uint64_t blobs_received = 0, bytes_received = 0;  // unique blobs downloaded
+  uint64_t blobs_received = 0, bytes_received = 0;  // unique objects received (raw bytes)
+  uint64_t blobs_from_pack = 0;                     // of those, taken from packs
+  uint64_t packs_received = 0, pack_bytes_received = 0;  // packs downloaded (compressed bytes)
 };
 
 // Pushes each REF (anything Store::Resolve accepts) with its closure.

@@ -6,6 +6,7 @@
 
 #include "ki/json.h"
 #include "remote/http.h"
+#include "remote/pack.h"
 #include "remote/target.h"
 
 namespace ki::remote {
@@ -266,7 +267,7 @@ std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t 
   return parts;
 }
 
-std::string BundleIndex(const std::vector<std::string>& parts, size_t roots) {
+std::string BundleIndex(const std::vector<std::string>& parts, size_t roots, const std::string* pack_manifest) {
   Json manifests = Json::array();
   for (const std::string& p : parts) {
     manifests.push_back({{"mediaType", kOciManifestType},
@@ -274,12 +275,33 @@ std::string BundleIndex(const std::vector<std::string>& parts, size_t roots) {
                          {"size", p.size()},
                          {"artifactType", kOciBundleType}});
   }
+  if (pack_manifest) {
+    manifests.push_back({{"mediaType", kOciManifestType},
+                         {"digest", Sha256Of(*pack_manifest).str()},
+                         {"size", pack_manifest->size()},
+                         {"artifactType", kOciPackType}});
+  }
   Json idx = {{"schemaVersion", 2},
               {"mediaType", kOciIndexType},
               {"artifactType", kOciBundleType},
               {"manifests", manifests},
               {"annotations", {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnRoots), std::to_string(roots)}}}};
   return idx.dump();
+}
+
+std::string PackManifest(const Digest& pack, uint64_t size, uint64_t objects) {
+  Json layer = {{"mediaType", kOciPackMediaType},
+                {"digest", pack.str()},
+                {"size", size},
+                {"annotations", {{std::string(kAnnTitle), kPackTitle}}}};
+  Json m = {{"schemaVersion", 2},
+            {"mediaType", kOciManifestType},
+            {"artifactType", kOciPackType},
+            {"config", ConfigJson()},
+            {"layers", Json::array({layer})},
+            {"annotations",
+             {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnPackObjects), std::to_string(objects)}}}};
+  return m.dump();
 }
 
 std::string AttestationManifest(const Layer& att, const Digest& subject_manifest, uint64_t subject_size) {
@@ -404,8 +426,7 @@ Result<Closure> ParseImageManifest(std::string_view bytes, std::string_view cont
   return c;
 }
 
-Result<std::vector<PartRef>> ParseBundleIndex(std::string_view bytes, std::string_view content_type,
-                                              const TransferOptions& opts) {
+Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view content_type, const TransferOptions& opts) {
   auto bad = [](std::string_view what) { return Status::InvalidInput("remote bundle index: " + std::string(what)); };
   if (!content_type.empty() && content_type != kOciIndexType) {
     return bad("the remote calls it '" + std::string(content_type.substr(0, 100)) + "', not " + std::string(kOciIndexType));
@@ -424,22 +445,56 @@ Result<std::vector<PartRef>> ParseBundleIndex(std::string_view bytes, std::strin
     return bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
   }
   if (!j.contains("manifests") || !j["manifests"].is_array() || j["manifests"].empty()) return bad("no manifests");
-  if (j["manifests"].size() > 10000) return bad("more than 10000 parts");
-  std::vector<PartRef> parts;
+  if (j["manifests"].size() > 10001) return bad("more than 10000 parts");
+  BundleRefs refs;
   std::unordered_set<Digest> seen;
   for (const Json& d : j["manifests"]) {
+    std::string art = d.is_object() ? d.value("artifactType", std::string()) : "";
+    bool pack = art == kOciPackType;
     if (!d.is_object() || d.value("mediaType", std::string()) != kOciManifestType ||
-        d.value("artifactType", std::string()) != kOciBundleType || !d.contains("size") || !d["size"].is_number_unsigned()) {
-      return bad("a part that is not a ki bundle manifest descriptor");
+        (art != kOciBundleType && !pack) || !d.contains("size") || !d["size"].is_number_unsigned()) {
+      return bad("an entry that is neither a ki bundle part nor a pack manifest descriptor");
     }
     auto dg = Digest::Parse(d.value("digest", std::string()));
-    if (!dg.ok()) return bad("a part whose digest is not sha256:<64 hex>");
+    if (!dg.ok()) return bad("an entry whose digest is not sha256:<64 hex>");
     PartRef p{*dg, d["size"].get<uint64_t>()};
-    if (p.size > opts.max_manifest_size) return bad("a part over the manifest size limit");
-    if (!seen.insert(p.digest).second) return bad("a part listed twice");
-    parts.push_back(p);
+    if (p.size > opts.max_manifest_size) return bad("an entry over the manifest size limit");
+    if (!seen.insert(p.digest).second) return bad("an entry listed twice");
+    if (pack) {
+      if (refs.pack) return bad("more than one pack");
+      refs.pack = p;
+    } else {
+      refs.parts.push_back(p);
+    }
   }
-  return parts;
+  if (refs.parts.empty()) return bad("no parts");
+  if (refs.parts.size() > 10000) return bad("more than 10000 parts");
+  return refs;
+}
+
+Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view content_type, const TransferOptions& opts) {
+  KI_ASSIGN_OR_RETURN(Json j, ParseRemoteJson(bytes, content_type, opts));
+  if (!j.contains("artifactType") || j["artifactType"] != kOciPackType) {
+    return Bad("not a ki pack manifest (artifactType is not " + std::string(kOciPackType) + ")");
+  }
+  const Json ann = j.contains("annotations") ? j["annotations"] : Json();
+  if (Ann(ann, kAnnFormat) != kFormatVersion) {
+    return Bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
+  }
+  if (j["layers"].size() != 1) return Bad("a pack manifest must have exactly one layer");
+  const Json& d = j["layers"][0];
+  if (!d.is_object() || d.value("mediaType", std::string()) != kOciPackMediaType || !d.contains("size") ||
+      !d["size"].is_number_unsigned()) {
+    return Bad("the pack manifest's layer is not a " + std::string(kOciPackMediaType) + " descriptor");
+  }
+  auto dg = Digest::Parse(d.value("digest", std::string()));
+  if (!dg.ok()) return Bad("the pack's digest is not sha256:<64 hex>");
+  PartRef p{*dg, d["size"].get<uint64_t>()};
+  if (p.size > opts.max_blob_size) {
+    return Bad("the pack announces " + std::to_string(p.size) + " bytes, over the limit of " +
+               std::to_string(opts.max_blob_size));
+  }
+  return p;
 }
 
 Result<std::vector<Layer>> ParseBundlePart(std::string_view bytes, std::string_view content_type,

@@ -69,15 +69,25 @@ std::string AttestationManifest(const Layer& att, const Digest& subject_manifest
 // most `part_bytes` each that list `layers` in order, and the image index
 // that names them.
 std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t part_bytes);
-std::string BundleIndex(const std::vector<std::string>& parts, size_t roots);
-// The parts an index from a remote names (checked: media types, artifactType,
-// format, sizes under the manifest limit).
+// The index; `pack_manifest`, when given, is listed after the parts.
+std::string BundleIndex(const std::vector<std::string>& parts, size_t roots,
+                        const std::string* pack_manifest = nullptr);
+// The image manifest that references a pack blob (its one layer).
+std::string PackManifest(const Digest& pack, uint64_t size, uint64_t objects);
+// A descriptor from a remote: a part or pack manifest, or a pack blob.
 struct PartRef {
   Digest digest;
   uint64_t size = 0;
 };
-Result<std::vector<PartRef>> ParseBundleIndex(std::string_view bytes, std::string_view content_type,
-                                              const TransferOptions& opts);
+// What an index from a remote names (checked: media types, artifactType,
+// format, sizes under the manifest limit, at most one pack manifest).
+struct BundleRefs {
+  std::vector<PartRef> parts;
+  std::optional<PartRef> pack;  // the pack's manifest
+};
+Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view content_type, const TransferOptions& opts);
+// The pack blob a pack manifest references (checked as the parts are).
+Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view content_type, const TransferOptions& opts);
 Result<std::vector<Layer>> ParseBundlePart(std::string_view bytes, std::string_view content_type,
                                            const TransferOptions& opts);
 

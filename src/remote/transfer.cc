@@ -2,16 +2,20 @@
 // push invisible and a pull all-or-nothing.
 //
 // Push: closures of every ref -> unique blobs (HEAD, upload what is
-// missing; N workers, one connection each) -> image manifests under their
-// tags -> attestation referrers and the sha256-<hex> fallback index. The
-// manifests go last: a tag never names a manifest whose blobs are absent.
+// missing; N workers, one connection each; a bundle's pack is built
+// meanwhile) -> the pack blob -> image manifests under their tags (a
+// bundle: parts, pack manifest, then the index) -> attestation referrers
+// and the sha256-<hex> fallback index. The manifests go last: a tag never
+// names a manifest whose blobs are absent.
 //
 // Pull: image manifest (checked: media type, artifactType, every
-// descriptor; a bundle's parts in parallel) -> referrers -> every blob the
-// store lacks, each checked for size and digest as it arrives, and each
-// manifest object parsed, checked against its document and encoded by the
-// worker that brought its last piece -> one Batch that only writes. The
-// store is written only when everything is verified.
+// descriptor; a bundle's parts in parallel) -> referrers -> a bundle's
+// pack, when the store lacks enough of its objects, each entry checked
+// against its layer -> every other blob the store lacks, each checked for
+// size and digest as it arrives, and each manifest object parsed, checked
+// against its document and encoded by a download worker once all its
+// pieces are here -> one Batch that only writes. The store is written only
+// when everything is verified.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -22,6 +26,7 @@
 
 #include "ki/json.h"
 #include "remote/mapping.h"
+#include "remote/pack.h"
 #include "remote/target.h"
 
 namespace ki {
@@ -112,6 +117,36 @@ Status AddToFallbackIndex(Conn& conn, const Digest& subject, const Json& desc, c
     if (m.is_object() && m.value("digest", std::string()) == desc["digest"]) return Status::OK();
   index["manifests"].push_back(desc);
   return conn.PutManifest(tag, index.dump(), remote::kOciIndexType, nullptr);
+}
+
+// A bundle's pack (pack.h): every object of `layers` up to kPackEntryMax,
+// in layer order, read (and so re-hashed) from the store.
+Result<std::string> BuildPack(Store& store, const std::vector<Layer>& layers, uint64_t* objects) {
+  uint64_t tar_bytes = 1024;
+  for (const Layer& l : layers)
+    if (l.size <= remote::kPackEntryMax) tar_bytes += remote::PackEntryBytes(l.size);
+  remote::PackWriter pack(tar_bytes);
+  for (const Layer& l : layers) {
+    if (l.size > remote::kPackEntryMax) continue;
+    KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(l.digest));
+    if (bytes.size() != l.size) {
+      return Status::Corruption(l.digest.str() + " has " + std::to_string(bytes.size()) + " bytes, the store said " +
+                                std::to_string(l.size));
+    }
+    KI_RETURN_IF_ERROR(pack.Add(l.digest, bytes));
+  }
+  *objects = pack.entries();
+  return pack.Finish();
+}
+
+// A request's fixed cost (a round trip, and a registry's per-request CPU:
+// 1.5-5 ms for a blob GET on Debian's registry) counted as bytes of
+// transfer. A pack is fetched when it costs no more than the objects the
+// store lacks would one by one: pack size <= their bytes + this per object.
+constexpr uint64_t kRequestCostBytes = 32 << 10;
+
+bool PackWorthFetching(uint64_t pack_size, uint64_t missing, uint64_t missing_bytes) {
+  return missing > 0 && pack_size <= missing_bytes + missing * kRequestCostBytes;
 }
 
 }  // namespace
@@ -275,11 +310,27 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     learnt.Blob(items[i].digest);
     return Status::OK();
   };
+  // A bundle: the union of the closures, each object once, in closure order.
+  std::vector<Layer> all;
+  if (!opts.bundle_tag.empty()) {
+    std::unordered_set<Digest> in_bundle;
+    for (const Closure& c : closures)
+      for (const Layer& l : c.layers)
+        if (in_bundle.insert(l.digest).second) all.push_back(l);
+  }
+  // Its pack is built while the blobs upload: reading and compressing every
+  // object is CPU, the uploads mostly wait on the registry. (Declared after
+  // what it reads, so that it is joined before those go away.)
+  std::optional<Result<std::string>> pack_bytes;
+  uint64_t pack_objects = 0;
+  std::jthread packer;
+  if (!all.empty() && opts.use_pack) packer = std::jthread([&] { pack_bytes = BuildPack(store, all, &pack_objects); });
+
   std::atomic<uint64_t> n_sent{0}, n_unasked{0}, n_checked{0};
   std::atomic<int> miss_streak{0};
   Progress progress(opts, items.size());
   if (report.blobs_known) progress.Add(report.blobs_known, 0);
-  Status st = RunParallel(*target, opts.parallelism, todo.size(), [&](Conn& conn, size_t k) -> Status {
+  Status st = RunParallel(*target, opts.push_jobs, todo.size(), [&](Conn& conn, size_t k) -> Status {
     size_t i = todo[k];
     const Item& it = items[i];
     // A HEAD costs a request and saves two (POST + PUT) only when it hits:
@@ -367,15 +418,24 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   std::atomic<size_t> written{0};
   Status mst;
   if (!opts.bundle_tag.empty()) {
-    // One bundle: the union of the closures, in parts, then the index
-    // under the tag (last, as a closure manifest is).
-    std::vector<Layer> all;
-    std::unordered_set<Digest> in_bundle;
-    for (const Closure& c : closures)
-      for (const Layer& l : c.layers)
-        if (in_bundle.insert(l.digest).second) all.push_back(l);
+    // One bundle: its parts, its pack (blob, then the manifest naming it),
+    // then the index under the tag (last, as a closure manifest is).
     std::vector<std::string> parts = remote::BundleParts(all, opts.bundle_part_bytes);
-    std::string index = remote::BundleIndex(parts, closures.size());
+    if (packer.joinable()) packer.join();
+    std::string pack_manifest;
+    if (pack_bytes) {
+      if (!pack_bytes->ok()) {
+        (void)target->Finish();
+        save_state();
+        return pack_bytes->status().WithContext("push to " + url.str() + " is incomplete: every object was uploaded, "
+                                                "but the bundle's pack could not be built (no manifest was written)");
+      }
+      if (pack_objects > 0) {
+        report.pack = PushReport::Pack{Sha256Of(**pack_bytes), (*pack_bytes)->size(), pack_objects, false};
+        pack_manifest = remote::PackManifest(report.pack->digest, report.pack->size, pack_objects);
+      }
+    }
+    std::string index = remote::BundleIndex(parts, closures.size(), report.pack ? &pack_manifest : nullptr);
     Digest index_digest = Sha256Of(index);
     for (PushedRef& pr : report.refs) {
       pr.tag = opts.bundle_tag;
@@ -388,6 +448,16 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
         KI_ASSIGN_OR_RETURN(auto now, conn->ResolveTag(opts.bundle_tag));
         if (now && *now == index_digest) return Status::OK();
       }
+      if (report.pack) {
+        // The pack blob: asked about first (a re-push of a bundle whose
+        // index changed keeps the same pack when its objects did not).
+        KI_ASSIGN_OR_RETURN(bool has, conn->HasBlob(report.pack->digest, report.pack->size));
+        if (!has) {
+          KI_RETURN_IF_ERROR(conn->PutBlob(report.pack->digest, **pack_bytes));
+          report.pack->sent = true;
+        }
+        pack_bytes.reset();
+      }
       conn.reset();
       // Parts by digest; each part's layers are the slice it lists.
       std::vector<std::vector<Layer>> part_layers(parts.size());
@@ -396,16 +466,19 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
         part_layers[p].assign(all.begin() + next, all.begin() + next + n);
         next += n;
       }
-      KI_RETURN_IF_ERROR(RunParallel(*target, opts.parallelism, parts.size(), [&](Conn& c, size_t p) -> Status {
+      KI_RETURN_IF_ERROR(RunParallel(*target, opts.push_jobs, parts.size(), [&](Conn& c, size_t p) -> Status {
         return put_image_manifest(c, part_layers[p], Sha256Of(parts[p]).str(), parts[p]);
       }));
       KI_ASSIGN_OR_RETURN(conn, target->Connect());
+      if (report.pack) {
+        KI_RETURN_IF_ERROR(conn->PutManifest(Sha256Of(pack_manifest).str(), pack_manifest, remote::kOciManifestType, nullptr));
+      }
       KI_RETURN_IF_ERROR(conn->PutManifest(opts.bundle_tag, index, remote::kOciIndexType, nullptr));
       learnt.Tag(opts.bundle_tag, index_digest);
       return Status::OK();
     }();
     if (mst.ok()) written = closures.size();
-  } else mst = RunParallel(*target, opts.parallelism, closures.size(), [&](Conn& conn, size_t r) -> Status {
+  } else mst = RunParallel(*target, opts.push_jobs, closures.size(), [&](Conn& conn, size_t r) -> Status {
     PushedRef& pr = report.refs[r];
     std::string manifest = remote::ImageManifest(closures[r]);
     pr.manifest = Sha256Of(manifest);
@@ -473,6 +546,8 @@ struct PullItem {
   // so that the batch at the end only writes.
   std::optional<EncodedManifest> encoded;
   Status prepared;
+  bool received = false;   // bytes are here, checked (from a pack or a GET)
+  bool from_pack = false;
 };
 
 }  // namespace
@@ -492,9 +567,10 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     std::string referrers;           // the referrers index (API or fallback tag), "" when none
     bool bundle = false;             // an image index of bundle parts (no referrers)
     std::vector<remote::PartRef> parts;  // a bundle's part manifests, fetched after the refs
+    std::optional<remote::PartRef> pack;  // a bundle's pack manifest, fetched if worth it
   };
   std::vector<RefFetch> fetches(refs.size());
-  Status st = RunParallel(*target, opts.parallelism, refs.size(), [&](Conn& c, size_t r) -> Status {
+  Status st = RunParallel(*target, opts.pull_jobs, refs.size(), [&](Conn& c, size_t r) -> Status {
     RefFetch& f = fetches[r];
     const std::string& ref = refs[r];
     f.pr.ref = ref;
@@ -530,7 +606,8 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       f.bundle = true;
       auto parts = remote::ParseBundleIndex(fetched->bytes, fetched->media_type, opts);
       if (!parts.ok()) return parts.status().WithContext(url.str() + " " + ref);
-      f.parts = std::move(*parts);
+      f.parts = std::move(parts->parts);
+      f.pack = parts->pack;
       return Status::OK();
     }
     auto closure = remote::ParseImageManifest(fetched->bytes, fetched->media_type, opts);
@@ -552,7 +629,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   std::vector<PartFetch> part_fetches;
   for (size_t r = 0; r < fetches.size(); ++r)
     for (size_t k = 0; k < fetches[r].parts.size(); ++k) part_fetches.push_back({r, k, {}});
-  st = RunParallel(*target, opts.parallelism, part_fetches.size(), [&](Conn& c, size_t j) -> Status {
+  st = RunParallel(*target, opts.pull_jobs, part_fetches.size(), [&](Conn& c, size_t j) -> Status {
     PartFetch& pf = part_fetches[j];
     const std::string& ref = refs[pf.ref];
     const remote::PartRef& part = fetches[pf.ref].parts[pf.part];
@@ -598,7 +675,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       }
     }
     probe_conn.reset();
-    st = RunParallel(*target, opts.parallelism, fetches.size(), [&](Conn& c, size_t r) -> Status {
+    st = RunParallel(*target, opts.pull_jobs, fetches.size(), [&](Conn& c, size_t r) -> Status {
       RefFetch& f = fetches[r];
       if (f.bundle) return Status::OK();
       if (api) {
@@ -617,7 +694,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     report.http_requests = target->requests();
     if (!st.ok()) return st;
   }
-  st = RunParallel(*target, opts.parallelism, fetches.size(), [&](Conn& c, size_t r) -> Status {
+  st = RunParallel(*target, opts.pull_jobs, fetches.size(), [&](Conn& c, size_t r) -> Status {
     RefFetch& f = fetches[r];
     if (f.referrers.empty()) return Status::OK();
     ParseLimits limits;
@@ -695,7 +772,11 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     report.refs.push_back(f.pr);
   }
   std::vector<std::string> tags;
-  for (const RefFetch& f : fetches) tags.push_back(f.tag);
+  std::vector<std::optional<remote::PartRef>> packs;
+  for (const RefFetch& f : fetches) {
+    tags.push_back(f.tag);
+    packs.push_back(f.pack);
+  }
   fetches.clear();
 
   // Which manifests get stored, and what each waits for: its object and
@@ -761,21 +842,99 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     return Status::OK();
   };
 
-  // Fetch what the store lacks, in parallel; each blob is checked on
+  // A piece of manifest `m` is here: returns true when it was the last.
+  auto completes = [&](size_t i) {
+    size_t m = manifest_of[i];
+    return m != SIZE_MAX && --waiting[m] == 0;
+  };
+  uint64_t lacking = 0;
+  for (const PullItem& p : items) lacking += !p.present;
+  Progress progress(opts, lacking);
+
+  // Packs first: a bundle whose missing objects would cost more one by one
+  // than its pack gets them from the pack. Every entry is checked against
+  // the layer of its digest (size, SHA-256) before it is used; a pack that
+  // fails a check stops being read, what it delivered before stays (it was
+  // verified), and the rest is fetched one by one below.
+  std::vector<size_t> ready;  // manifests a pack completed: prepared on the download workers
+  std::vector<Digest> pack_blobs;
+  uint64_t n_from_pack = 0;
+  for (size_t r = 0; r < packs.size() && opts.use_pack; ++r) {
+    if (!packs[r]) continue;
+    uint64_t missing = 0, missing_bytes = 0;
+    remote::PackReadLimits limits;
+    limits.max_tar_bytes = remote::kPackTrailerMax;
+    std::unordered_map<Digest, uint64_t> in_bundle;
+    for (const Digest& d : ref_layers[r]) {
+      const PullItem& p = items[item_of[d]];
+      in_bundle.emplace(d, p.layer.size);
+      limits.max_tar_bytes += remote::PackEntryBytes(p.layer.size);
+      if (!p.present && !p.received) {
+        missing++;
+        missing_bytes += p.layer.size;
+      }
+    }
+    if (missing == 0) continue;  // not even the pack's manifest is asked for
+    uint64_t delivered = 0;
+    std::optional<Digest> pack_digest;
+    Status ps = [&]() -> Status {
+      KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
+      KI_ASSIGN_OR_RETURN(auto pm, conn->GetManifest(packs[r]->digest.str()));
+      if (pm.bytes.size() != packs[r]->size) {
+        return Status::Corruption("its manifest has " + std::to_string(pm.bytes.size()) + " bytes, the index says " +
+                                  std::to_string(packs[r]->size));
+      }
+      KI_ASSIGN_OR_RETURN(remote::PartRef blob, remote::ParsePackManifest(pm.bytes, pm.media_type, opts));
+      pack_digest = blob.digest;
+      pack_blobs.push_back(blob.digest);
+      if (!PackWorthFetching(blob.size, missing, missing_bytes)) return Status::OK();
+      KI_ASSIGN_OR_RETURN(std::string pack, conn->GetBlob(blob.digest, blob.size));
+      report.packs_received++;
+      report.pack_bytes_received += pack.size();
+      auto expected = [&](const Digest& d) -> std::optional<uint64_t> {
+        auto it = in_bundle.find(d);
+        if (it == in_bundle.end()) return std::nullopt;
+        return it->second;
+      };
+      return remote::ReadPack(pack, limits, expected, [&](const Digest& d, std::string&& bytes) -> Status {
+        size_t i = item_of[d];
+        PullItem& p = items[i];
+        if (p.present || p.received) return Status::OK();
+        p.bytes = std::move(bytes);
+        p.received = p.from_pack = true;
+        delivered++;
+        progress.Add(1, p.layer.size);
+        if (completes(i)) ready.push_back(manifest_of[i]);
+        return Status::OK();
+      });
+    }();
+    n_from_pack += delivered;
+    if (!ps.ok()) {
+      report.refs[r].warnings.push_back("pack " + (pack_digest ? pack_digest->str() : packs[r]->digest.str()) +
+                                        " refused (" + ps.message() + "); " + std::to_string(delivered) +
+                                        " verified objects taken from it, the others fetched one by one");
+    }
+  }
+  report.http_requests = target->requests();
+
+  // Fetch what is still lacking, in parallel; each blob is checked on
   // arrival, and the worker that brings the last piece of a manifest
-  // prepares it while the others keep downloading.
+  // prepares it while the others keep downloading. Manifests that packs
+  // completed are prepared by the same workers once the downloads are done.
   std::vector<size_t> need;
   for (size_t i = 0; i < items.size(); ++i)
-    if (!items[i].present) need.push_back(i);
-  Progress progress(opts, need.size());
-  std::atomic<uint64_t> bytes_in{0};
-  st = RunParallel(*target, opts.parallelism, need.size(), [&](Conn& c, size_t k) -> Status {
+    if (!items[i].present && !items[i].received) need.push_back(i);
+  st = RunParallel(*target, opts.pull_jobs, need.size() + ready.size(), [&](Conn& c, size_t k) -> Status {
+    if (k >= need.size()) {
+      size_t m = ready[k - need.size()];
+      items[m].prepared = prepare(m);
+      return Status::OK();
+    }
     PullItem& p = items[need[k]];
     KI_ASSIGN_OR_RETURN(p.bytes, c.GetBlob(p.layer.digest, p.layer.size));
-    bytes_in += p.bytes.size();
+    p.received = true;
     progress.Add(1, p.bytes.size());
-    size_t m = manifest_of[need[k]];
-    if (m != SIZE_MAX && --waiting[m] == 0) items[m].prepared = prepare(m);
+    if (completes(need[k])) items[manifest_of[need[k]]].prepared = prepare(manifest_of[need[k]]);
     return Status::OK();
   });
   report.http_requests = target->requests();
@@ -785,7 +944,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   // first, complete and verified; say so.
   size_t n_tags = 0;
   for (const std::string& t : tags) n_tags += !t.empty();
-  if (n_tags <= opts.tag_recheck_max) (void)RunParallel(*target, opts.parallelism, report.refs.size(), [&](Conn& c, size_t r) -> Status {
+  if (n_tags <= opts.tag_recheck_max) (void)RunParallel(*target, opts.pull_jobs, report.refs.size(), [&](Conn& c, size_t r) -> Status {
     if (tags[r].empty()) return Status::OK();
     auto now = c.ResolveTag(tags[r]);
     if (now.ok() && *now && **now != report.refs[r].manifest) {
@@ -813,7 +972,13 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   manifests.reserve(to_store.size());
   for (size_t i : to_store) {
     KI_RETURN_IF_ERROR(items[i].prepared);
-    if (!items[i].encoded) KI_RETURN_IF_ERROR(prepare(i));  // nothing of it came over the network
+    // Every manifest in to_store waits for at least one piece from the
+    // remote (the others are in the store already), and whoever brought
+    // its last piece prepared it: unprepared means that bookkeeping broke.
+    if (!items[i].encoded) {
+      return Status::Corruption("internal error: pulled manifest " + items[i].layer.digest.str() +
+                                " was never checked; nothing was stored");
+    }
     manifests.push_back(std::move(*items[i].encoded));
     items[i].encoded.reset();
   }
@@ -830,12 +995,15 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   StateUpdate learnt;
   learnt.blobs.push_back(remote::EmptyConfigDigest());
   for (const PullItem& p : items) learnt.blobs.push_back(p.layer.digest);
+  for (const Digest& d : pack_blobs) learnt.blobs.push_back(d);  // named by a manifest the registry served
   for (size_t r = 0; r < tags.size(); ++r)
     if (!tags[r].empty()) learnt.tags.emplace_back(tags[r], report.refs[r].manifest);
   KI_RETURN_IF_ERROR(WriteState(*batch, state, learnt));
   KI_RETURN_IF_ERROR(batch->Commit());
-  report.blobs_received = need.size();
-  report.bytes_received = bytes_in;
+  report.blobs_received = need.size() + n_from_pack;
+  report.blobs_from_pack = n_from_pack;
+  for (const PullItem& p : items)
+    if (p.received) report.bytes_received += p.layer.size;
 
   for (size_t r = 0; r < report.refs.size(); ++r) {
     PulledRef& pr = report.refs[r];
@@ -845,6 +1013,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
         pr.present++;
       } else {
         pr.received++;
+        pr.from_pack += p.from_pack;
         pr.bytes_received += p.layer.size;
       }
     }

@@ -259,7 +259,7 @@ TEST_F(RemoteTest, FreshRegistryGetsUploadsWithoutHeadsAndAFullOneGetsNone) {
   }
   FakeRegistry reg;
   auto o = Opts();
-  o.parallelism = 1;
+  o.push_jobs = 1;
   auto pushed = Push(*src_, Url(reg.host()), refs, o);
   ASSERT_OK(pushed);
   EXPECT_EQ(pushed->blobs_sent, 61u);  // and the empty config
@@ -472,7 +472,7 @@ TEST_F(RemoteTest, ChunkedUploadWhenMonolithicPutIsRefused) {
 TEST_F(RemoteTest, SingleRequestUploadsWhereTheRegistryTakesThem) {
   // A registry that takes POST ?digest= with the body: one request per blob.
   auto o = Opts();
-  o.parallelism = 1;  // the first upload (the 2-byte config) probes
+  o.push_jobs = 1;  // the first upload (the 2-byte config) probes
   FakeRegistry reg;
   reg.AcceptSingleRequestUploads(true);
   auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, o);
@@ -596,7 +596,7 @@ TEST_F(RemoteTest, ServerErrorMidPushFailsClearlyAndARerunResumes) {
     return std::nullopt;
   });
   auto o = Opts();
-  o.parallelism = 1;
+  o.push_jobs = 1;
   auto r = Push(*src_, Url(reg.host()), {kRunName}, o);
   ASSERT_FALSE(r.ok());
   const std::string& msg = r.status().message();
