@@ -7,6 +7,9 @@
 #include "ki/ingest.h"
 #include "ki/remote.h"
 #include "remote/fake_registry.h"
+#include "remote/mapping.h"
+#include "remote/pack.h"
+#include "remote/pack_testutil.h"
 #include "testutil/testutil.h"
 
 namespace ki {
@@ -359,9 +362,14 @@ TEST_F(RemoteTest, BundleRoundTripInSeveralParts) {
   TempDir lay;
   auto lurl = ParseRemoteUrl("oci-layout:" + lay.path(), false);
   ASSERT_OK(lurl);
-  ASSERT_OK(Push(*src_, *lurl, {kRunName, blob_.str()}, o));
+  auto lpushed = Push(*src_, *lurl, {kRunName, blob_.str()}, o);
+  ASSERT_OK(lpushed);
+  ASSERT_TRUE(lpushed->pack.has_value());  // a layout gets the pack too
+  EXPECT_TRUE(std::filesystem::exists(lay.Join("blobs/sha256/" + lpushed->pack->digest.hex())));
   Store& s = NewStore();
-  ASSERT_OK(Pull(s, *lurl, {"everything"}, Opts()));
+  auto lpulled = Pull(s, *lurl, {"everything"}, Opts());
+  ASSERT_OK(lpulled);
+  EXPECT_EQ(lpulled->blobs_from_pack, lpulled->blobs_received);
   ExpectSameObjects(*src_, s, AllObjects(*src_));
 }
 
@@ -402,6 +410,230 @@ TEST_F(RemoteTest, BundlePartsThatLieAreRefused) {
   reg.ClearLog();
   EXPECT_FALSE(Push(*src_, Url(reg.host()), {kRunName}, o).ok());
   EXPECT_EQ(reg.log().size(), 0u);
+}
+
+// ------------------------------------------------------------ packs
+
+TEST_F(RemoteTest, BundlePackIsUsedWhereItPaysAndSkippedWhereNot) {
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  o.bundle_part_bytes = 1500;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, o);
+  ASSERT_OK(pushed);
+  ASSERT_TRUE(pushed->pack.has_value());
+  EXPECT_TRUE(pushed->pack->sent);
+  EXPECT_EQ(pushed->pack->objects, CountObjects(*src_));  // every object is under kPackEntryMax
+  // The index lists the pack manifest once, after the parts; it names the pack blob.
+  Json index = Json::parse(*reg.Manifest("everything"));
+  ASSERT_EQ(index["manifests"].back()["artifactType"], kOciPackType);
+  auto pm = reg.Manifest(index["manifests"].back()["digest"].get<std::string>());
+  ASSERT_TRUE(pm.has_value());
+  EXPECT_NE(pm->find(pushed->pack->digest.str()), std::string::npos);
+  EXPECT_NE(pm->find(std::string(kOciPackMediaType)), std::string::npos);
+  // Deterministic: the same store and refs give the same pack and index elsewhere.
+  FakeRegistry other;
+  auto pushed2 = Push(*src_, Url(other.host()), {kRunName, blob_.str()}, o);
+  ASSERT_OK(pushed2);
+  EXPECT_EQ(pushed2->pack->digest, pushed->pack->digest);
+  EXPECT_EQ(pushed2->refs[0].manifest, pushed->refs[0].manifest);
+
+  // A fresh store: one blob GET (the pack) instead of one per object.
+  reg.ClearLog();
+  auto pulled = Pull(*dst_, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->refs[0].from_pack, pulled->refs[0].objects);
+  EXPECT_EQ(pulled->blobs_from_pack, pulled->blobs_received);
+  EXPECT_EQ(pulled->packs_received, 1u);
+  EXPECT_EQ(pulled->pack_bytes_received, pushed->pack->size);
+  EXPECT_TRUE(pulled->refs[0].warnings.empty());
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), 1u);
+  EXPECT_EQ(reg.Count("GET", "/blobs/" + pushed->pack->digest.str()), 1u);
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+  EXPECT_EQ(CountObjects(*src_), CountObjects(*dst_));
+  ASSERT_OK(dst_->Resolve(kRunName));
+  auto v = dst_->Verify(run_);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
+  // Everything present: neither the pack nor its manifest is asked for.
+  reg.ClearLog();
+  auto again = Pull(*dst_, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_OK(again);
+  EXPECT_EQ(again->blobs_received, 0u);
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), 0u);
+  EXPECT_EQ(reg.Count("GET", "/manifests/" + index["manifests"].back()["digest"].get<std::string>()), 0u);
+
+  // use_pack off (ki pull --no-pack): one GET per object.
+  Store& s = NewStore();
+  reg.ClearLog();
+  auto po = Opts();
+  po.use_pack = false;
+  auto per_object = Pull(s, Url(reg.host()), {"everything"}, po);
+  ASSERT_OK(per_object);
+  EXPECT_EQ(per_object->blobs_from_pack, 0u);
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), per_object->blobs_received);
+  ExpectSameObjects(*src_, s, AllObjects(*src_));
+
+  // push --no-pack: an index without a pack; pulls go object by object.
+  FakeRegistry plain;
+  auto np = o;
+  np.use_pack = false;
+  auto pushed3 = Push(*src_, Url(plain.host()), {kRunName, blob_.str()}, np);
+  ASSERT_OK(pushed3);
+  EXPECT_FALSE(pushed3->pack.has_value());
+  EXPECT_EQ(plain.Manifest("everything")->find(std::string(kOciPackType)), std::string::npos);
+  Store& s3 = NewStore();
+  auto p3 = Pull(s3, Url(plain.host()), {"everything"}, Opts());
+  ASSERT_OK(p3);
+  EXPECT_EQ(p3->blobs_from_pack, 0u);
+  EXPECT_EQ(p3->blobs_received, CountObjects(*src_));
+  ExpectSameObjects(*src_, s3, AllObjects(*src_));
+
+  // A store that lacks one small object of a bundle whose pack is large
+  // (96 KiB of incompressible bytes inside) fetches that object alone: the
+  // pack costs more than its bytes + 32 KiB for the request.
+  std::string noise;
+  for (uint32_t i = 0; noise.size() < (96u << 10); ++i) noise += std::string(Sha256Of(std::to_string(i)).raw());
+  Digest noise_d, tiny_d;
+  {
+    auto b = src_->NewBatch();
+    ASSERT_OK(b);
+    auto n = (*b)->PutBlob(noise, "application/octet-stream");
+    ASSERT_OK(n);
+    noise_d = n->digest;
+    auto t = (*b)->PutBlob("tiny", "text/plain");
+    ASSERT_OK(t);
+    tiny_d = t->digest;
+    ASSERT_OK((*b)->Commit());
+  }
+  auto wo = o;
+  wo.bundle_tag = "plus-noise";
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName, blob_.str(), noise_d.str()}, wo));
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {"plus-noise"}, Opts()));
+  wo.bundle_tag = "plus-tiny";
+  auto pushed4 = Push(*src_, Url(reg.host()), {kRunName, blob_.str(), noise_d.str(), tiny_d.str()}, wo);
+  ASSERT_OK(pushed4);
+  ASSERT_GT(pushed4->pack->size, 64u << 10);
+  reg.ClearLog();
+  auto partial = Pull(*dst_, Url(reg.host()), {"plus-tiny"}, Opts());
+  ASSERT_OK(partial);
+  EXPECT_EQ(partial->blobs_received, 1u);
+  EXPECT_EQ(partial->packs_received, 0u);
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), 1u);
+  EXPECT_EQ(reg.Count("GET", "/blobs/" + tiny_d.str()), 1u);
+  ExpectSameObjects(*src_, *dst_, {tiny_d, noise_d});
+}
+
+// Each hostile pack is served as the pack of a copy of a genuine bundle:
+// the pull must store exactly the source's objects, taking from the pack
+// only entries that were verified, and say why a pack was refused.
+TEST_F(RemoteTest, PacksThatLieAreRefusedAndTheObjectsFetchedOneByOne) {
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, o);
+  ASSERT_OK(pushed);
+  ASSERT_TRUE(pushed->pack.has_value());
+  const std::string original = *reg.Manifest("everything");
+  // The genuine entries, in pack order.
+  std::vector<std::pair<Digest, std::string>> entries;
+  std::string genuine;  // the pack as uploaded
+  for (const auto& r : reg.log())
+    if (r.method == "PUT" && r.body.size() == pushed->pack->size) genuine = r.body;
+  ASSERT_EQ(Sha256Of(genuine), pushed->pack->digest);
+  {
+    remote::PackReadLimits limits;
+    limits.max_tar_bytes = 1ull << 30;
+    ASSERT_OK(remote::ReadPack(
+        genuine, limits,
+        [&](const Digest& d) -> std::optional<uint64_t> {
+          auto info = src_->Stat(d);
+          if (!info.ok() || !*info) return std::nullopt;
+          return (**info).size;
+        },
+        [&](const Digest& d, std::string&& bytes) -> Status {
+          entries.emplace_back(d, std::move(bytes));
+          return Status::OK();
+        }));
+  }
+  ASSERT_GE(entries.size(), 4u);
+  auto tar_of = [](const std::vector<std::pair<Digest, std::string>>& es) {
+    std::string tar;
+    for (const auto& [d, b] : es) tar += test::TarEntry("sha256/" + d.hex(), b);
+    return tar;
+  };
+  const std::string end(1024, '\0');
+  // Serves `pack` as the pack of a copy of the bundle tagged `tag`.
+  auto publish = [&](const std::string& tag, const std::string& pack) {
+    reg.PutBlobDirect(pack);
+    std::string pm = remote::PackManifest(Sha256Of(pack), pack.size(), entries.size());
+    reg.PutManifestDirect("pm-" + tag, pm, "application/vnd.oci.image.manifest.v1+json");
+    Json idx = Json::parse(original);
+    idx["manifests"].back()["digest"] = Sha256Of(pm).str();
+    idx["manifests"].back()["size"] = pm.size();
+    reg.PutManifestDirect(tag, idx.dump(), "application/vnd.oci.image.index.v1+json");
+  };
+  auto wrong = entries;
+  wrong[1].second[0] ^= 1;
+  auto half = std::vector<std::pair<Digest, std::string>>(entries.begin(), entries.begin() + entries.size() / 2);
+  auto stranger = entries;
+  stranger.insert(stranger.begin() + 1, {Sha256Of("not in the bundle"), "not in the bundle"});
+  std::string good_tar = tar_of(entries);
+  std::string escape = test::TarEntry("../" + entries[0].first.hex(), entries[0].second) + tar_of(entries);
+  std::string full = test::ZstdFrame(good_tar + end);
+  struct Case {
+    std::string tag, pack, warning;  // warning "": none (a pack may lack objects)
+  };
+  std::vector<Case> cases = {
+      {"wrong-bytes", test::ZstdFrame(tar_of(wrong) + end), "hashes to"},
+      {"escaping-name", test::ZstdFrame(escape + end), "is not sha256/<64 hex>"},
+      {"truncated", full.substr(0, full.size() * 2 / 3), "truncated"},
+      {"lacking-objects", test::ZstdFrame(tar_of(half) + end), ""},
+      {"stranger", test::ZstdFrame(tar_of(stranger) + end), "is not an object of this bundle"},
+      {"larger-than-the-objects", test::ZstdFrame(good_tar + end + std::string(64 << 10, '\0')), "more than"},
+  };
+  for (const Case& c : cases) {
+    publish(c.tag, c.pack);
+    Store& s = NewStore();
+    auto r = Pull(s, Url(reg.host()), {c.tag}, Opts());
+    SCOPED_TRACE(c.tag);
+    ASSERT_OK(r);
+    if (c.warning.empty()) {
+      EXPECT_TRUE(r->refs[0].warnings.empty()) << c.tag;
+    } else {
+      ASSERT_EQ(r->refs[0].warnings.size(), 1u) << c.tag;
+      EXPECT_NE(r->refs[0].warnings[0].find(c.warning), std::string::npos) << c.tag << ": " << r->refs[0].warnings[0];
+      EXPECT_NE(r->refs[0].warnings[0].find("fetched one by one"), std::string::npos) << r->refs[0].warnings[0];
+    }
+    EXPECT_LT(r->blobs_from_pack, r->blobs_received) << c.tag;
+    ExpectSameObjects(*src_, s, AllObjects(*src_));
+    EXPECT_EQ(CountObjects(s), CountObjects(*src_)) << c.tag;
+    auto v = s.Verify(run_);
+    ASSERT_OK(v);
+    EXPECT_FALSE(v->HasFaults()) << c.tag;
+  }
+  // A pack blob larger than its manifest announces is cut off at the first extra byte.
+  std::string pack_path = "/blobs/" + pushed->pack->digest.str();
+  HttpReply longer;
+  longer.body = genuine + "more";
+  Answer(reg, "GET", pack_path, longer);
+  Store& s = NewStore();
+  auto r = Pull(s, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_OK(r);
+  ASSERT_EQ(r->refs[0].warnings.size(), 1u);
+  EXPECT_NE(r->refs[0].warnings[0].find("larger than"), std::string::npos) << r->refs[0].warnings[0];
+  EXPECT_EQ(r->blobs_from_pack, 0u);
+  ExpectSameObjects(*src_, s, AllObjects(*src_));
+  // A bad pack and a bad blob behind it: the pull fails and stores nothing.
+  publish("bad-twice", test::ZstdFrame(tar_of(wrong) + end));
+  HttpReply bad_blob;
+  bad_blob.body = std::string(entries[1].second.size(), 'x');
+  Answer(reg, "GET", "/blobs/" + entries[1].first.str(), bad_blob);
+  Store& s2 = NewStore();
+  auto failed = Pull(s2, Url(reg.host()), {"bad-twice"}, Opts());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(failed.status().IsCorruption()) << failed.status().ToString();
+  EXPECT_EQ(CountObjects(s2), 0u);
 }
 
 TEST_F(RemoteTest, PullBringsTheDocumentOfAManifestTheStoreHasWithoutIt) {
