@@ -9,12 +9,15 @@
 #   KI_BENCH_GOGC     GOGC for the registry process (default: Go's, 100)
 #   KI_BENCH_CACHE    "inmemory" adds `cache: blobdescriptor: inmemory`
 #   KI_JOBS           ki --jobs (default: ki's)
+#   KI_BENCH_STEPS    "bundle": only the bundle steps (skip the one-manifest-per-root push and pull)
 # Prints, per step: wall time, objects/s, MB/s, HTTP requests, the CPU
 # seconds of ki and of the registry process, and the load average. Steps:
 # ki push of every root (one image manifest per root) to the registry, ki
 # pull of those tags into a fresh store, both again (nothing to transfer),
-# the same four with one bundle (--bundle) into a fresh registry, ki push
-# to an oci-layout, and skopeo copy of SKOPEO_SAMPLE images (default 50)
+# the bundle (--bundle, with its pack) into a fresh registry, its pull into
+# a fresh store through the pack and, into another, object by object
+# (--no-pack), both again, ki push to an oci-layout, and skopeo copy of
+# SKOPEO_SAMPLE images (default 50)
 # from that layout to the registry (one skopeo process per image, as skopeo
 # copies one image per call), extrapolated to all of them. `uptime` is
 # printed before and after: other work on the machine shows in every number.
@@ -64,9 +67,12 @@ d = json.load(open(path))
 if "blobs" in d:    # push: unique blobs uploaded
     n, b = d["blobs"]["sent"], d["blobs"]["bytesSent"]
     extra = f'(known {d["blobs"]["known"]}, HEAD {d["blobs"]["checked"]}, unasked {d["blobs"]["sentUnasked"]})'
-else:               # pull: unique blobs downloaded
+else:               # pull: unique objects received (raw bytes), of which from packs
     n, b = d["blobsReceived"], d["bytesReceived"]
-    extra = ""
+    extra = f'(from pack {d.get("blobsFromPack", 0)}, pack {d.get("packBytesReceived", 0)/1e6:.1f} MB)'
+if d.get("pack"):   # push --bundle: its pack
+    p = d["pack"]
+    extra += f' (pack {p["objects"]} objects, {p["size"]/1e6:.1f} MB, {"sent" if p["sent"] else "already there"})'
 req = d["httpRequests"]
 print(f"{name:30s} {secs:7.1f} s  objects {n:6d} ({n/secs:6.0f}/s)  {b/1e6:5.1f} MB ({b/1e6/secs:5.2f} MB/s)  "
       f"requests {req:6d} ({req/secs:5.0f}/s)  cpu ki {kcpu} registry {rcpu:.1f} s  load {load} {extra}")
@@ -85,14 +91,16 @@ timed() {  # timed NAME OUT CMD...
 tags() { python3 -c "import json,sys; print('\n'.join(sorted({r['tag'] for r in json.load(open(sys.argv[1]))['refs']})))" "$1"; }
 mb() { du -sb "$1" | awk '{printf "%.1f MB on disk", $1/1e6}'; }
 
-timed "ki push (one manifest/root)" "$TMP/push.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/refs")
-tags "$TMP/push.json" >"$TMP/tags"
-echo "  $(wc -l <"$TMP/tags") tags; registry $(mb "$REGDIR")"
-"$KI" init "$TMP/dst" >/dev/null
-timed "ki pull (fresh store)" "$TMP/pull.json" "$KI" --store "$TMP/dst" pull "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/tags")
-echo "  pulled store: $("$KI" --store "$TMP/dst" ls | wc -l) objects"
-timed "ki pull again" "$TMP/pull2.json" "$KI" --store "$TMP/dst" pull "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/tags")
-timed "ki push again" "$TMP/push2.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/refs")
+if [ "${KI_BENCH_STEPS:-}" != bundle ]; then
+  timed "ki push (one manifest/root)" "$TMP/push.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/refs")
+  tags "$TMP/push.json" >"$TMP/tags"
+  echo "  $(wc -l <"$TMP/tags") tags; registry $(mb "$REGDIR")"
+  "$KI" init "$TMP/dst" >/dev/null
+  timed "ki pull (fresh store)" "$TMP/pull.json" "$KI" --store "$TMP/dst" pull "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/tags")
+  echo "  pulled store: $("$KI" --store "$TMP/dst" ls | wc -l) objects"
+  timed "ki pull again" "$TMP/pull2.json" "$KI" --store "$TMP/dst" pull "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/tags")
+  timed "ki push again" "$TMP/push2.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json "$URL" $(cat "$TMP/refs")
+fi
 
 # The same roots as one bundle, into a fresh registry (new storage, new
 # process), so that both modes start from an empty registry.
@@ -104,8 +112,13 @@ PORT=$REG_PORT
 BURL=oci://127.0.0.1:$PORT/ki/bundle
 timed "ki push --bundle" "$TMP/bpush.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export "$BURL" $(cat "$TMP/refs")
 "$KI" init "$TMP/bdst" >/dev/null
-timed "ki pull bundle (fresh store)" "$TMP/bpull.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
+timed "ki pull bundle (pack)" "$TMP/bpull.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
 echo "  pulled store: $("$KI" --store "$TMP/bdst" ls | wc -l) objects"
+"$KI" init "$TMP/bdst-np" >/dev/null
+timed "ki pull bundle (--no-pack)" "$TMP/bpull-np.json" "$KI" --store "$TMP/bdst-np" pull "${JOBS[@]}" --insecure --json --no-pack "$BURL" export
+echo "  pulled store: $("$KI" --store "$TMP/bdst-np" ls | wc -l) objects"
+[ "$("$KI" --store "$TMP/bdst" ls | sort | md5sum)" = "$("$KI" --store "$TMP/bdst-np" ls | sort | md5sum)" ] ||
+  echo "  WARNING: the stores pulled with and without the pack differ"
 timed "ki pull bundle again" "$TMP/bpull2.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
 timed "ki push --bundle again" "$TMP/bpush2.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export "$BURL" $(cat "$TMP/refs")
 
@@ -126,6 +139,6 @@ done <"$TMP/sample"
 t1=$(date +%s.%N)
 r1=$(reg_cpu)
 python3 -c "
-n=$(wc -l <"$TMP/sample"); s=$t1-$t0; total=$(wc -l <"$TMP/tags")
+n=$(wc -l <"$TMP/sample"); s=$t1-$t0; total=$(wc -l <"$TMP/refs")
 print(f'skopeo copy (layout->registry) {s:7.1f} s  images {n}  ({s/n:.2f} s/image; all {total}: ~{s/n*total:.0f} s)  registry cpu {$r1-$r0:.1f} s  load $(cut -d' ' -f1-3 /proc/loadavg)')"
 echo "after: $(uptime)"
