@@ -65,6 +65,9 @@ Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) 
     KI_ASSIGN_OR_RETURN(ki_dir, Store::Discover("."));
   }
   KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
+  // A command that only reads shows one state of the store, even while
+  // another ki commits (a run beside its rank from the same commit).
+  opts.snapshot_reads = mode == OpenMode::kReadOnly;
   return Store::Open(ki_dir, mode, opts);
 }
 

@@ -16,6 +16,9 @@
 //
 // Thread-safety: one Store per process per directory (LMDB's rule). Read
 // calls may be made from several threads; one Batch at a time.
+//
+// Consistency: each read call sees the latest commit as of that call, so
+// two calls may see two commits; StoreOptions::snapshot_reads pins one.
 #pragma once
 
 #include <cstdint>
@@ -75,6 +78,15 @@ struct StoreOptions {
   uint64_t loose_threshold = 64 << 10;   // frames larger than this are loose files
   uint64_t max_object_size = 4ull << 30; // refuse to read or write larger objects
   int zstd_level = 3;
+  // Read-only opens only. Reads made on the opening thread go through one
+  // LMDB read transaction begun at open and ended when the Store is
+  // destroyed: a command sees one consistent state of the store even while
+  // another process commits (a run and its rank from the same commit), and
+  // pays for one transaction instead of one per read. Other threads read
+  // through transactions of their own, as without it. Keep such a Store
+  // short-lived: LMDB cannot reuse pages freed after the snapshot while it
+  // is held.
+  bool snapshot_reads = false;
 };
 
 class Store;

@@ -8,6 +8,7 @@
 #include <deque>
 #include <filesystem>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -189,7 +190,33 @@ class LmdbStore final : public Store {
       return Status::IOError("the store " + dir_ + " is not writable");
     }
     KI_RETURN_IF_ERROR(lmdb_.Open(dir_ + "/" + std::string(kIndexDir), opts_.map_size, read_only_));
-    return lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kDocs});
+    KI_RETURN_IF_ERROR(
+        lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kDocs}));
+    if (opts_.snapshot_reads) {
+      // A writer would not see its own commits through the snapshot.
+      if (!read_only_) return Status::InvalidInput("snapshot_reads needs a store opened read-only");
+      KI_ASSIGN_OR_RETURN(snapshot_, lmdb::Txn::Begin(lmdb_, false));
+      snapshot_thread_ = std::this_thread::get_id();
+    }
+    return Status::OK();
+  }
+
+  // A read transaction: the snapshot when this thread holds one, else a
+  // transaction of its own that ends with this object.
+  class ReadTxn {
+   public:
+    explicit ReadTxn(lmdb::Txn* snapshot) : snapshot_(snapshot) {}
+    explicit ReadTxn(lmdb::Txn own) : own_(std::move(own)) {}
+    lmdb::Txn& operator*() { return snapshot_ ? *snapshot_ : own_; }
+
+   private:
+    lmdb::Txn* snapshot_ = nullptr;
+    lmdb::Txn own_;
+  };
+  Result<ReadTxn> BeginRead() {
+    if (snapshot_.get() && std::this_thread::get_id() == snapshot_thread_) return ReadTxn(&snapshot_);
+    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    return ReadTxn(std::move(txn));
   }
 
   const std::string& path() const override { return dir_; }
@@ -198,7 +225,8 @@ class LmdbStore final : public Store {
   lmdb::Environment& lmdb() { return lmdb_; }
 
   Result<std::optional<ObjectInfo>> Stat(const Digest& d) override {
-    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+    lmdb::Txn& txn = *read;
     return StatIn(txn, d);
   }
 
@@ -229,7 +257,8 @@ class LmdbStore final : public Store {
       }
       return r;
     }
-    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+    lmdb::Txn& txn = *read;
     KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kObjects));
     std::optional<std::string_view> v;
     if (dbi) {
@@ -340,7 +369,8 @@ class LmdbStore final : public Store {
   }
 
   Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override {
-    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+    lmdb::Txn& txn = *read;
     KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, table));
     if (!dbi) return std::optional<std::string>();
     KI_ASSIGN_OR_RETURN(auto v, txn.Get(*dbi, key));
@@ -350,7 +380,8 @@ class LmdbStore final : public Store {
 
   Status Scan(std::string_view table, std::string_view prefix,
               const std::function<bool(std::string_view, std::string_view)>& fn) override {
-    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
+    KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+    lmdb::Txn& txn = *read;
     return ScanIn(txn, table, prefix, fn);
   }
 
@@ -404,6 +435,9 @@ class LmdbStore final : public Store {
   StoreOptions opts_;
   bool read_only_ = true;
   lmdb::Environment lmdb_;
+  // StoreOptions::snapshot_reads; declared after lmdb_ so that it ends first.
+  lmdb::Txn snapshot_;
+  std::thread::id snapshot_thread_;
 };
 
 // ---------------------------------------------------------------- Batch

@@ -1,9 +1,12 @@
 #include "ki/store.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "ki/ingest.h"
 #include "odb/tables.h"
@@ -444,6 +447,69 @@ TEST(PosixEnv, AtomicFileModeAndNoReplace) {
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
   ::umask(old_mask);
+}
+
+// A snapshot store reads one commit: what another process commits after it
+// opened is not seen on the opening thread, and is seen on other threads and
+// by a store opened later. (LMDB allows one environment per process and
+// file, hence the writer in a child process.)
+TEST_F(StoreTest, SnapshotReadsSeeOneCommit) {
+  Digest before = PutBlob("committed before the snapshot");
+  store_.reset();
+  StoreOptions o;
+  o.snapshot_reads = true;
+  auto snap = Store::Open(dir_.Join(".ki"), OpenMode::kReadOnly, o);
+  ASSERT_OK(snap);
+
+  const std::string later_bytes = "committed after the snapshot";
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child must not return into the test runner.
+    auto w = Store::Open(dir_.Join(".ki"), OpenMode::kReadWrite);
+    if (!w.ok()) ::_exit(2);
+    auto b = (*w)->NewBatch();
+    if (!b.ok() || !(*b)->PutBlob(later_bytes, "text/plain").ok() || !(*b)->Commit().ok()) ::_exit(3);
+    ::_exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  ASSERT_EQ(WEXITSTATUS(wstatus), 0);
+  Digest later = Sha256Of(later_bytes);
+
+  auto seen = (*snap)->Stat(before);
+  ASSERT_OK(seen);
+  EXPECT_TRUE(seen->has_value());
+  auto unseen = (*snap)->Stat(later);
+  ASSERT_OK(unseen);
+  EXPECT_FALSE(unseen->has_value()) << "the snapshot saw a later commit";
+  auto read = (*snap)->Read(later);
+  EXPECT_TRUE(read.status().IsNotFound());
+
+  bool other_thread_saw = false;
+  std::thread t([&] {
+    auto r = (*snap)->Read(later);
+    other_thread_saw = r.ok() && *r == later_bytes;
+  });
+  t.join();
+  EXPECT_TRUE(other_thread_saw) << "another thread should read the latest commit";
+
+  snap->reset();
+  auto fresh = Store::Open(dir_.Join(".ki"), OpenMode::kReadOnly, o);
+  ASSERT_OK(fresh);
+  auto now = (*fresh)->Read(later);
+  ASSERT_OK(now);
+  EXPECT_EQ(*now, later_bytes);
+}
+
+TEST_F(StoreTest, SnapshotReadsRefusedForAWriter) {
+  store_.reset();
+  StoreOptions o;
+  o.snapshot_reads = true;
+  auto s = Store::Open(dir_.Join(".ki"), OpenMode::kReadWrite, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.status().IsInvalidInput()) << s.status().ToString();
 }
 
 }  // namespace
