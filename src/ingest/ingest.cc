@@ -121,33 +121,36 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
   KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
   // Blobs in input order, then every manifest in one PutEncodedManifests
   // (written table by table in key order); output in input order.
-  std::vector<AddedObject> out(inputs.size());
+  std::vector<PutResult> blobs;  // one per blob input, in input order
   std::vector<EncodedManifest> all;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const AddInput& in = inputs[i];
     if (prepared[i].blob) {
       std::string mt = in.media_type.empty() ? GuessMediaType(in.source) : in.media_type;
       KI_ASSIGN_OR_RETURN(PutResult r, batch->PutBlob(in.bytes, mt));
-      out[i] = {r.digest, "blob", "", r.existed};
+      blobs.push_back(r);
     } else {
+      // Moved out element by element: the vector keeps its size, which the
+      // output pass below counts on.
       for (auto& m : prepared[i].manifests) all.push_back(std::move(m));
     }
   }
   KI_ASSIGN_OR_RETURN(std::vector<PutResult> put, batch->PutEncodedManifests(all));
-  std::vector<AddedObject> ordered;
-  ordered.reserve(inputs.size());
-  size_t k = 0;
+  std::vector<AddedObject> out;
+  out.reserve(blobs.size() + all.size());
+  size_t b = 0, k = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (prepared[i].blob) {
-      ordered.push_back(std::move(out[i]));
+      out.push_back({blobs[b].digest, "blob", "", blobs[b].existed});
+      ++b;
       continue;
     }
     for (size_t j = 0; j < prepared[i].manifests.size(); ++j, ++k) {
-      ordered.push_back({put[k].digest, std::string(KindName(all[k].kind)), all[k].name, put[k].existed});
+      out.push_back({put[k].digest, std::string(KindName(all[k].kind)), all[k].name, put[k].existed});
     }
   }
   KI_RETURN_IF_ERROR(batch->Commit());
-  return ordered;
+  return out;
 }
 
 }  // namespace ki
