@@ -10,6 +10,13 @@
 #   bench/gpu/explore.sh OUTDIR [SWEEP_FILE]
 # SWEEP_FILE: one --tune spec per line ("" for defaults). NCU_TUNES: specs
 # (';'-separated) to read with ncu; NCU=0 skips ncu. AB_ROUNDS: alternations.
+# VARIANTS: compile-time variants of the new tree, 'name:CUDA flags' entries
+# (';'-separated), each built as its own ki-kernel-bench and timed in turn
+# with the new one (the kernels read no such macro between experiments: add
+# it for one, take it out with the result). RAGGED_TUNES: specs (';'-separated) for the ragged runs.
+# SANITIZE=1: compute-sanitizer memcheck over two GPU tests. EXTRA_SHAPES:
+# more synthetic shapes (BxT,...), timed with equal and random lengths under
+# each of EXTRA_TUNES (';'-separated) and the base.
 set -u
 OUTDIR=${1:?usage: explore.sh OUTDIR [SWEEP_FILE]}
 SWEEPS=${2:-}
@@ -26,7 +33,7 @@ stamp() { echo "== $1 (t=$(( $(date +%s) - T0 ))s)"; }
 targets() {
   local bin=$1
   shift
-  timeout 90 $bin --definition $DEF --synthetic $T3 --no-check --trials 2 --json /dev/null "$@" |
+  timeout 90 $bin --definition $DEF --synthetic ${SHAPES:-$T3} --no-check --trials 2 --json /dev/null "$@" |
     awk '/synthetic/ {printf " %s=%s", $2, $10} /FAILED|error/ {printf " %s", $0} END {print ""}'
 }
 
@@ -48,6 +55,14 @@ if [ -d .base/bench/gpu ]; then
   PIDS="$PIDS $!"
   HAVE_BASE=1
 fi
+IFS=';' read -ra VARS <<<"${VARIANTS:-}"
+for v in "${VARS[@]}"; do
+  { cmake -S bench/gpu -B build-var-${v%%:*} $GEN -DKI_CUDA_ARCHS=90a $DEPS "-DCMAKE_CUDA_FLAGS=${v#*:}" \
+      >/tmp/ki-var-${v%%:*}.log 2>&1 &&
+    cmake --build build-var-${v%%:*} -j4 --target ki-kernel-bench >>/tmp/ki-var-${v%%:*}.log 2>&1 ||
+    tail -20 /tmp/ki-var-${v%%:*}.log; } &
+  PIDS="$PIDS $!"
+done
 wait $PIDS  # by pid: a bare wait also waits for the tee of the process substitution above
 if [ "$(cat /tmp/ki-build.rc)" != 0 ]; then
   grep -E "error" /tmp/ki-build.log | head -30
@@ -85,7 +100,7 @@ if [ $HAVE_BASE = 1 ]; then
       echo "[$side $r] exit $? $(grep -c passed /tmp/w48-$side-$r.txt) passed"
     done
   done
-  python3 - <<'PY' | tee "$OUTDIR/ab-w48.txt"
+  python3 - <<'PY' | tee -a "$OUTDIR/ab.txt"
 import json
 runs = {k: json.load(open(f"/tmp/w48-{k}.json")) for k in ["base-1", "new-1", "base-2", "new-2"]}
 def key(r, i):
@@ -108,24 +123,74 @@ for b, g in sorted(groups.items()):
 PY
 fi
 
+if [ ${#VARS[@]} -gt 0 ]; then
+  stamp "compile-time variants against new, alternating (CUPTI, cold L2, mean of 2 trial medians, us)"
+  for r in $(seq 1 ${AB_ROUNDS:-3}); do
+    printf "%-12s" "new"; targets $B/ki-kernel-bench
+    for v in "${VARS[@]}"; do
+      printf "%-12s" "${v%%:*}"; targets build-var-${v%%:*}/ki-kernel-bench
+    done
+  done | tee -a "$OUTDIR/tables.txt"
+  for v in "${VARS[@]}"; do
+    printf "%-12s" "${v%%:*} ragged"; targets build-var-${v%%:*}/ki-kernel-bench --lengths random
+  done | tee -a "$OUTDIR/tables.txt"
+  # The 48 workloads, summed by batch size, new and each variant in turn.
+  for r in 1 2; do
+    for v in "new:" "${VARS[@]}"; do
+      bin=build-var-${v%%:*}/ki-kernel-bench
+      [ "${v%%:*}" = new ] && bin=$B/ki-kernel-bench
+      timeout 120 $bin --definition $DEF --workloads $WL --trials 2 --no-samples --no-check --json /tmp/v48.json >/dev/null 2>&1
+      python3 -c "
+import json, sys
+s = {}
+for r in json.load(open('/tmp/v48.json')):
+    b = r['axes']['batch_size']; s[b] = s.get(b, 0.0) + r['timing']['latency_us']
+print('%-12s 48 workloads: ' % sys.argv[1] + '  '.join('batch %d %.1f us' % (b, t) for b, t in sorted(s.items())))
+" "${v%%:*}"
+    done
+  done | tee -a "$OUTDIR/tables.txt"
+fi
+
+if [ "${SANITIZE:-0}" = 1 ]; then
+  stamp "compute-sanitizer memcheck over the prediction and empty-sequence tests"
+  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/test_gpu \
+    --gtest_filter='GpuFast.PredictionMissIsRedone:GpuFast.EmptySequences' 2>&1 |
+    grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid|out of bounds" | head -8
+  echo "[memcheck] exit ${PIPESTATUS[0]}"
+fi
+
 stamp "L2 flush kinds (new, default plan)"
 for kind in zero read zero-read none; do
   printf "%-12s" "[$kind]"
   if [ $kind = none ]; then targets $B/ki-kernel-bench --no-flush; else targets $B/ki-kernel-bench --flush $kind; fi
-done | tee "$OUTDIR/flush.txt"
+done | tee -a "$OUTDIR/tables.txt"
 for tune in "evict_first=1" "evict_first=2"; do
   for kind in zero read; do
     printf "%-12s" "[$kind] [$tune]"
     targets $B/ki-kernel-bench --flush $kind --tune $tune
   done
-done | tee -a "$OUTDIR/flush.txt"
+done | tee -a "$OUTDIR/tables.txt"
 
 stamp "ragged lengths (--lengths random), auto against plain split and per-head"
-for tune in "" "mode=2" "mode=1"; do
-  printf "%-12s" "[$tune]"
+IFS=';' read -ra RT <<<"${RAGGED_TUNES:-;mode=2;mode=1}"
+for tune in "${RT[@]}"; do
+  printf "%-24s" "[$tune]"
   targets $B/ki-kernel-bench --lengths random --tune "$tune"
-done | tee "$OUTDIR/ragged.txt"
-if [ $HAVE_BASE = 1 ]; then printf "%-12s" "[base]"; targets $BB/ki-kernel-bench --lengths random | tee -a "$OUTDIR/ragged.txt"; fi
+done | tee -a "$OUTDIR/tables.txt"
+if [ $HAVE_BASE = 1 ]; then printf "%-12s" "[base]"; targets $BB/ki-kernel-bench --lengths random | tee -a "$OUTDIR/tables.txt"; fi
+
+if [ -n "${EXTRA_SHAPES:-}" ]; then
+  stamp "more shapes ($EXTRA_SHAPES), equal and random lengths, by tune"
+  IFS=';' read -ra XT <<<"${EXTRA_TUNES:-}"
+  [ ${#XT[@]} = 0 ] && XT=("")
+  for lengths in equal random; do
+    for tune in "${XT[@]}"; do
+      printf "%-30s" "[$tune] $lengths"
+      SHAPES=$EXTRA_SHAPES targets $B/ki-kernel-bench --lengths $lengths --tune "$tune"
+    done
+    if [ $HAVE_BASE = 1 ]; then printf "%-30s" "[base] $lengths"; SHAPES=$EXTRA_SHAPES targets $BB/ki-kernel-bench --lengths $lengths; fi
+  done | tee -a "$OUTDIR/tables.txt"
+fi
 
 if [ -n "$SWEEPS" ]; then
   stamp "sweep: targets (CUPTI, cold L2, mean of 2 trial medians, us)"
@@ -133,7 +198,7 @@ if [ -n "$SWEEPS" ]; then
   for tune in "${TUNES[@]}"; do
     printf "%-40s" "[$tune]"
     targets $B/ki-kernel-bench --tune "$tune"
-  done | tee "$OUTDIR/sweep.txt"
+  done | tee -a "$OUTDIR/tables.txt"
 fi
 
 NCU_BIN=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

@@ -47,7 +47,9 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
   --events              CUDA events instead of CUPTI
   --tune k=v,...        fast-kernel plan: chunk, waves, min_chunk, stages, mode (1 per-head, 2 split,
                         3 cluster), cluster (blocks per sequence), evict_first (1 on, 2 off), per_sm
-                        (split: blocks per SM aimed for) (CUDA builds)
+                        (split: blocks per SM aimed for), predict (kv_indptr as the equal split: 1 on, 2 off),
+                        miss_waves (waves after a prediction miss)
+                        (CUDA builds)
   --show-plan           print the fast kernel's plan under each row (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
   --no-samples          leave raw samples out of the JSON
@@ -137,6 +139,8 @@ bool ApplyTune(const std::string& spec, std::string* err) {
     else if (key == "cluster") t.cluster = v;
     else if (key == "evict_first") t.evict_first = v;
     else if (key == "per_sm") t.per_sm = v;
+    else if (key == "predict") t.predict = v;
+    else if (key == "miss_waves") t.miss_waves = v;
     else { *err = "--tune: unknown key " + key; return false; }
   }
   ki::gqa::SetFastTuning(t);
@@ -160,10 +164,10 @@ void PrintPlan(long long batch, long long tokens) {
     return;
   }
   static const char* const kModes[] = {"auto", "per-head", "split", "cluster"};
-  std::printf("    plan: %s, cluster %d, chunk %d, %d work items, %d stages, %d blocks/SM fit, %d SMs, evict_first %d, "
-              "workspace %llu B\n",
-              p.mode >= 0 && p.mode <= 3 ? kModes[p.mode] : "?", p.cluster, p.chunk, p.max_work, p.stages,
-              p.blocks_per_sm, p.num_sms, p.evict_first ? 1 : 0, static_cast<unsigned long long>(p.workspace_bytes));
+  std::printf("    plan: %s, cluster %d, chunk %d (after a miss %d), %d work items, %d stages, %d blocks/SM fit, %d SMs, evict_first %d, "
+              "predict %d, workspace %llu B\n",
+              p.mode >= 0 && p.mode <= 3 ? kModes[p.mode] : "?", p.cluster, p.chunk, p.chunk_any, p.max_work, p.stages,
+              p.blocks_per_sm, p.num_sms, p.evict_first ? 1 : 0, p.predict ? 1 : 0, static_cast<unsigned long long>(p.workspace_bytes));
 #else
   (void)batch;
   (void)tokens;

@@ -111,12 +111,12 @@ fi
 if [ $SWEEP = 1 ]; then
   stamp "plan sweep (CUPTI, cold L2, no check)"
   for tune in "" "mode=1" "mode=2" "mode=2,stages=4" "mode=3,cluster=8,stages=2" "mode=3,cluster=2,stages=4" \
-              "evict_first=1" "evict_first=2"; do
+              "evict_first=1" "evict_first=2" "predict=2"; do
     printf "%-30s" "[$tune]"
     targets $B/ki-kernel-bench --tune "$tune"
   done
   stamp "random (ragged) lengths"
-  for tune in "" "mode=1" "mode=2"; do
+  for tune in "" "mode=1" "mode=2" "miss_waves=1"; do
     printf "%-30s" "[$tune] ragged"
     targets $B/ki-kernel-bench --tune "$tune" --lengths random
   done

@@ -16,9 +16,7 @@
 //   sequence that spans several work items is then merged globally as in
 //   split. One short sequence is one work item (the small case); the
 //   automatic split plan groups the chunks of an average sequence into one
-//   cluster, so equal lengths need no global merge. With batch 1 the block
-//   predicts kv_indptr = {0, num_kv_indices} and requests its indices before
-//   kv_indptr arrives (checked, redone if wrong; split mode too).
+//   cluster, so equal lengths need no global merge.
 // Common to all:
 // - A work item is one chunk of one sequence; a sequence of len tokens gets
 //   n = max(1, ceil(len / chunk)) balanced chunks. The host knows only batch
@@ -26,6 +24,12 @@
 //   of work items (ceil(total / chunk) + batch) and each block finds its
 //   (sequence, chunk) by scanning kv_indptr; surplus blocks exit at once. No
 //   host reads of device data, no memset, no allocation: graph-capturable.
+// - Split and cluster (up to 127 sequences) predict kv_indptr as the equal
+//   split of the tokens: a block requests its Q rows and page indices before
+//   kv_indptr arrives, then checks the whole kv_indptr and, on a miss, scans
+//   it and starts again with chunk_any, a plan for any lengths (two waves of
+//   shorter chunks when the batch is large against the SMs). The launch
+//   covers both plans.
 // - The 8 query heads of a KV head share every K/V tile, read once from
 //   memory. Each warp streams its tiles through a private cp.async pipeline
 //   (KvStream: 16-byte copies, STAGES deep); page indices travel ahead of the
@@ -92,8 +96,13 @@ struct Params {
   int32_t* counters;  // per-head: [batch][4];             split, cluster: [batch]
   int batch;
   int chunk;          // tokens per work item at most (cluster mode: per cluster, C times a block's)
+  int chunk_any;      // the same for lengths found by FindWork (split, cluster: after a prediction miss)
   float scale_log2;
-  int spec_len;     // batch 1 (split, cluster): predicted kv_indptr[1] (kv_indptr[0] = 0), checked; -1 = none
+  // Split and cluster: kv_indptr predicted as the equal split of the tokens
+  // (kv_indptr[i] = i * pred_len + min(i, pred_long)), checked, redone if
+  // wrong; pred_chunks (_long): work items of a pred_len (+1) token sequence.
+  int predict;
+  int pred_len, pred_long, pred_chunks, pred_chunks_long;
   int evict_first;  // K/V copies with an L2 evict-first policy
   int cluster;      // cluster mode: blocks per thread-block cluster (= per work item)
 };
@@ -102,6 +111,8 @@ __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// No L2 prefetch-size qualifier: .L2::128B measured the same as none and
+// .L2::256B 7% slower on 64x8192 (271 against 253 us, same call, 2026-11-30).
 __device__ __forceinline__ void CpAsync16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
@@ -283,6 +294,43 @@ __device__ __forceinline__ bool FindWork(const int32_t* indptr, int batch, int c
   return w->b >= 0;
 }
 
+// Prediction of kv_indptr (split and cluster modes): the equal split of the
+// tokens over the batch. A block that trusts it requests its Q rows and page
+// indices at once, while kv_indptr is read to check it, instead of after a
+// round trip for kv_indptr (16x4096: 41.66 / 42.18 us against 42.28 / 42.52
+// without, two calls, 2026-11-30; random lengths no slower). Every warp
+// reads all batch + 1 entries (at most kPredMaxBatch + 1: 4 per lane), so
+// every warp of every block reaches the same verdict without a barrier.
+constexpr int kPredMaxBatch = 127;
+__device__ __forceinline__ int PredictedIndptr(const Params& p, int i) { return i * p.pred_len + min(i, p.pred_long); }
+// The work item `work` is under the prediction (b = -1: surplus).
+__device__ __forceinline__ WorkItem PredictWork(const Params& p, int work) {
+  const int n1 = p.pred_chunks_long, n0 = p.pred_chunks;
+  const int long_work = p.pred_long * n1;  // the longer sequences come first
+  if (work < long_work) {
+    const int b = work / n1;
+    return {b, work - b * n1, n1, b * n1};
+  }
+  const int rest = work - long_work;
+  const int b = p.pred_long + rest / n0;
+  if (b >= p.batch) return {-1, 0, 0, 0};
+  const int first = long_work + (b - p.pred_long) * n0;
+  return {b, work - first, n0, first};
+}
+struct IndptrCheck {
+  int v[4];  // entries lane + 32k
+  __device__ __forceinline__ void Load(const Params& p, int lane) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = lane + 32 * k <= p.batch ? __ldg(p.indptr + lane + 32 * k) : 0;
+  }
+  __device__ __forceinline__ bool Holds(const Params& p, int lane) const {
+    bool bad = false;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) bad |= lane + 32 * k <= p.batch && v[k] != PredictedIndptr(p, lane + 32 * k);
+    return !__any_sync(kFull, bad);
+  }
+};
+
 // Q^T of the 8 query heads from query row `row0` on, as mma B fragments:
 // qf[ks][0] = Q[head g][16ks + 2c .. +1], qf[ks][1] = the same + 8.
 __device__ __forceinline__ void LoadQ(uint32_t (&qf)[kHeadDim / 16][2], const __nv_bfloat16* q, size_t row0,
@@ -304,12 +352,13 @@ __device__ __forceinline__ void LoadQ(uint32_t (&qf)[kHeadDim / 16][2], const __
 // tile, loaded STAGES + 1 tiles ahead): per-head blocks, which have few tiles
 // per warp, measured 2-7% faster on the definition's batch-16/64 workloads
 // with registers (their first copies wait on one global load, not on a
-// cp.async round trip through shared memory). Per-head copies always carry
-// an L2 policy (evict-normal unless evict-first is asked): with that, the
-// batch-16/64 workloads summed 315 / 636 us against 328 / 662 with plain
-// cp.async (same call, 2026-11-30); split and cluster keep plain copies
-// without the hint (an evict-normal policy there made 64x8192 289 us against
-// 258).
+// cp.async round trip through shared memory), and so did the one-sequence
+// kWhole instance (two tiles per warp: 1x362 5.89 us against 5.99 with the
+// ring, same call, 2026-11-30). Those copies always carry an L2 policy
+// (evict-normal unless evict-first is asked): with that, the batch-16/64
+// workloads summed 315 / 636 us against 328 / 662 with plain cp.async (same
+// call, 2026-11-30); split and cluster keep plain copies without the hint (an
+// evict-normal policy there made 64x8192 289 us against 258).
 template <int STAGES, bool kRegIdx>
 struct KvStream {
   static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
@@ -647,6 +696,13 @@ __device__ __forceinline__ bool ArriveLast(int32_t* counter, int n) {
   return true;
 }
 
+// The cluster merge's loops over the C partials of an item, unrolled so that
+// several partials' shared-memory loads are in flight together: 1x362 (12
+// partials) 5.76 us unrolled by 4 against 5.94 by 2, 5.85 by 8, 6.20 by 16
+// (likely the longer code, fetched from DRAM after the flush) and 6.27 not
+// unrolled (same calls, 2026-11-30).
+constexpr int kMergeUnroll = 4;
+
 // kWhole (cluster mode, batch 1 planned as one work item): the global merge
 // is compiled out; the small case's instance stays short (a 24% larger
 // kernel measured 0.5 us slower on every batch-1 workload after the flush).
@@ -675,27 +731,40 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
 
   // ---- which (sequence, chunk) is this block? ----
   // Every block of a cluster finds the same work item, so exits are uniform
-  // over the cluster.
+  // over the cluster. Predicted (see IndptrCheck): the work item, Q and the
+  // page indices are requested before kv_indptr is known, and redone on a miss.
+  const bool predict = kWhole || (!kPerHead && p.predict);
+  bool unchecked = predict;
+  IndptrCheck chk;
   WorkItem w;
-  if (kWhole || (!kPerHead && p.spec_len >= 0)) {
-    // Batch 1: the sequence is predicted to be all of kv_indices (checked below).
-    w = {0, kWhole ? 0 : work, kWhole || p.spec_len <= 0 ? 1 : (p.spec_len + p.chunk - 1) / p.chunk, 0};
-    if (w.chunk_idx >= w.nchunks) return;  // surplus (a shorter real sequence has no more chunks)
-  } else if (!FindWork(p.indptr, p.batch, p.chunk, work, &w)) {
+  if (kWhole) {
+    w = {0, 0, 1, 0};
+  } else if (predict) {
+    w = PredictWork(p, work);
+    chk.Load(p, lane);
+    if (w.b < 0) {  // surplus if the prediction holds: nothing to request before the check
+      if (chk.Holds(p, lane) || !FindWork(p.indptr, p.batch, p.chunk_any, work, &w)) return;
+      unchecked = false;
+    }
+  } else if (!FindWork(p.indptr, p.batch, p.chunk_any, work, &w)) {
     return;  // surplus: uniform exit
   }
 
   uint32_t qf[kHeadDim / 16][2];  // independent of kv_indptr: requested first
   LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
 
-  const bool spec = kWhole || (!kPerHead && p.spec_len >= 0);
-  int seq_start, len;
+  // Batch 1 (kWhole) checks both ends of its one sequence: uniform loads, no
+  // vote (a first version that ran IndptrCheck here, with a run-time L2
+  // policy choice beside it, measured 0.3 us slower on every batch-1 workload).
   int a0 = 0, a1 = 0;
-  if (spec) {
+  if constexpr (kWhole) {
     a0 = __ldg(p.indptr);
     a1 = __ldg(p.indptr + 1);
-    seq_start = 0;
-    len = p.spec_len;
+  }
+  int seq_start, len;
+  if (unchecked) {
+    seq_start = PredictedIndptr(p, w.b);
+    len = p.pred_len + (w.b < p.pred_long ? 1 : 0);
   } else {
     seq_start = __ldg(p.indptr + w.b);
     len = max(0, __ldg(p.indptr + w.b + 1) - seq_start);
@@ -725,7 +794,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   bounds(&c_begin, &ntok);
 
   uint8_t* wsm = smem + warp * WarpBytes(STAGES);
-  KvStream<STAGES, kPerHead> st;
+  KvStream<STAGES, kPerHead || kWhole> st;
   st.smem = SmemAddr(wsm);
   st.ring = reinterpret_cast<const int32_t*>(wsm + STAGES * 2 * kTileBytes);
   st.kbase = p.k + kvh * kHeadDim;
@@ -736,19 +805,25 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   st.stride = kPerHead ? kWarps * kTile : kTile;
   st.ntiles = kPerHead ? (ntok > warp * kTile ? (ntok - warp * kTile + st.stride - 1) / st.stride : 0)
                        : (ntok + kTile - 1) / kTile;
-  st.pol = kPerHead && p.evict_first == 0 ? EvictNormalPolicy() : EvictFirstPolicy();
+  st.pol = p.evict_first != 0 ? EvictFirstPolicy() : EvictNormalPolicy();
   st.hint = p.evict_first != 0;
   st.lane = lane;
 
   st.IssueFirstIndices();
-  if (spec && (a0 != 0 || a1 != p.spec_len)) {  // prediction wrong: redo with the real bounds
+  if (unchecked && (kWhole ? a0 != 0 || a1 != p.pred_len : !chk.Holds(p, lane))) {  // wrong: redo with the real bounds
     CpAsyncWait<0>();
     __syncwarp();
-    seq_start = a0;
-    len = max(0, a1 - a0);
-    if (!kWhole) {
-      w.nchunks = len <= 0 ? 1 : (len + p.chunk - 1) / p.chunk;
-      if (w.chunk_idx >= w.nchunks) return;  // uniform over the block (and cluster), before any barrier
+    if constexpr (kWhole) {
+      // One work item: the real sequence (valid kv_indptr: no longer than
+      // the predicted one, which the launch's chunk covers).
+      seq_start = a0;
+      len = max(0, a1 - a0);
+    } else {
+      const int b = w.b;
+      if (!FindWork(p.indptr, p.batch, p.chunk_any, work, &w)) return;  // uniform over the block (and cluster)
+      if (w.b != b) LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
+      seq_start = __ldg(p.indptr + w.b);
+      len = max(0, __ldg(p.indptr + w.b + 1) - seq_start);
     }
     bounds(&c_begin, &ntok);
     st.idx = p.indices + seq_start + c_begin;
@@ -882,9 +957,11 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
       const int row = item >> 4;
       const int d0 = (item & 15) * 8;
       float M = -INFINITY;
+#pragma unroll kMergeUnroll
       for (int q = 0; q < C; ++q) M = fmaxf(M, RL[q * kNumQoHeads + row]);
       float L = 0.f;
       float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll kMergeUnroll
       for (int q = 0; q < C; ++q) {
         const float lq = RL[q * kNumQoHeads + row];
         const float f = lq == -INFINITY ? 0.f : Exp2(lq - M);
@@ -1070,6 +1147,10 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   // Evict-first K/V copies (split and cluster): measured (H200, cold L2 after
   // the bench's zeroing flush) faster up to 16x4096 tokens and slower at
   // 64x8192; on up to 128 Ki tokens. Per-head mode takes it only when asked.
+  // A fractional policy (evict-first on 1/4, 1/2 or 3/4 of the accesses, the
+  // rest unchanged) was no middle way: 16x4096 44.3-45.8 us like no hint
+  // (26.7-27.4 MB written back, against 4.8 with the full hint), 64x8192
+  // 253.4-255.2 against 252.8 with none (gqa-decode-h200-2026-11-30-b.md).
   plan->evict_first = t.evict_first == 1 || (t.evict_first == 0 && mode != kModeLegacy && total <= kEvictFirstMaxTokens);
 
   if (mode == kModeLegacy) {
@@ -1088,6 +1169,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     if (max_work > (int64_t{1} << 31) - 1) return KI_ERR_UNSUPPORTED;
     plan->mode = kModeLegacy;
     plan->chunk = static_cast<int>(chunk);
+    plan->chunk_any = static_cast<int>(chunk);
     plan->max_work = static_cast<int>(max_work);
     plan->stages = stages;
     plan->blocks_per_sm = per_sm;
@@ -1104,6 +1186,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : (one_short ? 2 : 3);
   // Tokens per block (a cluster's work item: C times that).
   int64_t chunk = t.chunk_tokens;
+  int64_t chunk_any = 0;  // 0: chunk
   if (chunk <= 0 && !one_short) {
     const int64_t waves = t.waves > 0 ? t.waves : 1;
     const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : kMinChunkSplit;
@@ -1117,6 +1200,19 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     const int64_t aim = blocks > 2 * batch ? blocks - batch : blocks;
     chunk = (total + aim - 1) / std::max<int64_t>(1, aim);
     chunk = std::max<int64_t>(min_chunk, (chunk + kTile - 1) / kTile * kTile);
+    // Lengths other than the predicted equal split (the kernel re-plans after
+    // a miss): with many sequences against the blocks, one wave bounded that
+    // way makes chunks up to blocks / (blocks - batch) times the mean block's
+    // work (1.9x at batch 64 on 132 SMs), and a ragged batch's long sequences
+    // run that long on few SMs. Two waves bound it by 2 blocks / (2 blocks -
+    // batch) (1.3x). Measured (same call, 2026-11-30, random lengths): 64x8192
+    // 284 us against 348 with one wave, 48x8192 217 against 240, 64x2048 86
+    // against 97, 100x4000 224 against 231; equal lengths unchanged.
+    const int64_t miss_waves = t.miss_waves > 0 ? t.miss_waves : (4 * batch > blocks ? 2 : 1);
+    if (miss_waves > 1) {
+      const int64_t aim_any = std::max<int64_t>(1, miss_waves * blocks - batch);
+      chunk_any = std::max<int64_t>(min_chunk, ((total + aim_any - 1) / aim_any + kTile - 1) / kTile * kTile);
+    }
   }
   int64_t cs = 1;
   if (mode == kModeCluster) {
@@ -1156,15 +1252,22 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
       }
     }
   }
+  // kv_indptr predicted (checked in the kernel) up to kPredMaxBatch sequences.
+  const bool predict = t.predict != 2 && batch <= kPredMaxBatch && total <= (int64_t{1} << 31) - 1;
+  if (!predict || chunk_any <= 0) chunk_any = chunk;
   chunk = std::min<int64_t>(chunk * cs, int64_t{1} << 30);  // tokens per work item
+  chunk_any = std::min<int64_t>(chunk_any * cs, int64_t{1} << 30);
   // sum_b max(1, ceil(len_b / chunk)) <= total / chunk + batch; one sequence:
   // max(1, ceil(total / chunk)) (no surplus blocks on the latency-bound path).
-  const int64_t max_work = batch == 1 ? std::max<int64_t>(1, (total + chunk - 1) / chunk) : (total + chunk - 1) / chunk + batch;
+  // The launch covers both plans (surplus blocks exit at once).
+  const int64_t max_work = batch == 1 ? std::max<int64_t>(1, (total + chunk - 1) / chunk)
+                                      : (total + std::min(chunk, chunk_any) - 1) / std::min(chunk, chunk_any) + batch;
   if (max_work * cs > (int64_t{1} << 31) - 1) return KI_ERR_UNSUPPORTED;
   plan->mode = mode;
   plan->cluster = static_cast<int>(cs);
-  plan->spec_len = (batch == 1 && total <= (int64_t{1} << 31) - 1) ? static_cast<int>(total) : -1;
+  plan->predict = predict;
   plan->chunk = static_cast<int>(chunk);
+  plan->chunk_any = static_cast<int>(chunk_any);
   plan->max_work = static_cast<int>(max_work);
   plan->stages = stages;
   plan->blocks_per_sm = std::max(1, info->blocks_per_sm[mode][stages]);
@@ -1200,7 +1303,7 @@ cudaError_t Launch(const Params& p, const FastPlan& plan, cudaStream_t s) {
   cfg.numAttrs = plan.cluster > 1 ? 1 : 0;
   // One sequence in one work item (chunk covers the predicted length, which
   // valid kv_indptr never exceeds): no global merge in the instance.
-  if (p.batch == 1 && plan.spec_len >= 0 && plan.chunk >= plan.spec_len)
+  if (p.batch == 1 && p.predict && plan.chunk >= p.pred_len)
     return cudaLaunchKernelEx(&cfg, GqaDecode<S, kModeCluster, true>, p);
   return cudaLaunchKernelEx(&cfg, GqaDecode<S, kModeCluster, false>, p);
 }
@@ -1233,8 +1336,17 @@ int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint
   }
   p.batch = static_cast<int>(args.batch);
   p.chunk = plan.chunk;
+  p.chunk_any = plan.chunk_any > 0 ? plan.chunk_any : plan.chunk;
   p.scale_log2 = args.sm_scale * kLog2e;
-  p.spec_len = plan.mode == kModeLegacy ? -1 : plan.spec_len;
+  p.predict = plan.mode != kModeLegacy && plan.predict ? 1 : 0;
+  {
+    const int64_t q = args.num_kv_indices / args.batch;
+    const auto chunks = [&](int64_t len) { return len <= 0 ? 1 : static_cast<int>((len + plan.chunk - 1) / plan.chunk); };
+    p.pred_len = static_cast<int>(q);
+    p.pred_long = static_cast<int>(args.num_kv_indices % args.batch);
+    p.pred_chunks = chunks(q);
+    p.pred_chunks_long = chunks(q + 1);
+  }
   p.evict_first = plan.evict_first ? 1 : 0;
   p.cluster = std::max(1, plan.cluster);
   cudaError_t e;

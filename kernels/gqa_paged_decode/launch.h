@@ -31,6 +31,8 @@ struct FastTuning {
   int cluster = 0;       // cluster mode: blocks per sequence (1..16, clamped to what the device fits)
   int evict_first = 0;   // K/V copies with an L2 evict-first policy: 0 auto (split and cluster, by size), 1 on, 2 off
   int per_sm = 0;        // split: blocks per SM aimed for (at most what fits; 0: one)
+  int predict = 0;       // split, cluster: predict kv_indptr as the equal split (0 auto, 1 on, 2 off)
+  int miss_waves = 0;    // split, cluster: waves aimed for when the prediction misses (0 auto)
 };
 void SetFastTuning(const FastTuning& tuning);
 FastTuning GetFastTuning();
@@ -40,9 +42,10 @@ FastTuning GetFastTuning();
 struct FastPlan {
   int mode = 0;           // FastMode (never kModeAuto)
   int cluster = 0;        // cluster mode: blocks per sequence
-  int spec_len = -1;      // batch 1: predicted kv_indptr[1] (kv_indptr[0] = 0), checked by the kernel
+  bool predict = false;   // the kernel predicts kv_indptr as the equal split of the tokens (checked; redone if wrong)
   bool evict_first = true;
-  int chunk = 0;          // max tokens per block
+  int chunk = 0;          // max tokens per work item (the predicted equal split's, when predicting)
+  int chunk_any = 0;      // max tokens per work item for lengths read from kv_indptr (a miss; 0: chunk)
   int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch
   int stages = 0;
   int num_sms = 0;

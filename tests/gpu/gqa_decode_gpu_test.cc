@@ -222,7 +222,8 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
       // Long and ragged (many chunks per sequence, several waves; the
       // automatic plan groups chunks in clusters and the 9000-token
       // sequences span several), equal lengths (automatic: one cluster per
-      // sequence), many ragged sequences.
+      // sequence), many ragged sequences (split and cluster: the prediction
+      // misses and the blocks re-plan with chunk_any, shorter than chunk).
       WithLengths("long-ragged", {9000, 300, 0, 9000, 7}),
       WithLengths("equal-16", std::vector<int64_t>(16, 2100)),
       WithLengths("ragged-40", {900, 15, 3000, 0, 1200, 64, 700, 2500, 33, 1000, 1000, 1, 4000, 800, 650, 1300, 0, 2200,
@@ -266,21 +267,21 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
 TEST(GpuFast, PredictionMissIsRedone) {
   REQUIRE_GPU();
 #if defined(KI_HAVE_CUDA_BACKEND)
-  // Batch 1 predicts kv_indptr = {0, num_kv_indices} (split and cluster
-  // modes). Calls whose kv_indptr says otherwise (the harness never makes
-  // them) must still be right: compare with the CUDA reference on the same
-  // buffers.
+  // Split and cluster modes predict kv_indptr as the equal split of
+  // num_kv_indices over the batch. Calls whose kv_indptr says otherwise (the
+  // harness never makes a batch-1 one) must still be right, whichever entry
+  // differs: compare with the CUDA reference on the same buffers.
   gpu::Backend* be = gpu::CudaBackend();
-  const int64_t n = 700, pages = 1000;
-  auto q = be->Alloc(32 * 128 * 2);
+  const int64_t n = 700, pages = 1000, max_batch = 4;
+  auto q = be->Alloc(max_batch * 32 * 128 * 2);
   auto k = be->Alloc(pages * 4 * 128 * 2);
   auto v = be->Alloc(pages * 4 * 128 * 2);
   auto ind = be->Alloc(n * 4);
-  auto ptr = be->Alloc(2 * 4);
-  auto out_f = be->Alloc(32 * 128 * 2), out_r = be->Alloc(32 * 128 * 2);
-  auto lse_f = be->Alloc(32 * 4), lse_r = be->Alloc(32 * 4);
+  auto ptr = be->Alloc((max_batch + 1) * 4);
+  auto out_f = be->Alloc(max_batch * 32 * 128 * 2), out_r = be->Alloc(max_batch * 32 * 128 * 2);
+  auto lse_f = be->Alloc(max_batch * 32 * 4), lse_r = be->Alloc(max_batch * 32 * 4);
   ASSERT_TRUE(q.ok() && k.ok() && v.ok() && ind.ok() && ptr.ok() && out_f.ok() && out_r.ok() && lse_f.ok() && lse_r.ok());
-  ASSERT_TRUE(be->FillRandom(*q, KI_DTYPE_BF16, 32 * 128, 101).ok());
+  ASSERT_TRUE(be->FillRandom(*q, KI_DTYPE_BF16, max_batch * 32 * 128, 101).ok());
   ASSERT_TRUE(be->FillRandom(*k, KI_DTYPE_BF16, pages * 512, 102).ok());
   ASSERT_TRUE(be->FillRandom(*v, KI_DTYPE_BF16, pages * 512, 103).ok());
   std::vector<int32_t> idx(n);
@@ -289,15 +290,24 @@ TEST(GpuFast, PredictionMissIsRedone) {
   struct Variant {
     int mode, cluster, chunk;
   };
-  const Variant variants[] = {{gqa::kModeCluster, 1, 0},  {gqa::kModeCluster, 4, 0}, {gqa::kModeCluster, 16, 0},
-                              {gqa::kModeSplit, 0, 0},    {gqa::kModeSplit, 0, 64},  {gqa::kModeSplit, 0, 100000}};
+  const Variant variants[] = {{gqa::kModeCluster, 1, 0},  {gqa::kModeCluster, 4, 0},  {gqa::kModeCluster, 16, 0},
+                              {gqa::kModeCluster, 2, 64}, {gqa::kModeSplit, 0, 0},    {gqa::kModeSplit, 0, 64},
+                              {gqa::kModeSplit, 0, 100000}};
+  // The predicted splits ({0, 700}, {0, 234, 467, 700}, {0, 175, 350, 525, 700})
+  // and misses: in the first, a middle or the last entry, and sequences
+  // whose chunk counts differ from the prediction's.
+  const std::vector<std::vector<int32_t>> indptrs = {
+      {0, 695}, {5, 700}, {3, 3}, {0, 700},
+      {0, 234, 467, 700}, {0, 233, 467, 700}, {0, 0, 700, 700}, {1, 234, 467, 700},
+      {0, 175, 350, 525, 700}, {0, 175, 350, 525, 699}, {0, 10, 20, 690, 700}, {0, 600, 610, 620, 700},
+  };
   for (const Variant& var : variants) {
     const int cs = var.cluster;
-    for (const auto& bounds : std::vector<std::pair<int32_t, int32_t>>{{0, 695}, {5, 700}, {3, 3}, {0, 700}}) {
-      const int32_t hp[2] = {bounds.first, bounds.second};
-      ASSERT_TRUE(be->CopyToDevice(*ptr, hp, sizeof(hp)).ok());
+    for (const std::vector<int32_t>& hp : indptrs) {
+      const int64_t batch = static_cast<int64_t>(hp.size()) - 1;
+      ASSERT_TRUE(be->CopyToDevice(*ptr, hp.data(), hp.size() * 4).ok());
       gqa::Args a;
-      a.batch = 1;
+      a.batch = batch;
       a.num_pages = pages;
       a.num_kv_indices = n;
       a.sm_scale = 0.0883883f;
@@ -313,7 +323,7 @@ TEST(GpuFast, PredictionMissIsRedone) {
       ASSERT_EQ(gqa::PlanFast(a, &plan), KI_OK);
       gqa::SetFastTuning({});
       ASSERT_EQ(plan.mode, var.mode);
-      ASSERT_EQ(plan.spec_len, n);
+      ASSERT_TRUE(plan.predict);
       void* ws = nullptr;
       if (plan.workspace_bytes > 0) {
         auto w = be->Alloc(plan.workspace_bytes);
@@ -327,12 +337,13 @@ TEST(GpuFast, PredictionMissIsRedone) {
       a.lse = static_cast<float*>(*lse_r);
       a.out = *out_r;
       ASSERT_EQ(gqa::LaunchReference(a, nullptr), KI_OK);
-      std::vector<uint16_t> of(32 * 128), orf(32 * 128);
-      std::vector<float> lf(32), lr(32);
+      const size_t rows = static_cast<size_t>(batch) * 32;
+      std::vector<uint16_t> of(rows * 128), orf(rows * 128);
+      std::vector<float> lf(rows), lr(rows);
       ASSERT_TRUE(be->CopyToHost(of.data(), *out_f, of.size() * 2).ok());
       ASSERT_TRUE(be->CopyToHost(orf.data(), *out_r, orf.size() * 2).ok());
-      ASSERT_TRUE(be->CopyToHost(lf.data(), *lse_f, 32 * 4).ok());
-      ASSERT_TRUE(be->CopyToHost(lr.data(), *lse_r, 32 * 4).ok());
+      ASSERT_TRUE(be->CopyToHost(lf.data(), *lse_f, rows * 4).ok());
+      ASSERT_TRUE(be->CopyToHost(lr.data(), *lse_r, rows * 4).ok());
       auto bf = [](uint16_t x) {
         const uint32_t u = static_cast<uint32_t>(x) << 16;
         float f;
@@ -342,13 +353,16 @@ TEST(GpuFast, PredictionMissIsRedone) {
       double worst = 0;
       for (size_t i = 0; i < of.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(bf(of[i]) - bf(orf[i]))));
       if (ws) be->Free(ws);
-      EXPECT_LT(worst, 1e-2) << "mode " << var.mode << " cluster " << cs << " chunk " << var.chunk << " indptr {"
-                             << hp[0] << ", " << hp[1] << "}";
-      for (int h = 0; h < 32; ++h) {
+      std::string what = "mode " + std::to_string(var.mode) + " cluster " + std::to_string(cs) + " chunk " +
+                         std::to_string(var.chunk) + " indptr {";
+      for (int32_t x : hp) what += std::to_string(x) + ",";
+      what += "}";
+      EXPECT_LT(worst, 1e-2) << what;
+      for (size_t h = 0; h < rows; ++h) {
         if (std::isinf(lr[h])) {
-          EXPECT_TRUE(std::isinf(lf[h]) && lf[h] < 0) << h;
+          EXPECT_TRUE(std::isinf(lf[h]) && lf[h] < 0) << what << " row " << h;
         } else {
-          EXPECT_NEAR(lf[h], lr[h], 1e-2) << "mode " << var.mode << " cluster " << cs << " head " << h;
+          EXPECT_NEAR(lf[h], lr[h], 1e-2) << what << " row " << h;
         }
       }
     }
