@@ -1254,7 +1254,11 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   }
   // kv_indptr predicted (checked in the kernel) up to kPredMaxBatch sequences.
   const bool predict = t.predict != 2 && batch <= kPredMaxBatch && total <= (int64_t{1} << 31) - 1;
-  if (!predict || chunk_any <= 0) chunk_any = chunk;
+  // The re-plan's launch is larger (surplus blocks when the prediction holds).
+  // Only where one block fits an SM: with two, forced split on 64x8192 took
+  // 282 us with it against 258 without (the surplus blocks, resident at once,
+  // likely pushed real ones onto shared SMs; same call, 2026-11-30).
+  if (!predict || chunk_any <= 0 || info->blocks_per_sm[mode][stages] > 1) chunk_any = chunk;
   chunk = std::min<int64_t>(chunk * cs, int64_t{1} << 30);  // tokens per work item
   chunk_any = std::min<int64_t>(chunk_any * cs, int64_t{1} << 30);
   // sum_b max(1, ceil(len_b / chunk)) <= total / chunk + batch; one sequence:

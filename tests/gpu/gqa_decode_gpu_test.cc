@@ -223,7 +223,8 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
       // automatic plan groups chunks in clusters and the 9000-token
       // sequences span several), equal lengths (automatic: one cluster per
       // sequence), many ragged sequences (split and cluster: the prediction
-      // misses and the blocks re-plan with chunk_any, shorter than chunk).
+      // misses and the blocks re-plan; at depths where one block fits an SM,
+      // with chunk_any shorter than chunk).
       WithLengths("long-ragged", {9000, 300, 0, 9000, 7}),
       WithLengths("equal-16", std::vector<int64_t>(16, 2100)),
       WithLengths("ragged-40", {900, 15, 3000, 0, 1200, 64, 700, 2500, 33, 1000, 1000, 1, 4000, 800, 650, 1300, 0, 2200,
