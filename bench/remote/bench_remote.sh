@@ -10,13 +10,15 @@
 #   KI_BENCH_CACHE    "inmemory" adds `cache: blobdescriptor: inmemory`
 #   KI_JOBS           ki --jobs (default: ki's)
 #   KI_BENCH_STEPS    "bundle": only the bundle steps (skip the one-manifest-per-root push and pull)
+#   KI_BENCH_NOPACK_PUSH  0: skip the push of the bundle without its pack
 # Prints, per step: wall time, objects/s, MB/s, HTTP requests, the CPU
 # seconds of ki and of the registry process, and the load average. Steps:
 # ki push of every root (one image manifest per root) to the registry, ki
 # pull of those tags into a fresh store, both again (nothing to transfer),
 # the bundle (--bundle, with its pack) into a fresh registry, its pull into
 # a fresh store through the pack and, into another, object by object
-# (--no-pack), both again, ki push to an oci-layout, and skopeo copy of
+# (--no-pack), both again, the bundle without a pack (--no-pack) into
+# another fresh registry, ki push to an oci-layout, and skopeo copy of
 # SKOPEO_SAMPLE images (default 50)
 # from that layout to the registry (one skopeo process per image, as skopeo
 # copies one image per call), extrapolated to all of them. `uptime` is
@@ -121,6 +123,18 @@ echo "  pulled store: $("$KI" --store "$TMP/bdst-np" ls | wc -l) objects"
   echo "  WARNING: the stores pulled with and without the pack differ"
 timed "ki pull bundle again" "$TMP/bpull2.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
 timed "ki push --bundle again" "$TMP/bpush2.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export "$BURL" $(cat "$TMP/refs")
+
+# The same bundle without its pack (--no-pack), into another fresh registry:
+# what building and uploading the pack costs the push.
+if [ "${KI_BENCH_NOPACK_PUSH:-1}" != 0 ]; then
+  registry_stop
+  rm -rf "$REGDIR/storage"
+  registry_start "$TMP" "$REGDIR/storage" "${KI_BENCH_CACHE:-}" "${KI_BENCH_GOGC:-}"
+  REG_PID_STAT=/proc/$REG_PID/stat
+  PORT=$REG_PORT
+  BURL=oci://127.0.0.1:$PORT/ki/bundle
+  timed "ki push --bundle --no-pack" "$TMP/bpush-np.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export --no-pack "$BURL" $(cat "$TMP/refs")
+fi
 
 t0=$(date +%s.%N)
 "$KI" --store "$TMP/src" push --json "oci-layout:$TMP/layout" $(cat "$TMP/refs") >"$TMP/lay.json"

@@ -437,10 +437,16 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
   KI_ASSIGN_OR_RETURN(Json j, ParseDocument(bytes, DocFormat::kJson, "remote index", limits));
   if (!j.is_object() || !j.contains("schemaVersion") || j["schemaVersion"] != 2) return bad("schemaVersion is not 2");
   if (!j.contains("mediaType") || j["mediaType"] != kOciIndexType) return bad("its mediaType field is not an image index");
-  if (!j.contains("artifactType") || j["artifactType"] != kOciBundleType) {
+  const Json ann = j.contains("annotations") ? j["annotations"] : Json();
+  // An index without any artifactType is read as a ki bundle when its
+  // annotations say so: tools that predate artifactType (skopeo 1.9.3)
+  // re-serialise the index without it, keeping parts and pack manifest
+  // byte for byte. Which entry is the pack is then told by the manifests
+  // themselves (`typed` false), each checked as it is fetched.
+  bool typed = j.contains("artifactType");
+  if ((typed && j["artifactType"] != kOciBundleType) || (!typed && Ann(ann, kAnnRoots).empty())) {
     return bad("not a ki bundle (artifactType is not " + std::string(kOciBundleType) + ")");
   }
-  const Json ann = j.contains("annotations") ? j["annotations"] : Json();
   if (Ann(ann, kAnnFormat) != kFormatVersion) {
     return bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
   }
@@ -452,12 +458,13 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
     std::string art = d.is_object() ? d.value("artifactType", std::string()) : "";
     bool pack = art == kOciPackType;
     if (!d.is_object() || d.value("mediaType", std::string()) != kOciManifestType ||
-        (art != kOciBundleType && !pack) || !d.contains("size") || !d["size"].is_number_unsigned()) {
+        (art != kOciBundleType && !pack && (typed || !art.empty())) || !d.contains("size") ||
+        !d["size"].is_number_unsigned()) {
       return bad("an entry that is neither a ki bundle part nor a pack manifest descriptor");
     }
     auto dg = Digest::Parse(d.value("digest", std::string()));
     if (!dg.ok()) return bad("an entry whose digest is not sha256:<64 hex>");
-    PartRef p{*dg, d["size"].get<uint64_t>()};
+    PartRef p{*dg, d["size"].get<uint64_t>(), !art.empty()};
     if (p.size > opts.max_manifest_size) return bad("an entry over the manifest size limit");
     if (!seen.insert(p.digest).second) return bad("an entry listed twice");
     if (pack) {

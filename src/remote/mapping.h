@@ -78,6 +78,9 @@ std::string PackManifest(const Digest& pack, uint64_t size, uint64_t objects);
 struct PartRef {
   Digest digest;
   uint64_t size = 0;
+  // false: an index re-serialised without artifactTypes does not say
+  // whether this is a part or the pack's manifest; its own artifactType does.
+  bool typed = true;
 };
 // What an index from a remote names (checked: media types, artifactType,
 // format, sizes under the manifest limit, at most one pack manifest).

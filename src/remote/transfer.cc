@@ -625,6 +625,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   struct PartFetch {
     size_t ref, part;
     std::vector<Layer> layers;
+    bool pack = false;  // an untyped entry that turned out to be the pack's manifest
   };
   std::vector<PartFetch> part_fetches;
   for (size_t r = 0; r < fetches.size(); ++r)
@@ -638,6 +639,13 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       return Status::Corruption(url.str() + " " + ref + ": part " + part.digest.str() + " has " +
                                 std::to_string(pm.bytes.size()) + " bytes, the index says " + std::to_string(part.size));
     }
+    if (!part.typed) {
+      Json peek = Json::parse(pm.bytes, nullptr, false);
+      if (peek.is_object() && peek.value("artifactType", std::string()) == kOciPackType) {
+        pf.pack = true;  // checked when (and if) the pack is used
+        return Status::OK();
+      }
+    }
     auto layers = remote::ParseBundlePart(pm.bytes, pm.media_type, opts);
     if (!layers.ok()) return layers.status().WithContext(url.str() + " " + ref + " part " + part.digest.str());
     pf.layers = std::move(*layers);
@@ -647,6 +655,11 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   if (!st.ok()) return st;
   for (PartFetch& pf : part_fetches) {  // in index order
     RefFetch& f = fetches[pf.ref];
+    if (pf.pack) {
+      if (f.pack) return Status::InvalidInput(url.str() + " " + refs[pf.ref] + ": remote bundle index: more than one pack");
+      f.pack = f.parts[pf.part];
+      continue;
+    }
     for (Layer& l : pf.layers) f.layers.push_back(std::move(l));
     f.pr.objects = f.layers.size();
   }

@@ -524,6 +524,35 @@ TEST_F(RemoteTest, BundlePackIsUsedWhereItPaysAndSkippedWhereNot) {
   ExpectSameObjects(*src_, *dst_, {tiny_d, noise_d});
 }
 
+// skopeo 1.9.3 copies a bundle's manifests byte for byte but re-serialises
+// the index without artifactType fields: ki still reads it as a bundle (by
+// its annotations), tells the pack's manifest by its own artifactType, and
+// still refuses an index whose artifactType names something else.
+TEST_F(RemoteTest, BundleIndexReserialisedWithoutArtifactTypesIsRead) {
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  o.bundle_part_bytes = 1500;
+  auto pushed = Push(*src_, Url(reg.host()), {kRunName, blob_.str()}, o);
+  ASSERT_OK(pushed);
+  Json idx = Json::parse(*reg.Manifest("everything"));
+  idx.erase("artifactType");
+  for (Json& m : idx["manifests"]) m.erase("artifactType");
+  reg.PutManifestDirect("copied", idx.dump(), "application/vnd.oci.image.index.v1+json");
+  auto pulled = Pull(*dst_, Url(reg.host()), {"copied"}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->blobs_from_pack, pulled->blobs_received);
+  EXPECT_EQ(pulled->packs_received, 1u);
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+  // Without the ki annotations it is somebody else's index.
+  idx["annotations"].erase(std::string(kAnnRoots));
+  reg.PutManifestDirect("foreign", idx.dump(), "application/vnd.oci.image.index.v1+json");
+  Store& s = NewStore();
+  auto r = Pull(s, Url(reg.host()), {"foreign"}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+}
+
 // Each hostile pack is served as the pack of a copy of a genuine bundle:
 // the pull must store exactly the source's objects, taking from the pack
 // only entries that were verified, and say why a pack was refused.
