@@ -9,7 +9,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <thread>
+
+#include "ki/env.h"
 
 namespace ki::run::internal {
 namespace {
@@ -47,8 +50,37 @@ ProcessEnd Wait(pid_t pid, double timeout_s) {
   return end;
 }
 
-int OpenLog(const std::string& path) {
-  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+// Forks a child in its own process group (so a timeout kills all it
+// started) with stdout and stderr appended to log_path, runs `child` there
+// and exits with what it returns; the parent waits. The log is opened here,
+// not through Env: the child needs a descriptor to dup2, which Env's files
+// deliberately do not expose.
+Result<ProcessEnd> ForkLogged(const std::string& log_path, double timeout_s, const std::function<int()>& child) {
+  int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("open", log_path, errno);
+  std::fflush(nullptr);  // nothing buffered is written twice
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::IOError(std::string("fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    int rc = 1;
+    try {
+      rc = child();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ki: run child: %s\n", e.what());
+    }
+    std::fflush(nullptr);
+    _exit(rc);
+  }
+  ::setpgid(pid, pid);
+  ::close(fd);
+  return Wait(pid, timeout_s);
 }
 
 }  // namespace
@@ -68,55 +100,19 @@ std::string ProcessEnd::Describe() const {
 
 Result<ProcessEnd> RunCommand(const std::vector<std::string>& argv, const std::string& log_path,
                               const std::string& cwd, double timeout_s) {
-  int fd = OpenLog(log_path);
-  if (fd < 0) return Status::IOError("open " + log_path + ": " + std::strerror(errno));
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    return Status::IOError(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
+  return ForkLogged(log_path, timeout_s, [&]() -> int {
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) return 126;
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "ki: cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(fd);
-  return Wait(pid, timeout_s);
+    return 127;
+  });
 }
 
 Result<ProcessEnd> RunForked(const std::function<int()>& fn, const std::string& log_path, double timeout_s) {
-  int fd = OpenLog(log_path);
-  if (fd < 0) return Status::IOError("open " + log_path + ": " + std::strerror(errno));
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    return Status::IOError(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    int rc = 1;
-    try {
-      rc = fn();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ki: run child: %s\n", e.what());
-    }
-    std::fflush(nullptr);
-    _exit(rc);
-  }
-  ::setpgid(pid, pid);
-  ::close(fd);
-  return Wait(pid, timeout_s);
+  return ForkLogged(log_path, timeout_s, fn);
 }
 
 std::string FirstLineOf(const std::vector<std::string>& argv, const std::string& match) {
@@ -125,21 +121,18 @@ std::string FirstLineOf(const std::vector<std::string>& argv, const std::string&
   if (fd < 0) return "";
   ::close(fd);
   auto end = RunCommand(argv, tmpl, "", 30);
+  auto text = Env::Default()->ReadFile(tmpl, 1 << 20);
+  std::istringstream lines(text.ok() ? *text : std::string());
   std::string out;
-  if (FILE* f = std::fopen(tmpl, "r")) {
-    char line[512];
-    while (std::fgets(line, sizeof line, f)) {
-      std::string s(line);
-      while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-      if (s.empty()) continue;
-      if (match.empty() || s.find(match) != std::string::npos) {
-        out = s;
-        break;
-      }
+  for (std::string s; std::getline(lines, s);) {
+    while (!s.empty() && s.back() == '\r') s.pop_back();
+    if (s.empty()) continue;
+    if (match.empty() || s.find(match) != std::string::npos) {
+      out = s;
+      break;
     }
-    std::fclose(f);
   }
-  ::unlink(tmpl);
+  (void)Env::Default()->RemoveFile(tmpl);
   if (!end.ok() || end->exit_code != 0) return "";
   return out;
 }
