@@ -1,5 +1,4 @@
 // ki trust add PUBKEY --name N [--role runner|reviewer] | ki trust list [--json] | ki trust remove WHO
-#include <fstream>
 #include <iostream>
 
 #include "command.h"
@@ -15,8 +14,8 @@ Result<PublicKey> ReadPublicKeyArg(const std::string& arg) {
   if (arg == "-") {
     std::getline(std::cin, text);
   } else if (arg.rfind("ed25519:", 0) != 0 && Env::Default()->Exists(arg)) {
-    std::ifstream in(arg);
-    std::getline(in, text);
+    KI_ASSIGN_OR_RETURN(text, Env::Default()->ReadFile(arg, 64 << 10));
+    text = text.substr(0, text.find('\n'));
   }
   return PublicKey::Parse(text);
 }

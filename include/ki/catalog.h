@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ki/digest.h"
+#include "ki/env.h"
 #include "ki/json.h"
 #include "ki/manifest.h"
 #include "ki/status.h"
@@ -108,7 +109,7 @@ struct ImportReport {
 
 // Reads a whole export from a file ("-" for standard input); zstd input is
 // recognised by its magic number and decompressed as a stream.
-Result<std::string> ReadExport(const std::string& path);
+Result<std::string> ReadExport(const std::string& path, Env* env = Env::Default());
 
 // Imports export text (JSON lines). Everything goes into one Batch: an
 // interrupted import stores nothing, and importing the same text again adds

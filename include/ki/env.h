@@ -43,13 +43,48 @@ struct AtomicFileOptions {
   bool replace = true;
 };
 
+// What fstat says of an open file: the file checked is the file read,
+// whatever happens to its path meanwhile.
+struct FileStat {
+  bool regular = false;
+  bool directory = false;
+  uint32_t mode = 0;  // permission bits (07777)
+  uint32_t uid = 0;
+  uint64_t size = 0;  // as reported: 0 for pipes and procfs files
+};
+
+// A file read front to back: an export piped in, a secret key read straight
+// into locked memory. Closed when destroyed.
+class SequentialFile {
+ public:
+  virtual ~SequentialFile() = default;
+  // Reads up to n bytes into buf (retrying EINTR); 0 at the end.
+  virtual Result<size_t> Read(char* buf, size_t n) = 0;
+  virtual Result<FileStat> Stat() = 0;
+};
+
+struct SequentialFileOptions {
+  // A symbolic link as the last component is refused (IOError saying so)
+  // instead of followed: a key file swapped for a link is not read.
+  bool no_follow = false;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
   static Env* Default();  // the POSIX environment; never deleted
 
   // Reads at most max_bytes; a larger file is InvalidInput naming the path.
-  virtual Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) = 0;
+  // Built on NewSequentialFile, so a fault injected there shows here too.
+  Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes);
+  // NotFound when the path does not exist.
+  virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path,
+                                                                    const SequentialFileOptions& options) = 0;
+  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) {
+    return NewSequentialFile(path, {});
+  }
+  // The process's standard input (not closed when destroyed).
+  virtual std::unique_ptr<SequentialFile> StandardInput() = 0;
   virtual Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path,
                                                             const AtomicFileOptions& options) = 0;
   Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path) { return NewAtomicFile(path, {}); }
@@ -61,6 +96,11 @@ class Env {
   virtual Status CreateDirs(const std::string& path) = 0;  // mkdir -p
   virtual Status SyncDir(const std::string& path) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
+  // rename(2): fails (IOError) when `to` is a directory that is not empty,
+  // which is how two processes racing to publish one directory find out.
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  // rm -r; an absent path is fine.
+  virtual Status RemoveTree(const std::string& path) = 0;
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;  // names, sorted
   virtual Result<uint64_t> FileSize(const std::string& path) = 0;
   // True when the process may create files in the directory.

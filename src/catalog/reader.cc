@@ -1,12 +1,8 @@
 // Reading an export: plain JSON lines, or a zstd stream of them.
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <memory>
 #include <optional>
 
@@ -23,14 +19,6 @@ constexpr uint64_t kMaxExportBytes = 4ull << 30;
 
 struct DStreamDeleter {
   void operator()(ZSTD_DStream* z) const { ZSTD_freeDStream(z); }
-};
-
-struct Fd {
-  int fd = -1;
-  bool owned = false;
-  ~Fd() {
-    if (owned && fd >= 0) ::close(fd);
-  }
 };
 
 bool IsZstdMagic(std::string_view b) {
@@ -72,41 +60,38 @@ std::optional<uint64_t> DeclaredSize(std::string_view in) {
 
 }  // namespace
 
-Result<std::string> ReadExport(const std::string& path) {
-  Fd in;
+Result<std::string> ReadExport(const std::string& path, Env* env) {
+  std::unique_ptr<SequentialFile> in;
   if (path == "-") {
-    in.fd = STDIN_FILENO;
+    in = env->StandardInput();
   } else {
-    in.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in.fd < 0) {
-      int err = errno;
-      if (err == ENOENT) return Status::NotFound(path + ": no such file");
-      return ErrnoStatus("open", path, err);
+    auto f = env->NewSequentialFile(path);
+    if (!f.ok()) {
+      if (f.status().IsNotFound()) return Status::NotFound(path + ": no such file");
+      return f.status();
     }
-    in.owned = true;
+    in = std::move(f).value();
   }
   // The whole input first (compressed it is a few MB): a plain export is
   // then returned as it is, and a compressed one is decompressed in one call
   // into a buffer of its declared size (no regrowing, no copying, no
   // zero-filled slack: page faults dominate on a 49 MB buffer).
   std::string input;
-  {
-    struct stat st;
-    if (::fstat(in.fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) input.reserve(size_t(st.st_size) + 1);
-  }
+  KI_ASSIGN_OR_RETURN(FileStat st, in->Stat());
+  if (st.directory) return Status::InvalidInput(path + " is a directory");
+  if (st.regular && st.size > 0) input.reserve(size_t(st.size) + 1);
   for (;;) {
     if (input.capacity() - input.size() < (1 << 16)) input.reserve(std::max<size_t>(input.capacity() * 2, 1 << 17));
     size_t old = input.size();
     size_t room = input.capacity() - old;
     input.resize(old + room);
-    ssize_t n = ::read(in.fd, input.data() + old, room);
-    if (n < 0) {
+    auto n = in->Read(input.data() + old, room);
+    if (!n.ok()) {
       input.resize(old);
-      if (errno == EINTR) continue;
-      return ErrnoStatus("read", path, errno);
+      return n.status();
     }
-    input.resize(old + size_t(n));
-    if (n == 0) break;
+    input.resize(old + *n);
+    if (*n == 0) break;
     if (input.size() > kMaxExportBytes) return Status::InvalidInput(path + ": export larger than 4 GiB");
   }
   if (!IsZstdMagic(input)) return input;

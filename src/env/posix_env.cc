@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "ki/env.h"
 
@@ -21,6 +22,30 @@ Status Env::WriteFileAtomic(const std::string& path, std::string_view data, Dura
   KI_ASSIGN_OR_RETURN(auto file, NewAtomicFile(path));
   KI_RETURN_IF_ERROR(file->Append(data));
   return file->Commit(d);
+}
+
+Result<std::string> Env::ReadFile(const std::string& path, uint64_t max_bytes) {
+  KI_ASSIGN_OR_RETURN(auto file, NewSequentialFile(path));
+  KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());
+  if (st.directory) return Status::InvalidInput(path + " is a directory");
+  // The size is checked before allocating; pipes and procfs files report 0
+  // and are read incrementally with the same cap.
+  if (st.regular && st.size > max_bytes) {
+    return Status::InvalidInput(path + ": " + std::to_string(st.size) + " bytes, over the limit of " +
+                                std::to_string(max_bytes));
+  }
+  std::string out;
+  if (st.regular) out.reserve(size_t(st.size));
+  char buf[1 << 16];
+  for (;;) {
+    KI_ASSIGN_OR_RETURN(size_t n, file->Read(buf, sizeof buf));
+    if (n == 0) break;
+    if (out.size() + n > max_bytes) {
+      return Status::InvalidInput(path + ": over the limit of " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, n);
+  }
+  return out;
 }
 
 namespace {
@@ -77,43 +102,55 @@ class PosixAtomicFile final : public AtomicFile {
   bool committed_ = false;  // renamed: no temporary name left to remove
 };
 
+class PosixSequentialFile final : public SequentialFile {
+ public:
+  PosixSequentialFile(int fd, std::string path, bool owned) : fd_(fd), path_(std::move(path)), owned_(owned) {}
+  ~PosixSequentialFile() override {
+    if (owned_) ::close(fd_);
+  }
+  Result<size_t> Read(char* buf, size_t n) override {
+    for (;;) {
+      ssize_t r = ::read(fd_, buf, n);
+      if (r >= 0) return size_t(r);
+      if (errno != EINTR) return ErrnoStatus("read", path_, errno);
+    }
+  }
+  Result<FileStat> Stat() override {
+    struct stat st{};
+    if (::fstat(fd_, &st) != 0) return ErrnoStatus("stat", path_, errno);
+    FileStat f;
+    f.regular = S_ISREG(st.st_mode);
+    f.directory = S_ISDIR(st.st_mode);
+    f.mode = uint32_t(st.st_mode & 07777);
+    f.uid = uint32_t(st.st_uid);
+    f.size = uint64_t(st.st_size);
+    return f;
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+  bool owned_;
+};
+
 class PosixEnv final : public Env {
  public:
-  Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path,
+                                                            const SequentialFileOptions& options) override {
+    int flags = O_RDONLY | O_CLOEXEC | (options.no_follow ? O_NOFOLLOW : 0);
+    int fd = ::open(path.c_str(), flags);
     if (fd < 0) {
       if (errno == ENOENT) return Status::NotFound("no such file: " + path);
+      if (errno == ELOOP && options.no_follow) {
+        return Status::IOError("refusing to use " + path + ": it is a symbolic link");
+      }
       return ErrnoStatus("open", path, errno);
     }
-    struct Closer {
-      int fd;
-      ~Closer() { ::close(fd); }
-    } closer{fd};
-    struct stat st{};
-    if (::fstat(fd, &st) != 0) return ErrnoStatus("stat", path, errno);
-    if (S_ISDIR(st.st_mode)) return Status::InvalidInput(path + " is a directory");
-    // The size is checked before allocating; pipes report 0 and are read
-    // incrementally with the same cap.
-    if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > max_bytes) {
-      return Status::InvalidInput(path + ": " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                                  std::to_string(max_bytes));
-    }
-    std::string out;
-    if (S_ISREG(st.st_mode)) out.reserve(size_t(st.st_size));
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoStatus("read", path, errno);
-      }
-      if (n == 0) break;
-      if (out.size() + size_t(n) > max_bytes) {
-        return Status::InvalidInput(path + ": over the limit of " + std::to_string(max_bytes) + " bytes");
-      }
-      out.append(buf, size_t(n));
-    }
-    return out;
+    return std::unique_ptr<SequentialFile>(new PosixSequentialFile(fd, path, /*owned=*/true));
+  }
+
+  std::unique_ptr<SequentialFile> StandardInput() override {
+    return std::unique_ptr<SequentialFile>(new PosixSequentialFile(STDIN_FILENO, "standard input", false));
   }
 
   using Env::NewAtomicFile;
@@ -148,6 +185,18 @@ class PosixEnv final : public Env {
     int err = errno;
     ::close(fd);
     if (rc != 0) return ErrnoStatus("fsync", path, err);
+    return Status::OK();
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename", from + " -> " + to, errno);
+    return Status::OK();
+  }
+
+  Status RemoveTree(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) return Status::IOError("remove " + path + ": " + ec.message());
     return Status::OK();
   }
 

@@ -1,10 +1,10 @@
 // flashinfer-bench Definition and Workload documents.
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "ki/env.h"
 #include "ki/harness.h"
 
 namespace ki::harness {
@@ -12,14 +12,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (!in.good() && !in.eof()) return Status::IOError("cannot read " + path);
-  return ss.str();
-}
+// flashinfer-bench's largest workloads files are a few MB.
+constexpr uint64_t kMaxDocumentBytes = 1ull << 30;
+
+Result<std::string> ReadFile(const std::string& path) { return Env::Default()->ReadFile(path, kMaxDocumentBytes); }
 
 Result<Json> Parse(std::string_view text, std::string_view source) {
   try {

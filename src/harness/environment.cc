@@ -2,10 +2,11 @@
 #include <unistd.h>
 
 #include <ctime>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
+#include "ki/env.h"
 #include "ki/harness.h"
 
 #ifndef KI_VERSION
@@ -18,7 +19,9 @@ Environment CaptureHostEnvironment() {
   Environment e;
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) e.host = host;
-  std::ifstream cpuinfo("/proc/cpuinfo");
+  // Through Env (as all file reads); a missing file reads as empty.
+  auto text = Env::Default()->ReadFile("/proc/cpuinfo", 16 << 20);
+  std::istringstream cpuinfo(text.ok() ? *text : std::string());
   for (std::string line; std::getline(cpuinfo, line);) {
     if (line.rfind("model name", 0) == 0) {
       const size_t colon = line.find(':');

@@ -81,8 +81,7 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
   // Build in a private directory, then rename it into place: a concurrent
   // build of the same key, or an interrupted one, never leaves half a cache entry.
   const std::string tmp = cache_dir + "/build/tmp-" + out.key.substr(0, 16) + "-" + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
+  KI_RETURN_IF_ERROR(env->RemoveTree(tmp));
   KI_RETURN_IF_ERROR(env->CreateDirs(tmp + "/src"));
   for (const auto& [path, bytes] : req.sources.files) {
     fs::path p = fs::path(tmp) / "src" / path;
@@ -104,13 +103,12 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
   out.log = log.ok() ? *log : "";
   if (end.timed_out || end.signaled || end.exit_code != 0) {
     out.log += "ki: compiler " + end.Describe() + "\n";
-    fs::remove_all(tmp, ec);
+    (void)env->RemoveTree(tmp);  // a failed build is not kept; its log is in `out`
     return out;
   }
   KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/ok", out.compiler + "\n", Durability::kNone));
-  fs::rename(tmp, dir, ec);
-  if (ec) {
-    fs::remove_all(tmp, ec);  // another process won the race: use its build
+  if (!env->Rename(tmp, dir).ok()) {
+    (void)env->RemoveTree(tmp);  // another process won the race: use its build
     if (!env->Exists(dir + "/ok")) return Status::IOError("cannot move the build into " + dir);
   }
   out.ok = true;

@@ -6,16 +6,18 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
+#include <sstream>
 
 #include "ki/catalog.h"
+#include "ki/env.h"
 #include "run/process.h"
 
 namespace ki::run::internal {
 namespace {
 
 std::string OsPrettyName() {
-  std::ifstream f("/etc/os-release");
+  auto text = Env::Default()->ReadFile("/etc/os-release", 1 << 20);
+  std::istringstream f(text.ok() ? *text : std::string());
   for (std::string line; std::getline(f, line);) {
     if (line.rfind("PRETTY_NAME=", 0) == 0) {
       std::string v = line.substr(12);
@@ -27,7 +29,8 @@ std::string OsPrettyName() {
 }
 
 std::string CpuVendor() {
-  std::ifstream f("/proc/cpuinfo");
+  auto text = Env::Default()->ReadFile("/proc/cpuinfo", 16 << 20);
+  std::istringstream f(text.ok() ? *text : std::string());
   for (std::string line; std::getline(f, line);) {
     if (line.rfind("vendor_id", 0) == 0) {
       if (line.find("GenuineIntel") != std::string::npos) return "intel";

@@ -170,41 +170,36 @@ struct KeyFile {
 enum class PermissionCheck { kEnforce, kSkip };
 
 Result<KeyFile> ReadKeyFile(const std::string& path, PermissionCheck check) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::NotFound("no key file " + path);
-    if (errno == ELOOP) return Status::IOError("refusing to use " + path + ": it is a symbolic link");
-    return ErrnoStatus("open", path, errno);
+  auto opened = Env::Default()->NewSequentialFile(path, SequentialFileOptions{.no_follow = true});
+  if (!opened.ok()) {
+    if (opened.status().IsNotFound()) return Status::NotFound("no key file " + path);
+    return opened.status();
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  // fstat on the open descriptor: the file checked is the file read.
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) return ErrnoStatus("stat", path, errno);
-  if (!S_ISREG(st.st_mode)) return Status::IOError("refusing to use " + path + ": not a regular file");
+  SequentialFile& file = **opened;
+  // Stat of the open file: the file checked is the file read.
+  KI_ASSIGN_OR_RETURN(FileStat st, file.Stat());
+  if (!st.regular) return Status::IOError("refusing to use " + path + ": not a regular file");
   if (check == PermissionCheck::kEnforce) {
-    if ((st.st_mode & 077) != 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    if ((st.mode & 077) != 0) {
+      char mode[16];
+      std::snprintf(mode, sizeof mode, "%04o", unsigned(st.mode & 07777));
       return Status::IOError("refusing to use the secret key file " + path +
                              ": it is accessible by group or others (mode " + mode + "); run `chmod 600 " + path +
                              "` if no one else could have read it, else generate a new key");
     }
-    if (st.st_uid != ::geteuid()) {
+    if (st.uid != ::geteuid()) {
       return Status::IOError("refusing to use the secret key file " + path + ": it belongs to another user");
     }
   }
-  if (uint64_t(st.st_size) > kMaxKeyFile) return Status::InvalidInput(path + ": too large for a ki key file");
+  if (st.size > kMaxKeyFile) return Status::InvalidInput(path + ": too large for a ki key file");
+  // Read straight into locked memory: the secret never passes through an
+  // ordinary buffer.
   KeyFile kf{SecretBytes(kMaxKeyFile), path};
   size_t n = 0;
   while (n < kMaxKeyFile) {
-    ssize_t r = ::read(fd, kf.text.data() + n, kMaxKeyFile - n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return ErrnoStatus("read", path, errno);
+    KI_ASSIGN_OR_RETURN(size_t r, file.Read(reinterpret_cast<char*>(kf.text.data()) + n, kMaxKeyFile - n));
     if (r == 0) break;
-    n += size_t(r);
+    n += r;
   }
   kf.text.Truncate(n);
   std::string_view all = kf.text.view();

@@ -10,6 +10,7 @@
 #include "catalog/tables.h"
 #include "ki/catalog.h"
 #include "ki/store.h"
+#include "testutil/fault_env.h"
 #include "testutil/testutil.h"
 
 namespace ki::catalog {
@@ -244,6 +245,25 @@ TEST(CatalogRead, ZstdAndPlainExportsReadTheSame) {
   EXPECT_FALSE(t.ok());
   EXPECT_TRUE(t.status().IsInvalidInput());
   EXPECT_TRUE(ReadExport(dir.Join("none.jsonl")).status().IsNotFound());
+}
+
+// A read error part-way through an export is an I/O error naming the file,
+// not a truncated export parsed as if whole.
+TEST(CatalogRead, ReadErrorIsReported) {
+  TempDir dir;
+  std::string text = test::ReadFileOrDie(DataPath(kSlice));
+  ASSERT_GT(text.size(), 60000u);
+  test::WriteFileOrDie(dir.Join("x.jsonl"), text);
+  test::FaultInjectionEnv env;
+  env.FailReads("x.jsonl", 40000);  // fails on the second read
+  auto r = ReadExport(dir.Join("x.jsonl"), &env);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("x.jsonl"), std::string::npos) << r.status().message();
+  env.FailReads("", 0);
+  auto ok = ReadExport(dir.Join("x.jsonl"), &env);
+  ASSERT_OK(ok);
+  EXPECT_EQ(*ok, text);
 }
 
 // ---------------------------------------------------------------- ranking-v1

@@ -2,6 +2,7 @@
 #include "ki/sign.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil/testutil.h"
 
@@ -119,6 +120,24 @@ TEST(Keyring, RefusesLooseSecretKeyFiles) {
   // Public facts stay readable (ki key list / export).
   EXPECT_OK(ring.Info("k"));
   ASSERT_EQ(::chmod(info->path.c_str(), 0600), 0);
+  EXPECT_OK(ring.Load("k", Fixed("")));
+}
+
+// A key file replaced by a symbolic link is not followed: whoever can
+// write the keys folder could otherwise point ki at a file of their own.
+TEST(Keyring, RefusesASymlinkedSecretKeyFile) {
+  TempDir dir;
+  Keyring ring(dir.Join("keys"));
+  auto info = ring.Generate("k", KeyProtection::kNone, Fixed(""));
+  ASSERT_OK(info);
+  std::string moved = dir.Join("elsewhere.key");
+  ASSERT_EQ(::rename(info->path.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(::symlink(moved.c_str(), info->path.c_str()), 0);
+  auto r = ring.Load("k", Fixed(""));
+  EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("symbolic link"), std::string::npos) << r.status().message();
+  ASSERT_EQ(::unlink(info->path.c_str()), 0);
+  ASSERT_EQ(::rename(moved.c_str(), info->path.c_str()), 0);
   EXPECT_OK(ring.Load("k", Fixed("")));
 }
 

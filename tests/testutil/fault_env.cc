@@ -1,5 +1,7 @@
 #include "testutil/fault_env.h"
 
+#include <algorithm>
+
 namespace ki::test {
 namespace {
 
@@ -19,7 +21,32 @@ class FaultFile final : public AtomicFile {
   std::string path_;
 };
 
+class FaultReader final : public SequentialFile {
+ public:
+  FaultReader(std::unique_ptr<SequentialFile> base, std::string path, uint64_t budget)
+      : base_(std::move(base)), path_(std::move(path)), budget_(budget) {}
+  Result<size_t> Read(char* buf, size_t n) override {
+    if (budget_ == 0) return ErrnoStatus("read", path_, EIO);
+    KI_ASSIGN_OR_RETURN(size_t got, base_->Read(buf, std::min<uint64_t>(n, budget_)));
+    budget_ -= got;
+    return got;
+  }
+  Result<FileStat> Stat() override { return base_->Stat(); }
+
+ private:
+  std::unique_ptr<SequentialFile> base_;
+  std::string path_;
+  uint64_t budget_;
+};
+
 }  // namespace
+
+Result<std::unique_ptr<SequentialFile>> FaultInjectionEnv::NewSequentialFile(const std::string& path,
+                                                                             const SequentialFileOptions& options) {
+  KI_ASSIGN_OR_RETURN(auto f, base_->NewSequentialFile(path, options));
+  if (read_fault_path_.empty() || path.find(read_fault_path_) == std::string::npos) return f;
+  return std::unique_ptr<SequentialFile>(new FaultReader(std::move(f), path, read_fault_after_));
+}
 
 Result<std::unique_ptr<AtomicFile>> FaultInjectionEnv::NewAtomicFile(const std::string& path,
                                                                      const AtomicFileOptions& options) {

@@ -1,11 +1,13 @@
 // FaultInjectionEnv: an Env that forwards to the real one and fails on
 // demand, as leveldb's fault-injection tests do: the Nth write reports a
-// full disk, or every write does once the budget of bytes is spent.
+// full disk, or every write does once the budget of bytes is spent; reads
+// of a chosen file fail with EIO after a number of bytes.
 #pragma once
 
 #include <atomic>
 #include <cerrno>
 #include <memory>
+#include <string>
 
 #include "ki/env.h"
 
@@ -20,10 +22,16 @@ class FaultInjectionEnv : public Env {
   // The next SyncDir calls fail with EIO.
   void FailSyncDir(bool fail) { fail_sync_dir_ = fail; }
   int64_t bytes_written() const { return written_; }
-
-  Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {
-    return base_->ReadFile(path, max_bytes);
+  // Reads of files whose path contains `path_part` fail with EIO once
+  // `after_bytes` of that file have been read ("" turns it off).
+  void FailReads(std::string path_part, uint64_t after_bytes) {
+    read_fault_path_ = std::move(path_part);
+    read_fault_after_ = after_bytes;
   }
+
+  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path,
+                                                            const SequentialFileOptions& options) override;
+  std::unique_ptr<SequentialFile> StandardInput() override { return base_->StandardInput(); }
   using Env::NewAtomicFile;
   Result<std::unique_ptr<AtomicFile>> NewAtomicFile(const std::string& path,
                                                     const AtomicFileOptions& options) override;
@@ -35,6 +43,8 @@ class FaultInjectionEnv : public Env {
     return base_->SyncDir(p);
   }
   Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
+  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status RemoveTree(const std::string& p) override { return base_->RemoveTree(p); }
   Result<std::vector<std::string>> ListDir(const std::string& p) override { return base_->ListDir(p); }
   Result<uint64_t> FileSize(const std::string& p) override { return base_->FileSize(p); }
   bool IsWritableDir(const std::string& p) override { return base_->IsWritableDir(p); }
@@ -55,6 +65,8 @@ class FaultInjectionEnv : public Env {
   std::atomic<int64_t> budget_{-1};
   std::atomic<int64_t> written_{0};
   std::atomic<bool> fail_sync_dir_{false};
+  std::string read_fault_path_;  // set before the reads it affects
+  uint64_t read_fault_after_ = 0;
 };
 
 }  // namespace ki::test
