@@ -46,11 +46,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-registry_start "$TMP" "$REGDIR/storage" "${KI_BENCH_CACHE:-}" "${KI_BENCH_GOGC:-}"
-REG_PID_STAT=/proc/$REG_PID/stat
-PORT=$REG_PORT
-URL=oci://127.0.0.1:$PORT/ki/export
-BURL=oci://127.0.0.1:$PORT/ki/bundle
+# Starts the registry on empty storage (a new process): sets PORT, URL, BURL.
+fresh_registry() {
+  registry_stop || true
+  rm -rf "$REGDIR/storage"
+  registry_start "$TMP" "$REGDIR/storage" "${KI_BENCH_CACHE:-}" "${KI_BENCH_GOGC:-}"
+  REG_PID_STAT=/proc/$REG_PID/stat
+  PORT=$REG_PORT
+  URL=oci://127.0.0.1:$PORT/ki/export
+  BURL=oci://127.0.0.1:$PORT/ki/bundle
+}
+fresh_registry
 echo "registry: $(docker-registry --version | awk '{print $NF}'), storage on $(df --output=fstype "$REGDIR" | tail -1), GOGC=${KI_BENCH_GOGC:-default}, cache=${KI_BENCH_CACHE:-none}; ki jobs ${KI_JOBS:-default}; $(nproc) cores"
 echo "before: $(uptime)"
 
@@ -106,12 +112,7 @@ fi
 
 # The same roots as one bundle, into a fresh registry (new storage, new
 # process), so that both modes start from an empty registry.
-registry_stop
-rm -rf "$REGDIR/storage"
-registry_start "$TMP" "$REGDIR/storage" "${KI_BENCH_CACHE:-}" "${KI_BENCH_GOGC:-}"
-REG_PID_STAT=/proc/$REG_PID/stat
-PORT=$REG_PORT
-BURL=oci://127.0.0.1:$PORT/ki/bundle
+fresh_registry
 timed "ki push --bundle" "$TMP/bpush.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export "$BURL" $(cat "$TMP/refs")
 "$KI" init "$TMP/bdst" >/dev/null
 timed "ki pull bundle (pack)" "$TMP/bpull.json" "$KI" --store "$TMP/bdst" pull "${JOBS[@]}" --insecure --json "$BURL" export
@@ -127,19 +128,14 @@ timed "ki push --bundle again" "$TMP/bpush2.json" "$KI" --store "$TMP/src" push 
 # The same bundle without its pack (--no-pack), into another fresh registry:
 # what building and uploading the pack costs the push.
 if [ "${KI_BENCH_NOPACK_PUSH:-1}" != 0 ]; then
-  registry_stop
-  rm -rf "$REGDIR/storage"
-  registry_start "$TMP" "$REGDIR/storage" "${KI_BENCH_CACHE:-}" "${KI_BENCH_GOGC:-}"
-  REG_PID_STAT=/proc/$REG_PID/stat
-  PORT=$REG_PORT
-  BURL=oci://127.0.0.1:$PORT/ki/bundle
+  fresh_registry
   timed "ki push --bundle --no-pack" "$TMP/bpush-np.json" "$KI" --store "$TMP/src" push "${JOBS[@]}" --insecure --json --bundle export --no-pack "$BURL" $(cat "$TMP/refs")
 fi
 
 t0=$(date +%s.%N)
 "$KI" --store "$TMP/src" push --json "oci-layout:$TMP/layout" $(cat "$TMP/refs") >"$TMP/lay.json"
 t1=$(date +%s.%N)
-echo "ki push (oci-layout)            $(echo "$t1 - $t0" | bc) s"
+printf "ki push (oci-layout)           %5.1f s\n" "$(echo "$t1 - $t0" | bc)"
 
 python3 -c "
 import json; d = json.load(open('$TMP/layout/index.json'))
