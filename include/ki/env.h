@@ -67,6 +67,10 @@ struct SequentialFileOptions {
   // A symbolic link as the last component is refused (IOError saying so)
   // instead of followed: a key file swapped for a link is not read.
   bool no_follow = false;
+  // Anything but a regular file is refused (IOError saying so) without
+  // waiting: a FIFO put where a key file was expected would otherwise block
+  // the open until someone writes to it.
+  bool regular_only = false;
 };
 
 class Env {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "ki/env.h"
 
@@ -137,7 +138,7 @@ class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path,
                                                             const SequentialFileOptions& options) override {
-    int flags = O_RDONLY | O_CLOEXEC | (options.no_follow ? O_NOFOLLOW : 0);
+    int flags = O_RDONLY | O_CLOEXEC | (options.no_follow ? O_NOFOLLOW : 0) | (options.regular_only ? O_NONBLOCK : 0);
     int fd = ::open(path.c_str(), flags);
     if (fd < 0) {
       if (errno == ENOENT) return Status::NotFound("no such file: " + path);
@@ -146,7 +147,15 @@ class PosixEnv final : public Env {
       }
       return ErrnoStatus("open", path, errno);
     }
-    return std::unique_ptr<SequentialFile>(new PosixSequentialFile(fd, path, /*owned=*/true));
+    auto file = std::make_unique<PosixSequentialFile>(fd, path, /*owned=*/true);
+    if (options.regular_only) {
+      // Opened without blocking (a FIFO's open waits for a writer); checked,
+      // then reads block as usual.
+      KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());
+      if (!st.regular) return Status::IOError("refusing to use " + path + ": not a regular file");
+      if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) return ErrnoStatus("fcntl", path, errno);
+    }
+    return std::unique_ptr<SequentialFile>(std::move(file));
   }
 
   std::unique_ptr<SequentialFile> StandardInput() override {

@@ -170,7 +170,7 @@ struct KeyFile {
 enum class PermissionCheck { kEnforce, kSkip };
 
 Result<KeyFile> ReadKeyFile(const std::string& path, PermissionCheck check) {
-  auto opened = Env::Default()->NewSequentialFile(path, SequentialFileOptions{.no_follow = true});
+  auto opened = Env::Default()->NewSequentialFile(path, SequentialFileOptions{.no_follow = true, .regular_only = true});
   if (!opened.ok()) {
     if (opened.status().IsNotFound()) return Status::NotFound("no key file " + path);
     return opened.status();

@@ -141,6 +141,20 @@ TEST(Keyring, RefusesASymlinkedSecretKeyFile) {
   EXPECT_OK(ring.Load("k", Fixed("")));
 }
 
+// A FIFO where the key file should be is refused at once; opening it the
+// ordinary way would wait for a writer forever.
+TEST(Keyring, RefusesAFifoWithoutWaiting) {
+  TempDir dir;
+  Keyring ring(dir.Join("keys"));
+  auto info = ring.Generate("k", KeyProtection::kNone, Fixed(""));
+  ASSERT_OK(info);
+  ASSERT_EQ(::unlink(info->path.c_str()), 0);
+  ASSERT_EQ(::mkfifo(info->path.c_str(), 0600), 0);
+  auto r = ring.Load("k", Fixed(""));
+  EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos) << r.status().message();
+}
+
 TEST(Keyring, NamesAndDuplicates) {
   TempDir dir;
   Keyring ring(dir.Join("keys"));
