@@ -34,6 +34,10 @@
 #include "ki/kernel_abi.h"
 #include "ki/status.h"
 
+namespace ki {
+class Env;
+}  // namespace ki
+
 namespace ki::harness {
 
 // ---------------------------------------------------------------- dtypes
@@ -191,10 +195,21 @@ std::vector<const ki_kernel*> BuiltinKernels();
 const ki_kernel* FindBuiltinKernel(std::string_view name);
 
 // ----------------------------------------------------------- environment
+// What ki records of /proc/cpuinfo: the first processor's fields, each ""
+// when the file has none (ARM kernels write neither), each as written after
+// ": ". One read, through `env`; a read error is returned (the callers then
+// record "unknown").
+struct CpuInfo {
+  std::string model_name;  // "model name"
+  std::string vendor_id;   // "vendor_id": GenuineIntel, AuthenticAMD, ...
+};
+Result<CpuInfo> ReadCpuInfo(Env& env);
+
 struct Environment {
   std::string captured_at;  // UTC, ISO 8601
   std::string host;
   std::string cpu_model;
+  std::string cpu_vendor;   // cpuinfo's vendor_id ("" when it has none)
   int cpu_count = 0;
   std::string ki_version;
   bool gpu = false;

@@ -85,7 +85,7 @@ std::string ToJson(const RunResult& r, bool include_samples, int indent) {
   }
   j["timing"] = tj;
   const Environment& e = r.environment;
-  Json ej{{"captured_at", e.captured_at}, {"host", e.host}, {"cpu_model", e.cpu_model},
+  Json ej{{"captured_at", e.captured_at}, {"host", e.host}, {"cpu_model", e.cpu_model}, {"cpu_vendor", e.cpu_vendor},
           {"cpu_count", e.cpu_count}, {"ki_version", e.ki_version}, {"gpu", e.gpu}};
   if (e.gpu) {
     const gpu::DeviceEnvironment& d = e.device;

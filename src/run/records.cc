@@ -28,16 +28,10 @@ std::string OsPrettyName() {
   return "";
 }
 
-std::string CpuVendor() {
-  auto text = Env::Default()->ReadFile("/proc/cpuinfo", 16 << 20);
-  std::istringstream f(text.ok() ? *text : std::string());
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("vendor_id", 0) == 0) {
-      if (line.find("GenuineIntel") != std::string::npos) return "intel";
-      if (line.find("AuthenticAMD") != std::string::npos) return "amd";
-      break;
-    }
-  }
+// ExecutionEnvironment's hardware vendor of a CPU, from cpuinfo's vendor_id.
+std::string CpuVendor(std::string_view vendor_id) {
+  if (vendor_id == "GenuineIntel") return "intel";
+  if (vendor_id == "AuthenticAMD") return "amd";
   return "unknown";
 }
 
@@ -161,9 +155,17 @@ Json EnvironmentSpec(const Json* h, bool cuda, int device, const std::string& co
     if (!driver.empty()) sw["driver"] = driver;
     if (locked == "yes" || locked == "no") settings["clocksLocked"] = locked == "yes";
   } else {
-    std::string model = h ? h->value("cpu_model", "") : "";
-    if (model.empty()) model = harness::CaptureHostEnvironment().cpu_model;
-    hw = {{"vendor", CpuVendor()}, {"product", model.empty() ? "unknown" : model}, {"architecture", Machine()},
+    // The harness's child read cpuinfo; read it here only without its
+    // capture (the kernel crashed first).
+    std::string model, vendor_id;
+    if (h && h->contains("cpu_vendor")) {
+      model = h->value("cpu_model", "");
+      vendor_id = h->value("cpu_vendor", "");
+    } else if (auto cpu = harness::ReadCpuInfo(*Env::Default()); cpu.ok()) {
+      model = cpu->model_name;
+      vendor_id = cpu->vendor_id;
+    }
+    hw = {{"vendor", CpuVendor(vendor_id)}, {"product", model.empty() ? "unknown" : model}, {"architecture", Machine()},
           {"count", 1}};
   }
   Json spec = {{"hardware", hw}, {"software", sw}};

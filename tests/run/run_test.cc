@@ -7,7 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "ki/env.h"
 #include "ki/flashinfer.h"
+#include "ki/harness.h"
 #include "ki/manifest.h"
 #include "ki/run.h"
 
@@ -139,6 +141,14 @@ TEST_F(RunOnCpu, PassesVerifiesAndReruns) {
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->HasFaults());
   for (const auto& e : v->entries) EXPECT_EQ(e.state, CheckState::kOk) << e.digest.str() << " " << e.via;
+  // The hardware is this machine's CPU, as the run's child read it.
+  auto cpu = harness::ReadCpuInfo(*Env::Default());
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  const Json& hw = r->environment_spec["hardware"];
+  EXPECT_EQ(hw.value("product", ""), cpu->model_name.empty() ? "unknown" : cpu->model_name);
+  EXPECT_EQ(hw.value("vendor", ""), cpu->vendor_id == "AuthenticAMD"   ? "amd"
+                                    : cpu->vendor_id == "GenuineIntel" ? "intel"
+                                                                       : "unknown");
 
   run::RerunRequest rr;
   rr.run = r->run.str();
