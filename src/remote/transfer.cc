@@ -568,6 +568,10 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     bool bundle = false;             // an image index of bundle parts (no referrers)
     std::vector<remote::PartRef> parts;  // a bundle's part manifests, fetched after the refs
     std::optional<remote::PartRef> pack;  // a bundle's pack manifest, fetched if worth it
+    // The pack manifest itself when the part fetches read it already (an
+    // index without artifactType fields: checked against its digest and
+    // the index's size), so that it is not fetched twice.
+    std::optional<remote::FetchedManifest> pack_manifest;
   };
   std::vector<RefFetch> fetches(refs.size());
   Status st = RunParallel(*target, opts.pull_jobs, refs.size(), [&](Conn& c, size_t r) -> Status {
@@ -625,7 +629,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   struct PartFetch {
     size_t ref, part;
     std::vector<Layer> layers;
-    bool pack = false;  // an untyped entry that turned out to be the pack's manifest
+    std::optional<remote::FetchedManifest> pack;  // an untyped entry that turned out to be the pack's manifest
   };
   std::vector<PartFetch> part_fetches;
   for (size_t r = 0; r < fetches.size(); ++r)
@@ -642,7 +646,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     if (!part.typed) {
       Json peek = Json::parse(pm.bytes, nullptr, false);
       if (peek.is_object() && peek.value("artifactType", std::string()) == kOciPackType) {
-        pf.pack = true;  // checked when (and if) the pack is used
+        pf.pack = std::move(pm);  // checked when (and if) the pack is used
         return Status::OK();
       }
     }
@@ -658,6 +662,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     if (pf.pack) {
       if (f.pack) return Status::InvalidInput(url.str() + " " + refs[pf.ref] + ": remote bundle index: more than one pack");
       f.pack = f.parts[pf.part];
+      f.pack_manifest = std::move(pf.pack);
       continue;
     }
     for (Layer& l : pf.layers) f.layers.push_back(std::move(l));
@@ -786,9 +791,11 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   }
   std::vector<std::string> tags;
   std::vector<std::optional<remote::PartRef>> packs;
-  for (const RefFetch& f : fetches) {
+  std::vector<std::optional<remote::FetchedManifest>> pack_manifests;
+  for (RefFetch& f : fetches) {
     tags.push_back(f.tag);
     packs.push_back(f.pack);
+    pack_manifests.push_back(std::move(f.pack_manifest));
   }
   fetches.clear();
 
@@ -892,7 +899,12 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     std::optional<Digest> pack_digest;
     Status ps = [&]() -> Status {
       KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
-      KI_ASSIGN_OR_RETURN(auto pm, conn->GetManifest(packs[r]->digest.str()));
+      remote::FetchedManifest pm;
+      if (pack_manifests[r]) {
+        pm = std::move(*pack_manifests[r]);
+      } else {
+        KI_ASSIGN_OR_RETURN(pm, conn->GetManifest(packs[r]->digest.str()));
+      }
       if (pm.bytes.size() != packs[r]->size) {
         return Status::Corruption("its manifest has " + std::to_string(pm.bytes.size()) + " bytes, the index says " +
                                   std::to_string(packs[r]->size));

@@ -539,11 +539,17 @@ TEST_F(RemoteTest, BundleIndexReserialisedWithoutArtifactTypesIsRead) {
   idx.erase("artifactType");
   for (Json& m : idx["manifests"]) m.erase("artifactType");
   reg.PutManifestDirect("copied", idx.dump(), "application/vnd.oci.image.index.v1+json");
+  reg.ClearLog();
   auto pulled = Pull(*dst_, Url(reg.host()), {"copied"}, Opts());
   ASSERT_OK(pulled);
   EXPECT_EQ(pulled->blobs_from_pack, pulled->blobs_received);
   EXPECT_EQ(pulled->packs_received, 1u);
   ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+  // Each entry is fetched once: the pack's manifest, read to tell it from
+  // the parts, is not fetched again to find the pack.
+  ASSERT_GE(idx["manifests"].size(), 3u);
+  for (const Json& m : idx["manifests"])
+    EXPECT_EQ(reg.Count("GET", "/manifests/" + m["digest"].get<std::string>()), 1u) << m.dump();
   // Without the ki annotations it is somebody else's index.
   idx["annotations"].erase(std::string(kAnnRoots));
   reg.PutManifestDirect("foreign", idx.dump(), "application/vnd.oci.image.index.v1+json");
