@@ -1,6 +1,7 @@
 // The OCI mapping (mapping.h; normative text in docs/format.md).
 #include "remote/mapping.h"
 
+#include <algorithm>
 #include <deque>
 #include <unordered_set>
 
@@ -451,7 +452,10 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
     return bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
   }
   if (!j.contains("manifests") || !j["manifests"].is_array() || j["manifests"].empty()) return bad("no manifests");
-  if (j["manifests"].size() > 10001) return bad("more than 10000 parts");
+  if (j["manifests"].size() > kBundleMaxEntries) {
+    return bad(std::to_string(j["manifests"].size()) + " entries, more than " + std::to_string(kBundleMaxParts) +
+               " parts and a pack manifest");
+  }
   BundleRefs refs;
   std::unordered_set<Digest> seen;
   for (const Json& d : j["manifests"]) {
@@ -475,7 +479,12 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
     }
   }
   if (refs.parts.empty()) return bad("no parts");
-  if (refs.parts.size() > 10000) return bad("more than 10000 parts");
+  // Untyped entries (an index without artifactType fields) may include the
+  // pack's manifest, which the caller tells apart when it fetches them.
+  bool untyped = std::any_of(refs.parts.begin(), refs.parts.end(), [](const PartRef& p) { return !p.typed; });
+  if (refs.parts.size() > kBundleMaxParts && (refs.pack || !untyped)) {
+    return bad(std::to_string(refs.parts.size()) + " parts, more than " + std::to_string(kBundleMaxParts));
+  }
   return refs;
 }
 

@@ -82,8 +82,17 @@ struct PartRef {
   // whether this is a part or the pack's manifest; its own artifactType does.
   bool typed = true;
 };
+// A bundle index lists at most this many parts, and at most one pack
+// manifest after them (docs/format.md, "Bundles"): a pull fetches every
+// part before it stores anything, so the count bounds its work.
+// (10,000 parts of 3 MiB hold tens of millions of objects.)
+inline constexpr size_t kBundleMaxParts = 10000;
+inline constexpr size_t kBundleMaxEntries = kBundleMaxParts + 1;
 // What an index from a remote names (checked: media types, artifactType,
-// format, sizes under the manifest limit, at most one pack manifest).
+// format, sizes under the manifest limit, at most kBundleMaxParts parts and
+// one pack manifest). In an index without artifactType fields, `parts` may
+// hold the pack's manifest too (kBundleMaxEntries entries at most): the
+// caller tells it apart when fetched, and then counts the parts.
 struct BundleRefs {
   std::vector<PartRef> parts;
   std::optional<PartRef> pack;  // the pack's manifest

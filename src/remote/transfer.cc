@@ -259,6 +259,22 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     closures.push_back(std::move(c));
   }
   cache.nodes.clear();
+  // A bundle: the union of the closures, each object once, in closure
+  // order, listed by parts that a pull accepts (before anything is sent).
+  std::vector<Layer> all;
+  std::vector<std::string> parts;
+  if (!opts.bundle_tag.empty()) {
+    std::unordered_set<Digest> in_bundle;
+    for (const Closure& c : closures)
+      for (const Layer& l : c.layers)
+        if (in_bundle.insert(l.digest).second) all.push_back(l);
+    parts = remote::BundleParts(all, opts.bundle_part_bytes);
+    if (parts.size() > remote::kBundleMaxParts) {
+      return Status::InvalidInput("the bundle " + opts.bundle_tag + " would need " + std::to_string(parts.size()) +
+                                  " parts of at most " + std::to_string(opts.bundle_part_bytes) + " bytes, more than the " +
+                                  std::to_string(remote::kBundleMaxParts) + " a bundle may have; nothing was sent");
+    }
+  }
   KI_ASSIGN_OR_RETURN(RemoteState state, LoadState(store, url));
   if (!opts.use_remote_state) {
     state.blobs.clear();
@@ -310,17 +326,10 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     learnt.Blob(items[i].digest);
     return Status::OK();
   };
-  // A bundle: the union of the closures, each object once, in closure order.
-  std::vector<Layer> all;
-  if (!opts.bundle_tag.empty()) {
-    std::unordered_set<Digest> in_bundle;
-    for (const Closure& c : closures)
-      for (const Layer& l : c.layers)
-        if (in_bundle.insert(l.digest).second) all.push_back(l);
-  }
-  // Its pack is built while the blobs upload: reading and compressing every
-  // object is CPU, the uploads mostly wait on the registry. (Declared after
-  // what it reads, so that it is joined before those go away.)
+  // A bundle's pack is built while the blobs upload: reading and
+  // compressing every object is CPU, the uploads mostly wait on the
+  // registry. (Declared after what it reads, so that it is joined before
+  // those go away.)
   std::optional<Result<std::string>> pack_bytes;
   uint64_t pack_objects = 0;
   std::jthread packer;
@@ -420,7 +429,6 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   if (!opts.bundle_tag.empty()) {
     // One bundle: its parts, its pack (blob, then the manifest naming it),
     // then the index under the tag (last, as a closure manifest is).
-    std::vector<std::string> parts = remote::BundleParts(all, opts.bundle_part_bytes);
     if (packer.joinable()) packer.join();
     std::string pack_manifest;
     if (pack_bytes) {
@@ -669,6 +677,16 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     f.pr.objects = f.layers.size();
   }
   part_fetches.clear();
+  // ParseBundleIndex let an untyped index list one part too many, in case
+  // one of them was the pack's manifest: now that each said what it is,
+  // the parts are counted.
+  for (size_t r = 0; r < fetches.size(); ++r) {
+    size_t parts = fetches[r].parts.size() - (fetches[r].pack_manifest ? 1 : 0);
+    if (fetches[r].bundle && parts > remote::kBundleMaxParts) {
+      return Status::InvalidInput(url.str() + " " + refs[r] + ": remote bundle index: " + std::to_string(parts) +
+                                  " parts, more than " + std::to_string(remote::kBundleMaxParts));
+    }
+  }
 
   // Attestations attached later, as referrers of a manifest: through the
   // referrers API when the remote has one (asked once, then per manifest),

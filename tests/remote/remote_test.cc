@@ -559,6 +559,118 @@ TEST_F(RemoteTest, BundleIndexReserialisedWithoutArtifactTypesIsRead) {
   EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
 }
 
+// ------------------------------------------------------------ bundle limits
+
+constexpr const char* kIndexType = "application/vnd.oci.image.index.v1+json";
+
+// Part `i` of `n`, listing no layer: only its digest and size matter here.
+std::string EmptyPart(size_t i, size_t n) {
+  Json m = {{"schemaVersion", 2},
+            {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+            {"artifactType", kOciBundleType},
+            {"layers", Json::array()},
+            {"annotations",
+             {{std::string(kAnnFormat), "1"}, {std::string(kAnnPart), std::to_string(i) + "/" + std::to_string(n)}}}};
+  return m.dump();
+}
+
+std::vector<std::string> EmptyParts(size_t n) {
+  std::vector<std::string> parts;
+  for (size_t i = 1; i <= n; ++i) parts.push_back(EmptyPart(i, n));
+  return parts;
+}
+
+// An index as skopeo 1.9.3 re-serialises it: no artifactType anywhere.
+std::string Untyped(const std::string& index) {
+  Json j = Json::parse(index);
+  j.erase("artifactType");
+  for (Json& m : j["manifests"]) m.erase("artifactType");
+  return j.dump();
+}
+
+TEST(BundleIndexTest, AtMost10000PartsAndOnePack) {
+  static_assert(remote::kBundleMaxParts == 10000 && remote::kBundleMaxEntries == 10001);
+  TransferOptions opts;
+  const std::vector<std::string> parts = EmptyParts(10001);
+  const std::vector<std::string> most(parts.begin(), parts.end() - 1);
+  const std::string pack = remote::PackManifest(Sha256Of("pack"), 4, 1);
+  // 10,000 parts, with or without the pack: accepted.
+  auto r = remote::ParseBundleIndex(remote::BundleIndex(most, 1, &pack), kIndexType, opts);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->parts.size(), 10000u);
+  ASSERT_TRUE(r->pack.has_value());
+  EXPECT_EQ(r->pack->digest, Sha256Of(pack));
+  ASSERT_OK(remote::ParseBundleIndex(remote::BundleIndex(most, 1), kIndexType, opts));
+  // 10,001 parts: refused, without or with the pack.
+  r = remote::ParseBundleIndex(remote::BundleIndex(parts, 1), kIndexType, opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput());
+  EXPECT_NE(r.status().message().find("10001 parts, more than 10000"), std::string::npos) << r.status().ToString();
+  r = remote::ParseBundleIndex(remote::BundleIndex(parts, 1, &pack), kIndexType, opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("10002 entries, more than 10000 parts and a pack manifest"), std::string::npos)
+      << r.status().ToString();
+  // Untyped, 10,000 parts and the pack are 10,001 entries that do not say
+  // which is the pack: accepted here (Pull counts them once fetched).
+  r = remote::ParseBundleIndex(Untyped(remote::BundleIndex(most, 1, &pack)), kIndexType, opts);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->parts.size(), 10001u);
+  EXPECT_FALSE(r->pack.has_value());
+  r = remote::ParseBundleIndex(Untyped(remote::BundleIndex(parts, 1, &pack)), kIndexType, opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("10002 entries"), std::string::npos) << r.status().ToString();
+}
+
+// The same limit through Pull for an index without artifactType fields:
+// 10,000 parts and the pack's manifest pull; 10,001 parts are refused once
+// each said what it is, and nothing is stored.
+TEST_F(RemoteTest, UntypedBundleIndexOf10000PartsAndAPackPullsAnd10001PartsAreRefused) {
+  FakeRegistry reg;
+  const std::vector<std::string> parts = EmptyParts(10001);
+  for (const std::string& p : parts) reg.PutManifestDirect(Sha256Of(p).str(), p, "application/vnd.oci.image.manifest.v1+json");
+  const std::string pack = remote::PackManifest(Sha256Of("pack"), 4, 1);
+  reg.PutManifestDirect(Sha256Of(pack).str(), pack, "application/vnd.oci.image.manifest.v1+json");
+  const std::vector<std::string> most(parts.begin(), parts.end() - 1);
+  reg.PutManifestDirect("fits", Untyped(remote::BundleIndex(most, 1, &pack)), kIndexType);
+  reg.PutManifestDirect("too-many", Untyped(remote::BundleIndex(parts, 1)), kIndexType);
+  auto o = Opts();
+  o.pull_jobs = 8;
+  auto fits = Pull(*dst_, Url(reg.host()), {"fits"}, o);
+  ASSERT_OK(fits);
+  EXPECT_EQ(fits->refs[0].objects, 0u);
+  auto too_many = Pull(*dst_, Url(reg.host()), {"too-many"}, o);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_TRUE(too_many.status().IsInvalidInput());
+  EXPECT_NE(too_many.status().message().find("10001 parts, more than 10000"), std::string::npos)
+      << too_many.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+// Push refuses, before any request, a bundle a pull would refuse.
+TEST_F(RemoteTest, PushRefusesABundleOfMoreThan10000Parts) {
+  Store& s = NewStore();
+  std::vector<std::string> refs;
+  {
+    auto b = s.NewBatch();
+    ASSERT_OK(b);
+    for (int i = 0; i < 10001; ++i) {
+      auto put = (*b)->PutBlob("object " + std::to_string(i), "text/plain");
+      ASSERT_OK(put);
+      refs.push_back(put->digest.str());
+    }
+    ASSERT_OK((*b)->Commit());
+  }
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "huge";
+  o.bundle_part_bytes = 1;  // one object per part
+  auto r = Push(s, Url(reg.host()), refs, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput());
+  EXPECT_NE(r.status().message().find("10001 parts"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(reg.log().size(), 0u);
+}
+
 // Each hostile pack is served as the pack of a copy of a genuine bundle:
 // the pull must store exactly the source's objects, taking from the pack
 // only entries that were verified, and say why a pack was refused.
