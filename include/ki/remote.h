@@ -222,13 +222,16 @@ struct PushReport {
   // them; asked about with HEAD; uploaded; uploaded without asking first.
   uint64_t blobs_known = 0, blobs_checked = 0, blobs_sent = 0, blobs_sent_unasked = 0;
   uint64_t bytes_sent = 0;  // of the unique blobs uploaded
-  // A bundle's pack, when one was written (not with use_pack off, nor for a
-  // tag that already named this bundle).
+  // A bundle's pack, when it has one (not with use_pack off, nor when no
+  // object is small enough for it).
   struct Pack {
     Digest digest;
     uint64_t size = 0;     // compressed, as stored
     uint64_t objects = 0;  // entries
     bool sent = false;     // false: the remote had it
+    // false: neither built nor sent; remote.state recorded it for these
+    // objects, and the tag still named this very bundle.
+    bool built = true;
   };
   std::optional<Pack> pack;
   std::vector<std::string> warnings;  // e.g. remote.state could not be written

@@ -180,6 +180,22 @@ class TarReader {
 
 }  // namespace
 
+// ---------------------------------------------------------------- key
+
+PackKey::PackKey() {
+  h_.Update("ki.pack/" + std::to_string(kPackWriterRevision) + " level=" + std::to_string(kPackZstdLevel) +
+            " zstd=" + std::to_string(ZSTD_versionNumber()) + "\n");
+}
+
+void PackKey::Add(const Digest& d, uint64_t size) {
+  char be[8];
+  for (int i = 0; i < 8; ++i) be[i] = char(size >> (56 - 8 * i));
+  h_.Update(d.raw());
+  h_.Update(std::string_view(be, 8));
+}
+
+Digest PackKey::Finish() { return h_.Finish(); }
+
 // ---------------------------------------------------------------- writer
 
 struct PackWriter::Ctx {

@@ -51,6 +51,25 @@ inline uint64_t PackEntryBytes(uint64_t size) { return 512 + (size + 511) / 512 
 // up to 20 blocks, as tar(1) writes.
 inline constexpr uint64_t kPackTrailerMax = 1024 + 10240;
 
+// What decides a pack's bytes: its entries (digest and size, in pack
+// order; a digest fixes its object's bytes) and the writer (the archive
+// layout, level and settings of PackWriter, and the zstd release linked).
+// Equal keys give byte-identical packs, so remote.state can keep a pack's
+// digest under its key (docs/format.md, "Remote state") and a push of an
+// unchanged bundle need not build it again. kPackWriterRevision goes up
+// with any change to PackWriter's output but the level and the zstd
+// release (which the key names on their own).
+inline constexpr int kPackWriterRevision = 1;
+class PackKey {
+ public:
+  PackKey();
+  void Add(const Digest& d, uint64_t size);  // an entry, in pack order
+  Digest Finish();
+
+ private:
+  Sha256 h_;
+};
+
 class PackWriter {
  public:
   // `tar_bytes`: the exact archive size (PackEntryBytes of every entry +

@@ -3,7 +3,8 @@
 //
 // Push: closures of every ref -> unique blobs (HEAD, upload what is
 // missing; N workers, one connection each; a bundle's pack is built
-// meanwhile) -> the pack blob -> image manifests under their tags (a
+// meanwhile, unless remote.state knows the pack of the same objects under
+// the same tag) -> the pack blob -> image manifests under their tags (a
 // bundle: parts, pack manifest, then the index) -> attestation referrers
 // and the sha256-<hex> fallback index. The manifests go last: a tag never
 // names a manifest whose blobs are absent.
@@ -139,6 +140,14 @@ Result<std::string> BuildPack(Store& store, const std::vector<Layer>& layers, ui
   return pack.Finish();
 }
 
+// The key of the pack BuildPack makes of `layers` (pack.h, PackKey).
+Digest PackKeyOf(const std::vector<Layer>& layers) {
+  remote::PackKey key;
+  for (const Layer& l : layers)
+    if (l.size <= remote::kPackEntryMax) key.Add(l.digest, l.size);
+  return key.Finish();
+}
+
 // A request's fixed cost (a round trip, and a registry's per-request CPU:
 // 1.5-5 ms for a blob GET on Debian's registry) counted as bytes of
 // transfer. A pack is fetched when it costs no more than the objects the
@@ -160,12 +169,52 @@ namespace {
 //   'b' + raw digest           -> ""                 the registry holds this blob
 //   't' + tag                  -> raw manifest digest the tag named when last written or read
 //   'r' + raw manifest digest  -> ""                 a referrer manifest written and indexed
+//   'p' + bundle tag           -> PackRow (80 bytes) the pack last built for the bundle pushed under the tag
 // Only registries have one: a layout answers HEAD from its own directory.
+
+// What a push needs of a pack to write its manifest and the bundle's
+// index, under the key of what the pack holds: a later push of the same
+// objects under the same tag knows the index it would write without
+// building the pack again.
+struct PackRow {
+  Digest key;      // PackKeyOf the bundle's layers
+  Digest digest;   // the pack blob
+  uint64_t size = 0;
+  uint64_t objects = 0;  // entries; 0: no object was small enough, the bundle has no pack
+};
+constexpr size_t kPackRowBytes = 32 + 32 + 8 + 8;
+
+// key, digest (raw), size, objects (8 bytes big-endian each).
+std::string EncodePackRow(const PackRow& p) {
+  std::string v(p.key.raw());
+  v.append(p.digest.raw());
+  for (uint64_t x : {p.size, p.objects})
+    for (int i = 7; i >= 0; --i) v.push_back(char(x >> (8 * i)));
+  return v;
+}
+
+uint64_t BigEndian64(std::string_view b) {
+  uint64_t x = 0;
+  for (char c : b) x = x << 8 | uint8_t(c);
+  return x;
+}
+
+std::optional<PackRow> DecodePackRow(std::string_view v) {
+  if (v.size() != kPackRowBytes) return std::nullopt;  // from a later format: ignored
+  PackRow p;
+  p.key = Digest::FromRaw(v.substr(0, 32));
+  p.digest = Digest::FromRaw(v.substr(32, 32));
+  p.size = BigEndian64(v.substr(64, 8));
+  p.objects = BigEndian64(v.substr(72, 8));
+  return p;
+}
+
 struct RemoteState {
   bool enabled = false;
   std::string prefix;
   std::unordered_set<Digest> blobs, referrers;
   std::unordered_map<std::string, Digest> tags;
+  std::unordered_map<std::string, PackRow> packs;  // by bundle tag
 };
 
 std::string StatePrefix(const RemoteUrl& url) { return std::string(Sha256Of(url.str()).raw().substr(0, 8)); }
@@ -182,6 +231,8 @@ Result<RemoteState> LoadState(Store& store, const RemoteUrl& url) {
       (k[p] == 'b' ? st.blobs : st.referrers).insert(d);
     } else if (k.size() > p + 1 && k[p] == 't' && v.size() == 32) {
       st.tags[std::string(k.substr(p + 1))] = Digest::FromRaw(v);
+    } else if (k.size() > p + 1 && k[p] == 'p') {
+      if (auto row = DecodePackRow(v)) st.packs[std::string(k.substr(p + 1))] = *row;
     }
     return true;  // anything else is from a later format: ignored
   }));
@@ -193,6 +244,7 @@ struct StateUpdate {
   std::mutex mu;
   std::vector<Digest> blobs, gone, referrers;
   std::vector<std::pair<std::string, Digest>> tags;
+  std::vector<std::pair<std::string, PackRow>> packs;
   void Blob(const Digest& d) {
     std::lock_guard<std::mutex> l(mu);
     blobs.push_back(d);
@@ -208,6 +260,10 @@ struct StateUpdate {
   void Referrer(const Digest& d) {
     std::lock_guard<std::mutex> l(mu);
     referrers.push_back(d);
+  }
+  void Pack(const std::string& tag, const PackRow& p) {
+    std::lock_guard<std::mutex> l(mu);
+    packs.emplace_back(tag, p);
   }
 };
 
@@ -228,6 +284,13 @@ Status WriteState(Batch& batch, const RemoteState& old, const StateUpdate& u) {
   for (const auto& [tag, m] : u.tags) {
     auto it = old.tags.find(tag);
     if (it == old.tags.end() || it->second != m) KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('t', tag), m.raw()));
+  }
+  for (const auto& [tag, p] : u.packs) {
+    auto it = old.packs.find(tag);
+    std::string v = EncodePackRow(p);
+    if (it == old.packs.end() || EncodePackRow(it->second) != v) {
+      KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('p', tag), v));
+    }
   }
   return Status::OK();
 }
@@ -280,6 +343,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     state.blobs.clear();
     state.referrers.clear();
     state.tags.clear();
+    state.packs.clear();
   }
   StateUpdate learnt;
   // remote.state is a cache: failing to write it loses requests, not data.
@@ -328,12 +392,20 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   };
   // A bundle's pack is built while the blobs upload: reading and
   // compressing every object is CPU, the uploads mostly wait on the
-  // registry. (Declared after what it reads, so that it is joined before
-  // those go away.)
+  // registry. Unless remote.state has the pack of these very objects: then
+  // it is built only if the tag turns out not to name this bundle any more.
+  // (Declared after what it reads, so that it is joined before those go away.)
   std::optional<Result<std::string>> pack_bytes;
   uint64_t pack_objects = 0;
   std::jthread packer;
-  if (!all.empty() && opts.use_pack) packer = std::jthread([&] { pack_bytes = BuildPack(store, all, &pack_objects); });
+  Digest pack_key;
+  std::optional<PackRow> known_pack;
+  if (!all.empty() && opts.use_pack) {
+    pack_key = PackKeyOf(all);
+    auto it = state.packs.find(opts.bundle_tag);
+    if (it != state.packs.end() && it->second.key == pack_key) known_pack = it->second;
+    else packer = std::jthread([&] { pack_bytes = BuildPack(store, all, &pack_objects); });
+  }
 
   std::atomic<uint64_t> n_sent{0}, n_unasked{0}, n_checked{0};
   std::atomic<int> miss_streak{0};
@@ -429,32 +501,62 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   if (!opts.bundle_tag.empty()) {
     // One bundle: its parts, its pack (blob, then the manifest naming it),
     // then the index under the tag (last, as a closure manifest is).
-    if (packer.joinable()) packer.join();
-    std::string pack_manifest;
-    if (pack_bytes) {
-      if (!pack_bytes->ok()) {
-        (void)target->Finish();
-        save_state();
-        return pack_bytes->status().WithContext("push to " + url.str() + " is incomplete: every object was uploaded, "
-                                                "but the bundle's pack could not be built (no manifest was written)");
+    std::string pack_manifest, index;
+    Digest index_digest;
+    auto set_pack = [&](const PackRow& p, bool built) {
+      report.pack.reset();
+      pack_manifest.clear();
+      if (p.objects == 0) return;  // no object small enough: no pack
+      report.pack = PushReport::Pack{p.digest, p.size, p.objects, false, built};
+      pack_manifest = remote::PackManifest(p.digest, p.size, p.objects);
+    };
+    // The pack once built: named by the index, and recorded for the next push.
+    auto take_built_pack = [&]() -> Status {
+      if (packer.joinable()) packer.join();
+      if (!pack_bytes) return Status::OK();  // use_pack off, or nothing in the bundle
+      KI_RETURN_IF_ERROR(pack_bytes->status());
+      PackRow row{pack_key, Sha256Of(**pack_bytes), (*pack_bytes)->size(), pack_objects};
+      learnt.Pack(opts.bundle_tag, row);
+      set_pack(row, true);
+      return Status::OK();
+    };
+    auto compose_index = [&] {
+      index = remote::BundleIndex(parts, closures.size(), report.pack ? &pack_manifest : nullptr);
+      index_digest = Sha256Of(index);
+      for (PushedRef& pr : report.refs) {
+        pr.tag = opts.bundle_tag;
+        pr.manifest = index_digest;
       }
-      if (pack_objects > 0) {
-        report.pack = PushReport::Pack{Sha256Of(**pack_bytes), (*pack_bytes)->size(), pack_objects, false};
-        pack_manifest = remote::PackManifest(report.pack->digest, report.pack->size, pack_objects);
-      }
+    };
+    if (known_pack) {
+      set_pack(*known_pack, false);
+    } else if (Status built = take_built_pack(); !built.ok()) {
+      (void)target->Finish();
+      save_state();
+      return built.WithContext("push to " + url.str() + " is incomplete: every object was uploaded, "
+                               "but the bundle's pack could not be built (no manifest was written)");
     }
-    std::string index = remote::BundleIndex(parts, closures.size(), report.pack ? &pack_manifest : nullptr);
-    Digest index_digest = Sha256Of(index);
-    for (PushedRef& pr : report.refs) {
-      pr.tag = opts.bundle_tag;
-      pr.manifest = index_digest;
-    }
+    compose_index();
     mst = [&]() -> Status {
       KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
-      auto known = state.tags.find(opts.bundle_tag);
-      if (known != state.tags.end() && known->second == index_digest) {
+      // Written before (remote.state), and a HEAD says the tag still names it.
+      auto tag_names_index = [&]() -> Result<bool> {
+        auto known = state.tags.find(opts.bundle_tag);
+        if (known == state.tags.end() || known->second != index_digest) return false;
         KI_ASSIGN_OR_RETURN(auto now, conn->ResolveTag(opts.bundle_tag));
-        if (now && *now == index_digest) return Status::OK();
+        return now && *now == index_digest;
+      };
+      KI_ASSIGN_OR_RETURN(bool unchanged, tag_names_index());
+      if (unchanged) return Status::OK();
+      if (known_pack) {
+        // remote.state's row only recognises a bundle the registry holds:
+        // an index is written only with a pack built from the objects.
+        known_pack.reset();
+        pack_bytes = BuildPack(store, all, &pack_objects);
+        KI_RETURN_IF_ERROR(take_built_pack().WithContext("the bundle's pack could not be built"));
+        compose_index();
+        KI_ASSIGN_OR_RETURN(unchanged, tag_names_index());
+        if (unchanged) return Status::OK();
       }
       if (report.pack) {
         // The pack blob: asked about first (a re-push of a bundle whose

@@ -414,6 +414,120 @@ TEST_F(RemoteTest, BundlePartsThatLieAreRefused) {
 
 // ------------------------------------------------------------ packs
 
+// remote.state keeps the digest of the pack it built for a bundle (row
+// `p`), so that pushing the same bundle again does not build the pack just
+// to learn the index. The row only recognises the index the tag names: a
+// wrong row, a moved tag or other objects get a pack built from the store.
+TEST_F(RemoteTest, UnchangedBundleRePushTakesItsPackFromRemoteState) {
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  o.bundle_part_bytes = 1500;
+  const std::vector<std::string> refs{kRunName, blob_.str()};
+  auto first = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(first);
+  ASSERT_TRUE(first->pack.has_value());
+  EXPECT_TRUE(first->pack->built);
+  const Digest index = first->refs[0].manifest;
+
+  // Nothing changed: the pack is not built, one HEAD confirms the tag.
+  reg.ClearLog();
+  auto again = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(again);
+  ASSERT_TRUE(again->pack.has_value());
+  EXPECT_FALSE(again->pack->built);
+  EXPECT_FALSE(again->pack->sent);
+  EXPECT_EQ(again->pack->digest, first->pack->digest);
+  EXPECT_EQ(again->pack->size, first->pack->size);
+  EXPECT_EQ(again->pack->objects, first->pack->objects);
+  EXPECT_EQ(again->refs[0].manifest, index);
+  EXPECT_EQ(reg.log().size(), 1u);
+  EXPECT_EQ(reg.Count("HEAD", "/manifests/everything"), 1u);
+
+  // The row (docs/format.md, "Remote state"): 8 bytes naming the registry,
+  // 'p', the tag -> pack key, pack digest, size, entries.
+  const std::string key = std::string(Sha256Of(Url(reg.host()).str()).raw().substr(0, 8)) + "p" + "everything";
+  auto row = src_->Get(kRemoteStateTable, key);
+  ASSERT_OK(row);
+  ASSERT_TRUE(row->has_value());
+  const std::string good = **row;
+  ASSERT_EQ(good.size(), 80u);
+  EXPECT_EQ(good.substr(32, 32), first->pack->digest.raw());
+  auto put_row = [&](const std::string& v) {
+    auto b = src_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->Put(kRemoteStateTable, key, v));
+    ASSERT_OK((*b)->Commit());
+  };
+
+  // A wrong row (another pack digest under the same key): its index is not
+  // the tag's, so the pack is built; that index is the tag's, so nothing
+  // is written; the row is mended.
+  std::string wrong = good;
+  wrong.replace(32, 32, Sha256Of("not the pack").raw());
+  put_row(wrong);
+  reg.ClearLog();
+  auto mended = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(mended);
+  ASSERT_TRUE(mended->pack.has_value());
+  EXPECT_TRUE(mended->pack->built);
+  EXPECT_EQ(mended->pack->digest, first->pack->digest);
+  EXPECT_EQ(mended->refs[0].manifest, index);
+  EXPECT_EQ(reg.Count("PUT", "/manifests/"), 0u);
+  EXPECT_EQ(Sha256Of(*reg.Manifest("everything")), index);
+  EXPECT_EQ(**src_->Get(kRemoteStateTable, key), good);
+
+  // The same wrong row, and the tag moved: the index is written again,
+  // from the pack built, never from the row.
+  put_row(wrong);
+  reg.PutManifestDirect("everything", "{\"schemaVersion\":2}", "application/vnd.oci.image.index.v1+json");
+  auto rewritten = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(rewritten);
+  EXPECT_TRUE(rewritten->pack->built);
+  EXPECT_EQ(rewritten->refs[0].manifest, index);
+  EXPECT_EQ(Sha256Of(*reg.Manifest("everything")), index);
+  EXPECT_EQ(**src_->Get(kRemoteStateTable, key), good);
+  Store& s = NewStore();
+  auto pulled = Pull(s, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->blobs_from_pack, pulled->blobs_received);
+  ExpectSameObjects(*src_, s, AllObjects(*src_));
+
+  // Another object in the bundle: another key, a pack built.
+  Digest tiny;
+  {
+    auto b = src_->NewBatch();
+    ASSERT_OK(b);
+    auto t = (*b)->PutBlob("tiny", "text/plain");
+    ASSERT_OK(t);
+    tiny = t->digest;
+    ASSERT_OK((*b)->Commit());
+  }
+  auto more = Push(*src_, Url(reg.host()), {kRunName, blob_.str(), tiny.str()}, o);
+  ASSERT_OK(more);
+  EXPECT_TRUE(more->pack->built);
+  EXPECT_EQ(more->pack->objects, first->pack->objects + 1);
+  EXPECT_NE(more->refs[0].manifest, index);
+  // Back to the first set of refs: the row is the new bundle's, so the
+  // pack is built again and the tag rewritten.
+  auto back = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(back);
+  EXPECT_TRUE(back->pack->built);
+  EXPECT_EQ(Sha256Of(*reg.Manifest("everything")), index);
+  // --recheck (use_remote_state off) ignores the row.
+  auto ro = o;
+  ro.use_remote_state = false;
+  auto rechecked = Push(*src_, Url(reg.host()), refs, ro);
+  ASSERT_OK(rechecked);
+  EXPECT_TRUE(rechecked->pack->built);
+  // A row of another length (a later format) is ignored.
+  put_row(good + "x");
+  auto longer = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(longer);
+  EXPECT_TRUE(longer->pack->built);
+  EXPECT_EQ(longer->refs[0].manifest, index);
+}
+
 TEST_F(RemoteTest, BundlePackIsUsedWhereItPaysAndSkippedWhereNot) {
   FakeRegistry reg;
   auto o = Opts();
