@@ -5,7 +5,8 @@
 # print the joined tables. With .base/ holding an older snapshot of the GPU
 # half (kernels, src/harness, src/util, include, bench/gpu, tests/gpu), that
 # is built too and compared in the same call (ab.txt). Also the cold-L2
-# diagnostics (--flush read / zero-read) and random (ragged) lengths.
+# diagnostics (--flush read / zero-read), random (ragged) lengths, and the read
+# floor of the same bytes (stream-probe).
 # Everything lands in OUTDIR (at most 8 files).
 #
 # The snapshot (ignored by git, so the device tool's call must carry it, with
@@ -105,6 +106,8 @@ for b, v in sorted(sums.items()):
 PY
     printf "%-16s" "ragged before"; targets build-base/ki-kernel-bench --lengths random
     printf "%-16s" "ragged after"; targets $B/ki-kernel-bench --lengths random
+    # Shapes around the targets whose plans differ more often (equal and random lengths).
+    bench/gpu/ab_shapes.sh build-base $B 12x4096,12x2048,13x4096,12x8192,8x8192,32x2048 2
   } | tee "$OUTDIR/ab.txt"
 fi
 
@@ -129,6 +132,9 @@ for kind in read zero-read; do
 done
 printf "%-30s" "[no flush]"
 targets $B/ki-kernel-bench --no-flush
+
+stamp "read floor: the same bytes read with no arithmetic (stream-probe, zero flush, median CUPTI span)"
+timeout 120 $B/stream-probe --flush zero --iters 20 | grep -E "^(way|plain|head|steal)"
 
 stamp "targets"
 timeout 120 $B/ki-kernel-bench --definition $DEF --synthetic 1x362,16x4096,64x8192 --graph-calls 20 \

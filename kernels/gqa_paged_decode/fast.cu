@@ -58,6 +58,12 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#ifdef KI_GQA_TIMELINE
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+#endif
 
 #include "gqa_paged_decode/launch.h"
 
@@ -703,6 +709,40 @@ __device__ __forceinline__ bool ArriveLast(int32_t* counter, int n) {
 // unrolled (same calls, 2026-11-30).
 constexpr int kMergeUnroll = 4;
 
+// Diagnostics only (a variant build with -DKI_GQA_TIMELINE, never the shipped
+// kernel): every block stamps %globaltimer at its start, when warp 0's first
+// tile is in, after warp 0's loop and at its exit, with its SM and sequence;
+// LaunchFast writes the previous launch's stamps to $KI_TIMELINE_OUT.
+#ifdef KI_GQA_TIMELINE
+constexpr int kTimelineMax = 8192;
+__device__ unsigned long long g_ki_timeline[kTimelineMax][6];  // start, first tile, loop end, end, smid, sequence
+__device__ __forceinline__ unsigned long long GlobalTimerNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void TimelineMark(int slot, unsigned long long value) {
+  if (threadIdx.x == 0 && blockIdx.x < kTimelineMax) g_ki_timeline[blockIdx.x][slot] = value;
+}
+struct TimelineBlock {
+  __device__ TimelineBlock() {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    TimelineMark(1, 0);
+    TimelineMark(2, 0);
+    TimelineMark(4, smid);
+    TimelineMark(5, ~0ull);
+    TimelineMark(0, GlobalTimerNs());
+  }
+  __device__ ~TimelineBlock() { TimelineMark(3, GlobalTimerNs()); }
+};
+#define KI_TIMELINE(slot, value) TimelineMark(slot, value)
+#else
+#define KI_TIMELINE(slot, value) \
+  do {                           \
+  } while (0)
+#endif
+
 // kWhole (cluster mode, batch 1 planned as one work item): the global merge
 // is compiled out; the small case's instance stays short (a 24% larger
 // kernel measured 0.5 us slower on every batch-1 workload after the flush).
@@ -728,6 +768,9 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   // This block's arrival says it has started (other blocks of the cluster may
   // write into its shared memory only after that); waited for at the merge.
   if (kCluster && C > 1) ClusterArriveRelaxed();
+#ifdef KI_GQA_TIMELINE
+  TimelineBlock timeline_block;
+#endif
 
   // ---- which (sequence, chunk) is this block? ----
   // Every block of a cluster finds the same work item, so exits are uniform
@@ -750,6 +793,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     return;  // surplus: uniform exit
   }
 
+  KI_TIMELINE(5, static_cast<unsigned long long>(w.b));
   uint32_t qf[kHeadDim / 16][2];  // independent of kv_indptr: requested first
   LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
 
@@ -836,9 +880,12 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   WarpSoftmax sm;
   sm.Init();
   for (int k = 0; k < st.ntiles; ++k) {
-    sm.Tile(st.Wait(k), qf, st.TileStart(k), ntok, p.scale_log2, lane);
+    const uint32_t tile = st.Wait(k);
+    if (k == 0) KI_TIMELINE(1, GlobalTimerNs());
+    sm.Tile(tile, qf, st.TileStart(k), ntok, p.scale_log2, lane);
     st.Next(k);
   }
+  KI_TIMELINE(2, GlobalTimerNs());
   CpAsyncWait<0>();
   __syncwarp();
   // This warp's normalised result for its 8 heads, in its own region.
@@ -1314,9 +1361,41 @@ cudaError_t Launch(const Params& p, const FastPlan& plan, cudaStream_t s) {
 
 }  // namespace
 
+#ifdef KI_GQA_TIMELINE
+namespace {
+// Writes the stamps of the previous launch (grid blocks) to
+// $KI_TIMELINE_OUT.<batch>x<tokens>, one line per block: start, first tile,
+// loop end, end (ns), SM, sequence. Synchronises the device.
+void DumpTimeline(int grid, int64_t batch, int64_t tokens) {
+  const char* out = std::getenv("KI_TIMELINE_OUT");
+  if (!out || grid <= 0) return;
+  grid = std::min(grid, kTimelineMax);
+  std::vector<unsigned long long> h(static_cast<size_t>(grid) * 6);
+  if (cudaMemcpyFromSymbol(h.data(), g_ki_timeline, h.size() * sizeof(h[0])) != cudaSuccess) return;
+  const std::string path = std::string(out) + "." + std::to_string(batch) + "x" + std::to_string(tokens / batch);
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    for (int b = 0; b < grid; ++b) {
+      const unsigned long long* r = &h[static_cast<size_t>(b) * 6];
+      std::fprintf(f, "%d %llu %llu %llu %llu %llu %lld\n", b, r[0], r[1], r[2], r[3], r[4],
+                   static_cast<long long>(r[5]));
+    }
+    std::fclose(f);
+  }
+}
+int g_timeline_grid = 0;
+int64_t g_timeline_batch = 0, g_timeline_tokens = 0;
+}  // namespace
+#endif
+
 int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint64_t workspace_bytes,
                    void* stream) {
   if (args.batch == 0) return KI_OK;
+#ifdef KI_GQA_TIMELINE
+  DumpTimeline(g_timeline_grid, g_timeline_batch, g_timeline_tokens);
+  g_timeline_grid = plan.max_work * (plan.mode == kModeCluster ? std::max(1, plan.cluster) : 1);
+  g_timeline_batch = args.batch;
+  g_timeline_tokens = args.num_kv_indices;
+#endif
   if (workspace_bytes < plan.workspace_bytes || (!workspace && plan.workspace_bytes > 0))
     return KI_ERR_WORKSPACE_TOO_SMALL;
   if (plan.mode != kModeLegacy && plan.mode != kModeSplit && plan.mode != kModeCluster) return KI_ERR_INTERNAL;
