@@ -1234,6 +1234,8 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   // Tokens per block (a cluster's work item: C times that).
   int64_t chunk = t.chunk_tokens;
   int64_t chunk_any = 0;  // 0: chunk
+  bool whole_sequences = false;  // automatic split: one cluster per sequence (below)
+  int64_t chunk_miss = 0;        // whole_sequences: the chunk after a prediction miss
   if (chunk <= 0 && !one_short) {
     const int64_t waves = t.waves > 0 ? t.waves : 1;
     const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : kMinChunkSplit;
@@ -1288,7 +1290,42 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
     // 50.7 / 404 split.
     const int64_t c = std::min<int64_t>(8, (avg + chunk - 1) / chunk);
     const int64_t need = batch * ((avg + c * chunk - 1) / (c * chunk));
-    if (c > 1) {
+    // One cluster per sequence where that keeps most SMs busy: when an average
+    // sequence would span several clusters (a global merge per sequence, and
+    // more clusters than fit at one block per SM, so some SMs run two), take
+    // clusters of SMs / batch blocks (8 at most) whose work item is a whole
+    // sequence of up to avg + 1 tokens, if they occupy at least 70% of the SMs
+    // and batch of them are resident at once at one block per SM (3 or 4
+    // stages: so none has to share an SM). The launch stays at 2 stages with
+    // the previous chunk for a prediction miss (chunk_any, below): ragged
+    // lengths keep the plan that suits them, and the 2-stage launch has room
+    // for its clusters. Measured (H200, same call, 2026-11-30, equal / random
+    // lengths, bench/results/gqa-floor-h200-2026-11-30.md): 12x4096 32.7 /
+    // 36.7 us against 36.8 / 37.3; 12x2048 19.2 / 24.2 against 23.3 / 24.8;
+    // 13x4096 34.8 against 38.9; 12x8192 59.4 against 64.4; with the same
+    // clusters at 4 stages for both, random lengths lost up to 22% (12x4096
+    // 45.6 against 37.3: the miss plan's clusters did not fit at once).
+    // Unchanged: 16x4096 (one cluster of 8 per sequence already), 8x8192
+    // (clusters of 8 would occupy 64 SMs: 46.2 us against 44.4).
+    if (need > batch) {
+      for (int64_t c1 = std::min<int64_t>(8, info->num_sms / batch); c1 >= 2 && !whole_sequences; --c1) {
+        if (10 * c1 * batch < 7 * static_cast<int64_t>(info->num_sms)) break;
+        const int64_t miss_clusters = (total + c1 * chunk - 1) / (c1 * chunk) + batch;
+        for (int s : {4, 3}) {
+          if (info->blocks_per_sm[kModeCluster][s] == 1 && info->active_clusters[s][c1] >= batch &&
+              info->active_clusters[2][c1] >= miss_clusters) {
+            mode = kModeCluster;
+            cs = c1;
+            stages = 2;
+            chunk_miss = chunk;
+            chunk = ((avg + c1) / c1 + kTile - 1) / kTile * kTile;  // c1 * chunk >= avg + 1
+            whole_sequences = true;
+            break;
+          }
+        }
+      }
+    }
+    if (c > 1 && !whole_sequences) {
       for (int s : {4, 3, 2}) {
         if (info->active_clusters[s][c] >= need) {
           mode = kModeCluster;
@@ -1306,6 +1343,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   // 282 us with it against 258 without (the surplus blocks, resident at once,
   // likely pushed real ones onto shared SMs; same call, 2026-11-30).
   if (!predict || chunk_any <= 0 || info->blocks_per_sm[mode][stages] > 1) chunk_any = chunk;
+  if (whole_sequences && predict) chunk_any = chunk_miss;  // the 2-stage launch has room for both plans
   chunk = std::min<int64_t>(chunk * cs, int64_t{1} << 30);  // tokens per work item
   chunk_any = std::min<int64_t>(chunk_any * cs, int64_t{1} << 30);
   // sum_b max(1, ceil(len_b / chunk)) <= total / chunk + batch; one sequence:

@@ -265,6 +265,36 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
 #endif
 }
 
+TEST(GpuFast, WholeSequenceClustersAndTheirMissPlan) {
+  REQUIRE_GPU();
+#if defined(KI_HAVE_CUDA_BACKEND)
+  // 12 sequences of 2048 tokens: where one cluster per sequence fills most
+  // SMs (H100/H200: clusters of 8 on 96 of 132), the automatic plan makes
+  // each sequence one cluster's work item and keeps a shorter chunk for a
+  // prediction miss. Both paths against the reference: the equal lengths the
+  // prediction expects, and ragged lengths with the same batch and total
+  // (so the same plan, a missed prediction and the re-plan).
+  std::vector<int64_t> ragged;
+  for (int i = 0; i < 12; ++i) ragged.push_back(i % 3 == 0 ? 4000 : (i % 3 == 1 ? 100 : 2044));
+  const std::vector<Workload> ws = {WithLengths("equal-12", std::vector<int64_t>(12, 2048)),
+                                    WithLengths("ragged-12", ragged)};
+  gqa::Args a;
+  a.batch = 12;
+  a.num_kv_indices = 12 * 2048;
+  gqa::FastPlan plan;
+  ASSERT_EQ(gqa::PlanFast(a, &plan), KI_OK);
+  std::printf("auto plan for 12 x 2048: mode %d, cluster %d, chunk %d, after a miss %d, %d stages\n", plan.mode,
+              plan.cluster, plan.chunk, plan.chunk_any, plan.stages);
+  if (plan.mode == gqa::kModeCluster && plan.chunk > plan.chunk_any) EXPECT_GE(plan.chunk, 2049);
+  for (const Workload& w : ws) {
+    for (uint64_t seed : {21ull, 22ull}) {
+      const RunResult r = RunWorkload(Fast(), Def(), w, CheckOnly(seed));
+      EXPECT_EQ(r.status, RunStatus::kPassed) << w.uuid << " seed " << seed << ": " << Describe(r);
+    }
+  }
+#endif
+}
+
 TEST(GpuFast, PredictionMissIsRedone) {
   REQUIRE_GPU();
 #if defined(KI_HAVE_CUDA_BACKEND)
