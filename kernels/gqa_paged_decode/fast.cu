@@ -1201,12 +1201,20 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   plan->evict_first = t.evict_first == 1 || (t.evict_first == 0 && mode != kModeLegacy && total <= kEvictFirstMaxTokens);
 
   if (mode == kModeLegacy) {
-    const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 3;
+    // One wave of blocks at 2 stages (3 blocks fit an SM), chunks of at
+    // least 128 tokens: fewer, longer blocks, each paying the first tile's
+    // round trips once. Measured on the definition's 48 workloads (H200,
+    // same call, 2026-11-30, bench/results/gqa-floor-h200-2026-11-30.md,
+    // workloads_sweep.sh): batch 16 summed 275.7 us against 316.4 with
+    // two waves at 3 stages and 64-token chunks (small batches 25-30%
+    // faster: 4284 tokens 10.1-10.7 against 14.3), batch 64 608.0 against
+    // 634.3.
+    const int stages = (t.stages >= 2 && t.stages <= 4) ? t.stages : 2;
     const int per_sm = std::max(1, info->blocks_per_sm[kModeLegacy][stages]);
     int64_t chunk = t.chunk_tokens;
     if (chunk <= 0) {
-      const int64_t waves = t.waves > 0 ? t.waves : 2;
-      const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : 64;
+      const int64_t waves = t.waves > 0 ? t.waves : 1;
+      const int64_t min_chunk = t.min_chunk > 0 ? t.min_chunk : 128;
       const int64_t blocks = static_cast<int64_t>(info->num_sms) * per_sm * waves / kNumKvHeads;
       chunk = (total + blocks - 1) / std::max<int64_t>(1, blocks);
       chunk = std::max<int64_t>(min_chunk, (chunk + kTile - 1) / kTile * kTile);
