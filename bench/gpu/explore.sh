@@ -50,6 +50,10 @@ DEPS="-DKI_DEPS_DIR=$PWD/.cache/deps"
 PIDS=$!
 HAVE_BASE=0
 if [ -d .base/bench/gpu ]; then
+  # Always from scratch: `git archive` gives the snapshot its commit's file times, older than
+  # a build left by an earlier call on a warm machine, which ninja would then call up to date
+  # (a before/after of 2026-11-30 compared the wrong "before" that way).
+  rm -rf $BB
   { cmake -S .base/bench/gpu -B $BB $GEN -DKI_CUDA_ARCHS=90a $DEPS >/tmp/ki-base.log 2>&1 &&
     cmake --build $BB -j4 --target ki-kernel-bench >>/tmp/ki-base.log 2>&1; echo $? >/tmp/ki-base.rc; } &
   PIDS="$PIDS $!"
