@@ -202,6 +202,16 @@ struct TransferOptions {
   // referrers tag; below it, each tag is asked for (cheaper for a few refs
   // in a repository of many tags).
   size_t tag_list_min_refs = 8;
+  // Pull: verified blobs (role blob: tensors, logs, sources; never
+  // manifests, documents or attestations) held in memory up to this many
+  // bytes; past it, those held are written in a store batch of their own and
+  // let go, so a pull of many large blobs needs memory for this much plus
+  // the blobs in flight, not for all it fetches. Manifests, names and
+  // attestations are still written together at the end, only once everything
+  // is verified: a pull that fails after such a write leaves the blobs it
+  // wrote (verified, unnamed objects that a re-run does not fetch again) and
+  // nothing else. docs/format.md, "Pull".
+  uint64_t pull_buffer_bytes = 256ull << 20;
   std::function<void(const TransferProgress&)> progress;  // called from worker threads, serialised
 };
 
@@ -253,6 +263,10 @@ struct PullReport {
   uint64_t blobs_received = 0, bytes_received = 0;  // unique objects received (raw bytes)
   uint64_t blobs_from_pack = 0;                     // of those, taken from packs
   uint64_t packs_received = 0, pack_bytes_received = 0;  // packs downloaded (compressed bytes)
+  // Blobs written before the end because more than pull_buffer_bytes of
+  // them were held (0 for most pulls), and the most blob bytes held at once.
+  uint64_t blobs_written_early = 0;
+  uint64_t peak_blob_bytes_held = 0;
 };
 
 // Pushes each REF (anything Store::Resolve accepts) with its closure.

@@ -15,8 +15,10 @@
 // against its layer -> every other blob the store lacks, each checked for
 // size and digest as it arrives, and each manifest object parsed, checked
 // against its document and encoded by a download worker once all its
-// pieces are here -> one Batch that only writes. The store is written only
-// when everything is verified.
+// pieces are here -> one Batch that only writes. Manifests, names and
+// attestations are written only when everything is verified; verified
+// blobs past TransferOptions::pull_buffer_bytes go in batches of their own
+// as they arrive, so that memory stays bounded.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -658,6 +660,7 @@ struct PullItem {
   Status prepared;
   bool received = false;   // bytes are here, checked (from a pack or a GET)
   bool from_pack = false;
+  bool stored = false;     // written by an early blob batch (TransferOptions::pull_buffer_bytes)
 };
 
 }  // namespace
@@ -976,7 +979,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     auto full = ManifestFromJson(std::move(dj), dp.layer.digest.str());
     if (!full.ok() || full->digest != l.digest) {
       return Status::InvalidInput("pulled document " + dp.layer.digest.str() + " is not a document of " +
-                                  l.digest.str() + "; nothing was stored");
+                                  l.digest.str());
     }
     p.encoded = store.EncodeManifest(*full, *doc, dp.layer.media_type);
     return Status::OK();
@@ -990,6 +993,56 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   uint64_t lacking = 0;
   for (const PullItem& p : items) lacking += !p.present;
   Progress progress(opts, lacking);
+
+  // Verified blobs wait in memory for the batch at the end, up to
+  // pull_buffer_bytes; past that, the ones held are written in a batch of
+  // their own and let go (TransferOptions). Only role-blob items: nothing
+  // reads their bytes once they are verified (a manifest waits on its
+  // object and document, the end checks attestations), so writing them
+  // early skips no check. One early batch at a time (one Batch per store).
+  std::mutex held_mu;  // guards held, held_bytes, writing_bytes, the peak
+  std::mutex write_mu;
+  std::vector<size_t> held;
+  uint64_t held_bytes = 0, writing_bytes = 0;
+  std::atomic<uint64_t> written_early{0};
+  auto hold = [&](size_t i) -> Status {
+    if (items[i].layer.role != Role::kBlob) return Status::OK();
+    std::vector<size_t> to_write;
+    uint64_t n_bytes = 0;
+    {
+      std::lock_guard<std::mutex> l(held_mu);
+      held.push_back(i);
+      held_bytes += items[i].bytes.size();
+      report.peak_blob_bytes_held = std::max(report.peak_blob_bytes_held, held_bytes + writing_bytes);
+      if (held_bytes <= opts.pull_buffer_bytes) return Status::OK();
+      to_write.swap(held);
+      n_bytes = held_bytes;
+      writing_bytes += n_bytes;
+      held_bytes = 0;
+    }
+    Status ws = [&]() -> Status {
+      std::lock_guard<std::mutex> w(write_mu);
+      KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+      for (size_t k : to_write) KI_RETURN_IF_ERROR(batch->PutBlob(items[k].bytes, items[k].layer.media_type).status());
+      return batch->Commit();
+    }();
+    if (!ws.ok()) return ws.WithContext("writing verified blobs to the store");
+    for (size_t k : to_write) {
+      items[k].stored = true;
+      std::string().swap(items[k].bytes);
+    }
+    written_early += to_write.size();
+    std::lock_guard<std::mutex> l(held_mu);
+    writing_bytes -= n_bytes;
+    return Status::OK();
+  };
+  // What a failure leaves in the store, for its message.
+  auto stored_note = [&]() -> std::string {
+    const uint64_t n = written_early;
+    if (n == 0) return "nothing was stored";
+    return "no manifest, name or attestation was stored; the " + std::to_string(n) +
+           " verified blobs written before the failure stay, and a re-run does not fetch them again";
+  };
 
   // Packs first: a bundle whose missing objects would cost more one by one
   // than its pack gets them from the pack. Every entry is checked against
@@ -1050,7 +1103,10 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
         delivered++;
         progress.Add(1, p.layer.size);
         if (completes(i)) ready.push_back(manifest_of[i]);
-        return Status::OK();
+        // Let go of the entry's bytes past the buffer. A store error here
+        // refuses the rest of the pack, and the one-by-one fetch below meets
+        // it again and fails the pull; the entries held stay for the end.
+        return hold(i);
       });
     }();
     n_from_pack += delivered;
@@ -1079,11 +1135,13 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     KI_ASSIGN_OR_RETURN(p.bytes, c.GetBlob(p.layer.digest, p.layer.size));
     p.received = true;
     progress.Add(1, p.bytes.size());
+    KI_RETURN_IF_ERROR(hold(need[k]));
     if (completes(need[k])) items[manifest_of[need[k]]].prepared = prepare(manifest_of[need[k]]);
     return Status::OK();
   });
   report.http_requests = target->requests();
-  if (!st.ok()) return st.WithContext("pull from " + url.str() + " failed; nothing was stored");
+  report.blobs_written_early = written_early;
+  if (!st.ok()) return st.WithContext("pull from " + url.str() + " failed; " + stored_note());
 
   // A tag that moved meanwhile: what we pulled is the manifest we read
   // first, complete and verified; say so.
@@ -1106,23 +1164,23 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   for (PullItem& p : items) {
     const Layer& l = p.layer;
     if (l.role != Role::kBlob && l.role != Role::kAttestation) continue;
-    if (p.present) continue;
+    if (p.present || p.stored) continue;
     if (l.role == Role::kAttestation && !remote::EnvelopeNamesSubject(p.bytes, *l.subject)) {
       return Status::InvalidInput("attestation " + l.digest.str() + " does not name its subject " + l.subject->str() +
-                                  "; nothing was stored");
+                                  "; " + stored_note());
     }
     KI_RETURN_IF_ERROR(batch->PutBlob(p.bytes, l.media_type).status());
   }
   std::vector<EncodedManifest> manifests;
   manifests.reserve(to_store.size());
   for (size_t i : to_store) {
-    KI_RETURN_IF_ERROR(items[i].prepared);
+    if (!items[i].prepared.ok()) return items[i].prepared.WithContext("pull from " + url.str() + " failed (" + stored_note() + ")");
     // Every manifest in to_store waits for at least one piece from the
     // remote (the others are in the store already), and whoever brought
     // its last piece prepared it: unprepared means that bookkeeping broke.
     if (!items[i].encoded) {
       return Status::Corruption("internal error: pulled manifest " + items[i].layer.digest.str() +
-                                " was never checked; nothing was stored");
+                                " was never checked; " + stored_note());
     }
     manifests.push_back(std::move(*items[i].encoded));
     items[i].encoded.reset();

@@ -138,6 +138,16 @@ DN=$TMP/dst-nopack
 "$KI" --store "$DN" pull --insecure --no-pack "oci://$REG/ki/evidence" everything >"$TMP/npull.out" || fail "pull --no-pack"
 grep -q "from the pack" "$TMP/npull.out" && fail "pull --no-pack used the pack"
 [ "$(sorted_ls "$SRC")" = "$(sorted_ls "$DN")" ] || fail "ki ls differs after pull --no-pack"
+# --buffer-mib 0: every verified blob is written as soon as it arrives (the
+# memory bound of a pull of large blobs); the store ends up the same.
+DZ=$TMP/dst-buffer0
+"$KI" init "$DZ" >/dev/null
+"$KI" --store "$DZ" pull --insecure --no-pack --buffer-mib 0 --json "oci://$REG/ki/evidence" everything >"$TMP/zpull.json" ||
+  fail "pull --buffer-mib 0"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["blobsWrittenEarly"] > 0))' "$TMP/zpull.json" ||
+  fail "pull --buffer-mib 0 wrote no blob early: $(cat "$TMP/zpull.json")"
+[ "$(sorted_ls "$SRC")" = "$(sorted_ls "$DZ")" ] || fail "ki ls differs after pull --buffer-mib 0"
+"$KI" --store "$DZ" verify "$RUN" >/dev/null || fail "verify after pull --buffer-mib 0"
 "$KI" --store "$SRC" push origin --bundle plain --no-pack "$RUN" "${BLOBS[@]}" >"$TMP/ppush.out" || fail "push --no-pack"
 grep -q "^pack" "$TMP/ppush.out" && fail "push --no-pack wrote a pack"
 DP=$TMP/dst-plain

@@ -897,6 +897,111 @@ TEST_F(RemoteTest, PacksThatLieAreRefusedAndTheObjectsFetchedOneByOne) {
   EXPECT_EQ(CountObjects(s2), 0u);
 }
 
+// 40 generated blobs of 50 KB beside the fixture's objects, pushed with
+// them as one bundle; returns the refs and adds their bytes to *total.
+std::vector<std::string> AddManyBlobs(Store& s, uint64_t* total) {
+  std::vector<std::string> refs;
+  auto b = s.NewBatch();
+  EXPECT_OK(b);
+  for (int j = 0; j < 40; ++j) {
+    std::string x(50000, '\0');
+    for (size_t i = 0; i < x.size(); ++i) x[i] = char('a' + (i * 31 + j * 7 + i / 97) % 26);
+    x.replace(0, 8, "blob " + std::to_string(100 + j));  // 40 different blobs
+    auto put = (*b)->PutBlob(x, "application/octet-stream");
+    EXPECT_OK(put);
+    refs.push_back(put->digest.str());
+    *total += x.size();
+  }
+  EXPECT_OK((*b)->Commit());
+  return refs;
+}
+
+TEST_F(RemoteTest, PullPastItsBufferWritesBlobsEarlyAndStoresTheSame) {
+  uint64_t total = 300000;  // the fixture's big blob
+  std::vector<std::string> refs = AddManyBlobs(*src_, &total);
+  refs.insert(refs.begin(), {kRunName, blob_.str()});
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  ASSERT_OK(Push(*src_, Url(reg.host()), refs, o));
+  // One by one and from the pack; one download at a time, a 100 KB buffer.
+  for (bool pack : {false, true}) {
+    Store& dst = NewStore();
+    auto po = Opts();
+    po.use_pack = pack;
+    po.pull_jobs = 1;
+    po.pull_buffer_bytes = 100000;
+    auto r = Pull(dst, Url(reg.host()), {"everything"}, po);
+    ASSERT_OK(r);
+    EXPECT_EQ(r->blobs_from_pack > 0, pack);
+    EXPECT_GT(r->blobs_written_early, 30u) << pack;
+    // At most the buffer and the blob that crossed it: never all of them.
+    EXPECT_LE(r->peak_blob_bytes_held, 100000u + 300000u) << pack;
+    EXPECT_LT(r->peak_blob_bytes_held, total / 4) << pack;
+    ExpectSameObjects(*src_, dst, AllObjects(*src_));
+    EXPECT_EQ(CountObjects(*src_), CountObjects(dst));
+    auto named = dst.Resolve(kRunName);
+    ASSERT_OK(named);
+    EXPECT_EQ(*named, run_);
+    auto v = dst.Verify(run_);
+    ASSERT_OK(v);
+    EXPECT_FALSE(v->HasFaults());
+  }
+  // The default buffer holds everything until the one batch at the end.
+  auto all = Pull(*dst_, Url(reg.host()), {"everything"}, Opts());
+  ASSERT_OK(all);
+  EXPECT_EQ(all->blobs_written_early, 0u);
+  EXPECT_GE(all->peak_blob_bytes_held, total);
+}
+
+TEST_F(RemoteTest, PullThatFailsAfterWritingBlobsEarlyKeepsOnlyThoseAndARerunResumes) {
+  uint64_t total = 300000;
+  std::vector<std::string> refs = AddManyBlobs(*src_, &total);
+  refs.insert(refs.begin(), {kRunName, blob_.str()});
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  ASSERT_OK(Push(*src_, Url(reg.host()), refs, o));
+  // From the 26th blob GET on, the registry fails.
+  auto gets = std::make_shared<std::atomic<int>>(0);
+  reg.SetIntercept([gets](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method != "GET" || r.path.find("/blobs/") == std::string::npos) return std::nullopt;
+    if (++*gets <= 25) return std::nullopt;
+    HttpReply down;
+    down.status = 500;
+    return down;
+  });
+  auto po = Opts();
+  po.use_pack = false;
+  po.pull_jobs = 1;
+  po.pull_buffer_bytes = 100000;
+  auto r = Pull(*dst_, Url(reg.host()), {"everything"}, po);
+  ASSERT_FALSE(r.ok());
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("no manifest, name or attestation was stored"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("verified blobs written before the failure stay"), std::string::npos) << msg;
+  // Only verified blobs of the source were kept: no manifest, no name.
+  EXPECT_FALSE(dst_->Resolve(kRunName).ok());
+  auto has_run = dst_->Stat(run_);
+  ASSERT_OK(has_run);
+  EXPECT_FALSE(has_run->has_value());
+  const std::vector<Digest> kept = AllObjects(*dst_);
+  EXPECT_GT(kept.size(), 10u);
+  EXPECT_LT(kept.size(), 26u);
+  ExpectSameObjects(*src_, *dst_, kept);
+  // A re-run fetches only what is still missing.
+  reg.SetIntercept(nullptr);
+  reg.ClearLog();
+  auto again = Pull(*dst_, Url(reg.host()), {"everything"}, po);
+  ASSERT_OK(again);
+  EXPECT_EQ(again->blobs_received + kept.size(), CountObjects(*src_));
+  EXPECT_EQ(reg.Count("GET", "/blobs/"), again->blobs_received);
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+  auto named = dst_->Resolve(kRunName);
+  ASSERT_OK(named);
+  EXPECT_EQ(*named, run_);
+}
+
 TEST_F(RemoteTest, PullBringsTheDocumentOfAManifestTheStoreHasWithoutIt) {
   FakeRegistry reg;
   ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, Opts()));
