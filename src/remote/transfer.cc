@@ -747,6 +747,10 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   std::vector<PartFetch> part_fetches;
   for (size_t r = 0; r < fetches.size(); ++r)
     for (size_t k = 0; k < fetches[r].parts.size(); ++k) part_fetches.push_back({r, k, {}});
+  // max_layers bounds a whole bundle, not only each part: 10,000 parts of
+  // 4 MiB could otherwise list hundreds of millions of layers, all held.
+  std::unique_ptr<std::atomic<uint64_t>[]> bundle_layers(new std::atomic<uint64_t>[fetches.size()]);
+  for (size_t r = 0; r < fetches.size(); ++r) bundle_layers[r] = 0;
   st = RunParallel(*target, opts.pull_jobs, part_fetches.size(), [&](Conn& c, size_t j) -> Status {
     PartFetch& pf = part_fetches[j];
     const std::string& ref = refs[pf.ref];
@@ -765,6 +769,10 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     }
     auto layers = remote::ParseBundlePart(pm.bytes, pm.media_type, opts);
     if (!layers.ok()) return layers.status().WithContext(url.str() + " " + ref + " part " + part.digest.str());
+    if ((bundle_layers[pf.ref] += layers->size()) > opts.max_layers) {
+      return Status::InvalidInput(url.str() + " " + ref + ": remote bundle lists more than " +
+                                  std::to_string(opts.max_layers) + " objects in its parts");
+    }
     pf.layers = std::move(*layers);
     return Status::OK();
   });

@@ -49,6 +49,25 @@ uint64_t CountObjects(Store& s) {
   return n;
 }
 
+// 40 generated blobs of 50 KB beside the fixture's objects, pushed with
+// them as one bundle; returns the refs and adds their bytes to *total.
+std::vector<std::string> AddManyBlobs(Store& s, uint64_t* total) {
+  std::vector<std::string> refs;
+  auto b = s.NewBatch();
+  EXPECT_OK(b);
+  for (int j = 0; j < 40; ++j) {
+    std::string x(50000, '\0');
+    for (size_t i = 0; i < x.size(); ++i) x[i] = char('a' + (i * 31 + j * 7 + i / 97) % 26);
+    x.replace(0, 8, "blob " + std::to_string(100 + j));  // 40 different blobs
+    auto put = (*b)->PutBlob(x, "application/octet-stream");
+    EXPECT_OK(put);
+    refs.push_back(put->digest.str());
+    *total += x.size();
+  }
+  EXPECT_OK((*b)->Commit());
+  return refs;
+}
+
 class RemoteTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -760,6 +779,32 @@ TEST_F(RemoteTest, UntypedBundleIndexOf10000PartsAndAPackPullsAnd10001PartsAreRe
   EXPECT_EQ(CountObjects(*dst_), 0u);
 }
 
+// The layer limit bounds a whole bundle, not only each of its parts.
+TEST_F(RemoteTest, BundleOfMoreLayersInAllThanTheLimitIsRefused) {
+  uint64_t total = 0;
+  std::vector<std::string> refs = AddManyBlobs(*src_, &total);
+  refs.insert(refs.begin(), {kRunName, blob_.str()});
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  o.bundle_part_bytes = 1500;  // a few layers per part
+  o.use_pack = false;
+  ASSERT_OK(Push(*src_, Url(reg.host()), refs, o));
+  const uint64_t objects = CountObjects(*src_);
+  ASSERT_GT(objects, 40u);
+  auto po = Opts();
+  po.max_layers = 30;  // more than any part lists, fewer than the bundle
+  auto r = Pull(*dst_, Url(reg.host()), {"everything"}, po);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput());
+  EXPECT_NE(r.status().message().find("lists more than 30 objects in its parts"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+  po.max_layers = objects + 1;
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {"everything"}, po));
+  EXPECT_EQ(CountObjects(*src_), CountObjects(*dst_));
+}
+
 // Push refuses, before any request, a bundle a pull would refuse.
 TEST_F(RemoteTest, PushRefusesABundleOfMoreThan10000Parts) {
   Store& s = NewStore();
@@ -895,25 +940,6 @@ TEST_F(RemoteTest, PacksThatLieAreRefusedAndTheObjectsFetchedOneByOne) {
   ASSERT_FALSE(failed.ok());
   EXPECT_TRUE(failed.status().IsCorruption()) << failed.status().ToString();
   EXPECT_EQ(CountObjects(s2), 0u);
-}
-
-// 40 generated blobs of 50 KB beside the fixture's objects, pushed with
-// them as one bundle; returns the refs and adds their bytes to *total.
-std::vector<std::string> AddManyBlobs(Store& s, uint64_t* total) {
-  std::vector<std::string> refs;
-  auto b = s.NewBatch();
-  EXPECT_OK(b);
-  for (int j = 0; j < 40; ++j) {
-    std::string x(50000, '\0');
-    for (size_t i = 0; i < x.size(); ++i) x[i] = char('a' + (i * 31 + j * 7 + i / 97) % 26);
-    x.replace(0, 8, "blob " + std::to_string(100 + j));  // 40 different blobs
-    auto put = (*b)->PutBlob(x, "application/octet-stream");
-    EXPECT_OK(put);
-    refs.push_back(put->digest.str());
-    *total += x.size();
-  }
-  EXPECT_OK((*b)->Commit());
-  return refs;
 }
 
 TEST_F(RemoteTest, PullPastItsBufferWritesBlobsEarlyAndStoresTheSame) {
