@@ -21,6 +21,7 @@
 // as they arrive, so that memory stays bounded.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -1003,46 +1004,63 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   Progress progress(opts, lacking);
 
   // Verified blobs wait in memory for the batch at the end, up to
-  // pull_buffer_bytes; past that, the ones held are written in a batch of
-  // their own and let go (TransferOptions). Only role-blob items: nothing
-  // reads their bytes once they are verified (a manifest waits on its
-  // object and document, the end checks attestations), so writing them
-  // early skips no check. One early batch at a time (one Batch per store).
-  std::mutex held_mu;  // guards held, held_bytes, writing_bytes, the peak
-  std::mutex write_mu;
+  // pull_buffer_bytes (TransferOptions). Once half the buffer is held, one
+  // worker writes what is held in a batch of its own and lets it go, while
+  // the others keep downloading; a worker that would take the total held
+  // and being written past the buffer waits for that write (downloads are
+  // faster than fsynced writes: without the wait each worker piled up a
+  // buffer's worth, 1072 MiB held for a 256 MiB buffer; bench/results/
+  // pull-memory-2026-11-30.md). Only role-blob items: nothing reads their
+  // bytes once they are verified (a manifest waits on its object and
+  // document, the end checks attestations), so writing them early skips
+  // no check. One writer at a time (one Batch per store).
+  std::mutex held_mu;  // guards everything below
+  std::condition_variable write_done;
   std::vector<size_t> held;
   uint64_t held_bytes = 0, writing_bytes = 0;
+  bool writing = false;
   std::atomic<uint64_t> written_early{0};
-  auto hold = [&](size_t i) -> Status {
-    if (items[i].layer.role != Role::kBlob) return Status::OK();
-    std::vector<size_t> to_write;
-    uint64_t n_bytes = 0;
-    {
-      std::lock_guard<std::mutex> l(held_mu);
-      held.push_back(i);
-      held_bytes += items[i].bytes.size();
-      report.peak_blob_bytes_held = std::max(report.peak_blob_bytes_held, held_bytes + writing_bytes);
-      if (held_bytes <= opts.pull_buffer_bytes) return Status::OK();
-      to_write.swap(held);
-      n_bytes = held_bytes;
-      writing_bytes += n_bytes;
-      held_bytes = 0;
-    }
-    Status ws = [&]() -> Status {
-      std::lock_guard<std::mutex> w(write_mu);
-      KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
-      for (size_t k : to_write) KI_RETURN_IF_ERROR(batch->PutBlob(items[k].bytes, items[k].layer.media_type).status());
-      return batch->Commit();
-    }();
-    if (!ws.ok()) return ws.WithContext("writing verified blobs to the store");
+  auto write_blobs = [&](const std::vector<size_t>& to_write) -> Status {
+    KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+    for (size_t k : to_write) KI_RETURN_IF_ERROR(batch->PutBlob(items[k].bytes, items[k].layer.media_type).status());
+    KI_RETURN_IF_ERROR(batch->Commit());
     for (size_t k : to_write) {
       items[k].stored = true;
       std::string().swap(items[k].bytes);
     }
     written_early += to_write.size();
-    std::lock_guard<std::mutex> l(held_mu);
-    writing_bytes -= n_bytes;
     return Status::OK();
+  };
+  auto hold = [&](size_t i) -> Status {
+    if (items[i].layer.role != Role::kBlob) return Status::OK();
+    std::unique_lock<std::mutex> l(held_mu);
+    held.push_back(i);
+    held_bytes += items[i].bytes.size();
+    report.peak_blob_bytes_held = std::max(report.peak_blob_bytes_held, held_bytes + writing_bytes);
+    for (;;) {
+      if (!writing && held_bytes * 2 > opts.pull_buffer_bytes) {
+        std::vector<size_t> to_write;
+        to_write.swap(held);
+        writing_bytes = held_bytes;
+        held_bytes = 0;
+        writing = true;
+        l.unlock();
+        Status ws = write_blobs(to_write);
+        l.lock();
+        writing = false;
+        writing_bytes = 0;
+        write_done.notify_all();
+        if (!ws.ok()) {
+          // Not written: back to the held ones, for the batch at the end.
+          for (size_t k : to_write) held_bytes += items[k].bytes.size();
+          held.insert(held.end(), to_write.begin(), to_write.end());
+          return ws.WithContext("writing verified blobs to the store");
+        }
+        continue;  // others may have added meanwhile
+      }
+      if (held_bytes + writing_bytes <= opts.pull_buffer_bytes || !writing) return Status::OK();
+      write_done.wait(l);
+    }
   };
   // What a failure leaves in the store, for its message.
   auto stored_note = [&]() -> std::string {
