@@ -204,9 +204,10 @@ struct TransferOptions {
   size_t tag_list_min_refs = 8;
   // Pull: verified blobs (role blob: tensors, logs, sources; never
   // manifests, documents or attestations) held in memory up to this many
-  // bytes; past it, those held are written in a store batch of their own and
-  // let go, so a pull of many large blobs needs memory for this much plus
-  // the blobs in flight, not for all it fetches. Manifests, names and
+  // bytes; from half of it on, those held are written in a store batch of
+  // their own and let go, and downloads wait while held and being-written
+  // bytes would pass it, so a pull of many large blobs needs memory for this
+  // much plus the blobs in flight, not for all it fetches. Manifests, names and
   // attestations are still written together at the end, only once everything
   // is verified: a pull that fails after such a write leaves the blobs it
   // wrote (verified, unnamed objects that a re-run does not fetch again) and
