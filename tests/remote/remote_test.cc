@@ -3,6 +3,8 @@
 // registry" list is one test here; each checks that nothing unverified
 // entered the store.
 #include <filesystem>
+#include <thread>
+#include <chrono>
 
 #include "ki/ingest.h"
 #include "ki/remote.h"
@@ -10,6 +12,7 @@
 #include "remote/mapping.h"
 #include "remote/pack.h"
 #include "remote/pack_testutil.h"
+#include "testutil/fault_env.h"
 #include "testutil/testutil.h"
 
 namespace ki {
@@ -978,6 +981,46 @@ TEST_F(RemoteTest, PullPastItsBufferWritesBlobsEarlyAndStoresTheSame) {
   ASSERT_OK(all);
   EXPECT_EQ(all->blobs_written_early, 0u);
   EXPECT_GE(all->peak_blob_bytes_held, total);
+}
+
+// Downloads outrun fsynced writes: with several workers, those that fill
+// the buffer while a write runs must wait for it, not each pile up a buffer
+// of their own (a first version held 1072 MiB for a 256 MiB buffer on a
+// 1 GiB pull). Every early batch here is slowed by a directory sync.
+class SlowSyncEnv : public test::FaultInjectionEnv {
+ public:
+  Status SyncDir(const std::string& p) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    return FaultInjectionEnv::SyncDir(p);
+  }
+};
+
+TEST_F(RemoteTest, PullWorkersWaitForASlowWriteInsteadOfPilingUpBlobs) {
+  uint64_t total = 300000;
+  std::vector<std::string> refs = AddManyBlobs(*src_, &total);
+  refs.insert(refs.begin(), {kRunName, blob_.str()});
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  ASSERT_OK(Push(*src_, Url(reg.host()), refs, o));
+  SlowSyncEnv env;
+  StoreOptions so;
+  so.env = &env;
+  so.loose_threshold = 1024;  // every blob a loose file: each early batch syncs its directories
+  auto dst = Store::Init(dir_.Join("slow"), so);
+  ASSERT_OK(dst);
+  auto po = Opts();
+  po.use_pack = false;
+  po.pull_jobs = 4;
+  po.pull_buffer_bytes = 150000;
+  auto r = Pull(**dst, Url(reg.host()), {"everything"}, po);
+  ASSERT_OK(r);
+  EXPECT_GT(r->blobs_written_early, 20u);
+  // The buffer, and one more blob per worker at the most (the largest is 300 KB).
+  EXPECT_LE(r->peak_blob_bytes_held, 150000u + 4 * 300000u);
+  EXPECT_LT(r->peak_blob_bytes_held, total / 2);
+  ExpectSameObjects(*src_, **dst, AllObjects(*src_));
+  EXPECT_EQ(CountObjects(*src_), CountObjects(**dst));
 }
 
 TEST_F(RemoteTest, PullThatFailsAfterWritingBlobsEarlyKeepsOnlyThoseAndARerunResumes) {
