@@ -1,4 +1,4 @@
-// ki push REMOTE REF... [--insecure] [--jobs N] [--bundle TAG [--no-pack]] [--digest-tags] [--recheck] [--json]
+// ki push REMOTE REF... [--insecure] [--jobs N] [--bundle TAG [--no-pack]] [--digest-tags] [--recheck] [--buffer-mib N] [--json]
 #include <iostream>
 
 #include "transfer_args.h"
@@ -12,6 +12,7 @@ struct Options {
   bool recheck = false;
   bool no_pack = false;
   std::string bundle;
+  uint64_t buffer_mib = TransferOptions{}.push_buffer_bytes >> 20;
 };
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
@@ -22,6 +23,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_flag("--no-pack", o->no_pack, "with --bundle: write no pack (pulls then fetch each object on its own)");
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
+  sub->add_option("--buffer-mib", o->buffer_mib,
+                  "object bytes read for upload at once, across the uploads (default " + std::to_string(o->buffer_mib) +
+                      "; a larger object goes alone)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   return [o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, o->t, "push"));
     TransferOptions& opts = s.opts;
@@ -30,6 +35,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     opts.use_remote_state = !o->recheck;
     opts.use_pack = !o->no_pack;
     opts.push_jobs = o->t.jobs;
+    opts.push_buffer_bytes = o->buffer_mib << 20;
     KI_ASSIGN_OR_RETURN(PushReport rep, Push(*s.store, s.url, o->t.refs, opts));
     for (const auto& w : rep.warnings) std::cerr << "ki: warning: " << w << "\n";
     if (o->t.json) {

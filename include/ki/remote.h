@@ -213,6 +213,10 @@ struct TransferOptions {
   // wrote (verified, unnamed objects that a re-run does not fetch again) and
   // nothing else. docs/format.md, "Pull".
   uint64_t pull_buffer_bytes = 256ull << 20;
+  // Push: object bytes read for upload at once, across the workers; a
+  // worker waits before reading an object that would pass this (one larger
+  // than it goes alone), so 8 workers on large tensors do not hold 8 of them.
+  uint64_t push_buffer_bytes = 256ull << 20;
   std::function<void(const TransferProgress&)> progress;  // called from worker threads, serialised
 };
 
@@ -233,6 +237,7 @@ struct PushReport {
   // them; asked about with HEAD; uploaded; uploaded without asking first.
   uint64_t blobs_known = 0, blobs_checked = 0, blobs_sent = 0, blobs_sent_unasked = 0;
   uint64_t bytes_sent = 0;  // of the unique blobs uploaded
+  uint64_t peak_bytes_in_flight = 0;  // the most object bytes read for upload at once (push_buffer_bytes)
   // A bundle's pack, when it has one (not with use_pack off, nor when no
   // object is small enough for it).
   struct Pack {

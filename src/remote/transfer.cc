@@ -379,7 +379,31 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     else todo.push_back(i);
   }
   std::atomic<uint64_t> bytes_up{0};
+  // Object bytes read for upload at once (push_buffer_bytes): a worker waits
+  // before reading an object that would pass the budget; one larger than
+  // the budget goes when nothing else is in flight.
+  std::mutex flight_mu;
+  std::condition_variable flight_cv;
+  uint64_t in_flight = 0;
   auto upload = [&](Conn& conn, size_t i) -> Status {
+    const uint64_t n = items[i].size;
+    {
+      std::unique_lock<std::mutex> l(flight_mu);
+      flight_cv.wait(l, [&] { return in_flight == 0 || in_flight + n <= opts.push_buffer_bytes; });
+      in_flight += n;
+      report.peak_bytes_in_flight = std::max(report.peak_bytes_in_flight, in_flight);
+    }
+    struct Landed {  // gives the budget back on every path out
+      std::mutex& mu;
+      std::condition_variable& cv;
+      uint64_t& in_flight;
+      uint64_t n;
+      ~Landed() {
+        std::lock_guard<std::mutex> l(mu);
+        in_flight -= n;
+        cv.notify_all();
+      }
+    } landed{flight_mu, flight_cv, in_flight, n};
     std::string bytes;
     if (i == 0) {
       bytes = std::string(remote::EmptyConfig());

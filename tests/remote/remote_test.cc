@@ -1023,6 +1023,28 @@ TEST_F(RemoteTest, PullWorkersWaitForASlowWriteInsteadOfPilingUpBlobs) {
   EXPECT_EQ(CountObjects(*src_), CountObjects(**dst));
 }
 
+// Push reads objects for upload within a byte budget across its workers:
+// 8 workers on large objects do not each hold one.
+TEST_F(RemoteTest, PushReadsObjectsWithinItsBudget) {
+  uint64_t total = 300000;
+  std::vector<std::string> refs = AddManyBlobs(*src_, &total);
+  refs.insert(refs.begin(), {kRunName, blob_.str()});
+  FakeRegistry reg;
+  auto o = Opts();
+  o.push_jobs = 8;
+  o.push_buffer_bytes = 120000;
+  auto pushed = Push(*src_, Url(reg.host()), refs, o);
+  ASSERT_OK(pushed);
+  EXPECT_GE(pushed->blobs_sent, 41u);
+  // Two 50 KB objects at once at the most, or the 300 KB one alone.
+  EXPECT_LE(pushed->peak_bytes_in_flight, 300000u);
+  EXPECT_GT(pushed->peak_bytes_in_flight, 0u);
+  // Everything arrived: a pull brings back the same objects.
+  auto pulled = Pull(*dst_, Url(reg.host()), refs, Opts());
+  ASSERT_OK(pulled);
+  ExpectSameObjects(*src_, *dst_, AllObjects(*src_));
+}
+
 TEST_F(RemoteTest, PullThatFailsAfterWritingBlobsEarlyKeepsOnlyThoseAndARerunResumes) {
   uint64_t total = 300000;
   std::vector<std::string> refs = AddManyBlobs(*src_, &total);
