@@ -1,12 +1,13 @@
 #!/bin/bash
-# Peak memory of `ki pull` against what it fetches: N generated blobs of MIB
-# MiB each (incompressible, like tensors) are added as blobs, pushed as one
-# bundle to a local registry (Debian's docker-registry on 127.0.0.1), and
-# pulled into fresh stores with several --buffer-mib values, each under
-# /usr/bin/time (maximum resident set size, wall time). A buffer larger than
-# all the blobs holds every one of them until the single write at the end,
-# which is how every pull behaved before the buffer existed; that row is the
-# anchor the others are compared with.
+# Peak memory of `ki push` and `ki pull` against the bytes they move. N
+# generated blobs of MIB MiB each (incompressible, like tensors) are added as
+# blobs, pushed as one bundle to a local registry (Debian's docker-registry on
+# 127.0.0.1) and pulled into fresh stores, each run under /usr/bin/time
+# (maximum resident set size, wall time), with several --buffer-mib values.
+# A buffer larger than all the blobs does not limit anything: every upload
+# worker holds its object at once, and a pull holds every blob until its
+# single write at the end, which is how both behaved before the buffers
+# existed; those rows are the anchors the others are compared with.
 #
 # Usage: bash bench/remote/pull_memory.sh [KI_BINARY] [N] [MIB]
 set -euo pipefail
@@ -29,8 +30,21 @@ for i in $(seq "$N"); do head -c $((MIB << 20)) /dev/urandom >"$TMP/blob$i.bin";
 "$KI" --store "$TMP/src" add --blob --json "$TMP"/blob*.bin >"$TMP/added.json"
 mapfile -t REFS < <(python3 -c 'import json,sys; [print(o["digest"]) for o in json.load(open(sys.argv[1]))]' "$TMP/added.json")
 rm -f "$TMP"/blob*.bin
-"$KI" --store "$TMP/src" push --insecure "$URL" --bundle big "${REFS[@]}" >/dev/null
 TOTAL=$((N * MIB))
+# The push itself, under /usr/bin/time too: its 8 upload workers read at most
+# --buffer-mib of objects at once (an object larger than that alone).
+echo "ki push of $N blobs of $MIB MiB ($TOTAL MiB) to a local registry (8 upload jobs)"
+printf "%-14s %10s %9s\n" "--buffer-mib" "peak RSS" "wall s"
+for buf in $((TOTAL * 2)) 64; do
+  registry_stop
+  rm -rf "$TMP/storage"
+  registry_start "$TMP" "$TMP/storage"
+  URL=oci://127.0.0.1:$REG_PORT/ki/memory
+  /usr/bin/time -f "%M %e" -o "$TMP/time" "$KI" --store "$TMP/src" push --insecure --recheck --buffer-mib "$buf" \
+    "$URL" --bundle big "${REFS[@]}" >/dev/null
+  read -r rss wall <"$TMP/time"
+  printf "%-14s %7d MiB %9s\n" "$buf" $((rss / 1024)) "$wall"
+done
 echo "ki pull of $N blobs of $MIB MiB ($TOTAL MiB) from a local registry; $(nproc) cores; $(date -u +%FT%TZ)"
 printf "%-14s %10s %9s %12s\n" "--buffer-mib" "peak RSS" "wall s" "written early"
 for buf in $((TOTAL * 2)) 256 64 0; do
