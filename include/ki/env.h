@@ -63,6 +63,13 @@ class SequentialFile {
   virtual Result<FileStat> Stat() = 0;
 };
 
+// The rest of `file` (named `what` in errors), read straight into one
+// string sized from its Stat when it has a size (pipes and procfs files
+// report 0 and grow it); a directory, or more than max_bytes, is
+// InvalidInput. Env::ReadFile and the export reader (standard input too)
+// share it.
+Result<std::string> ReadAll(SequentialFile& file, const std::string& what, uint64_t max_bytes);
+
 struct SequentialFileOptions {
   // A symbolic link as the last component is refused (IOError saying so)
   // instead of followed: a key file swapped for a link is not read.

@@ -76,24 +76,7 @@ Result<std::string> ReadExport(const std::string& path, Env* env) {
   // then returned as it is, and a compressed one is decompressed in one call
   // into a buffer of its declared size (no regrowing, no copying, no
   // zero-filled slack: page faults dominate on a 49 MB buffer).
-  std::string input;
-  KI_ASSIGN_OR_RETURN(FileStat st, in->Stat());
-  if (st.directory) return Status::InvalidInput(path + " is a directory");
-  if (st.regular && st.size > 0) input.reserve(size_t(st.size) + 1);
-  for (;;) {
-    if (input.capacity() - input.size() < (1 << 16)) input.reserve(std::max<size_t>(input.capacity() * 2, 1 << 17));
-    size_t old = input.size();
-    size_t room = input.capacity() - old;
-    input.resize(old + room);
-    auto n = in->Read(input.data() + old, room);
-    if (!n.ok()) {
-      input.resize(old);
-      return n.status();
-    }
-    input.resize(old + *n);
-    if (*n == 0) break;
-    if (input.size() > kMaxExportBytes) return Status::InvalidInput(path + ": export larger than 4 GiB");
-  }
+  KI_ASSIGN_OR_RETURN(std::string input, ReadAll(*in, path, kMaxExportBytes));
   if (!IsZstdMagic(input)) return input;
 
   // Every frame declares its size (zstd's CLI writes it): one allocation.

@@ -25,28 +25,38 @@ Status Env::WriteFileAtomic(const std::string& path, std::string_view data, Dura
   return file->Commit(d);
 }
 
-Result<std::string> Env::ReadFile(const std::string& path, uint64_t max_bytes) {
-  KI_ASSIGN_OR_RETURN(auto file, NewSequentialFile(path));
-  KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());
-  if (st.directory) return Status::InvalidInput(path + " is a directory");
-  // The size is checked before allocating; pipes and procfs files report 0
-  // and are read incrementally with the same cap.
+Result<std::string> ReadAll(SequentialFile& file, const std::string& what, uint64_t max_bytes) {
+  KI_ASSIGN_OR_RETURN(FileStat st, file.Stat());
+  if (st.directory) return Status::InvalidInput(what + " is a directory");
+  // The size is checked before allocating.
   if (st.regular && st.size > max_bytes) {
-    return Status::InvalidInput(path + ": " + std::to_string(st.size) + " bytes, over the limit of " +
+    return Status::InvalidInput(what + ": " + std::to_string(st.size) + " bytes, over the limit of " +
                                 std::to_string(max_bytes));
   }
-  std::string out;
-  if (st.regular) out.reserve(size_t(st.size));
-  char buf[1 << 16];
+  // One byte more than the size, so that the read that finds the end needs
+  // no room of its own: a regular file is read with one allocation and no
+  // copy.
+  std::string out(st.regular && st.size > 0 ? size_t(st.size) + 1 : size_t{1} << 16, '\0');
+  size_t used = 0;
   for (;;) {
-    KI_ASSIGN_OR_RETURN(size_t n, file->Read(buf, sizeof buf));
-    if (n == 0) break;
-    if (out.size() + n > max_bytes) {
-      return Status::InvalidInput(path + ": over the limit of " + std::to_string(max_bytes) + " bytes");
+    if (used == out.size()) {
+      const uint64_t cap = max_bytes < UINT64_MAX ? max_bytes + 1 : max_bytes;  // one byte past the limit tells
+      out.resize(size_t(std::min<uint64_t>(uint64_t(out.size()) * 2, cap)));
     }
-    out.append(buf, n);
+    KI_ASSIGN_OR_RETURN(size_t n, file.Read(out.data() + used, out.size() - used));
+    if (n == 0) break;
+    used += n;
+    if (used > max_bytes) {
+      return Status::InvalidInput(what + ": over the limit of " + std::to_string(max_bytes) + " bytes");
+    }
   }
+  out.resize(used);
   return out;
+}
+
+Result<std::string> Env::ReadFile(const std::string& path, uint64_t max_bytes) {
+  KI_ASSIGN_OR_RETURN(auto file, NewSequentialFile(path));
+  return ReadAll(*file, path, max_bytes);
 }
 
 namespace {
