@@ -10,22 +10,18 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   struct Options {
     TransferArgs t;
     bool no_pack = false;
-    uint64_t buffer_mib = TransferOptions{}.pull_buffer_bytes >> 20;
   };
   auto opt = std::make_shared<Options>();
   TransferArgs* o = &opt->t;
   AddTransferArgs(sub, o, "tags, ki names, ki digests or OCI manifest digests", TransferOptions{}.pull_jobs,
-                  "parallel downloads");
+                  "parallel downloads", TransferOptions{}.pull_buffer_bytes,
+                  "verified blobs held in memory before they are written in a batch of their own");
   sub->add_flag("--no-pack", opt->no_pack, "fetch a bundle's objects one by one even where its pack would be cheaper");
-  sub->add_option("--buffer-mib", opt->buffer_mib,
-                  "verified blobs held in memory before they are written in a batch of their own (default " +
-                      std::to_string(opt->buffer_mib) + ")")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   return [opt, o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull"));
     s.opts.pull_jobs = o->jobs;
     s.opts.use_pack = !opt->no_pack;
-    s.opts.pull_buffer_bytes = opt->buffer_mib << 20;
+    s.opts.pull_buffer_bytes = o->buffer_mib << 20;
     KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*s.store, s.url, o->refs, s.opts));
     for (const auto& r : rep.refs)
       for (const auto& w : r.warnings) std::cerr << "ki: warning: " << w << "\n";

@@ -12,21 +12,17 @@ struct Options {
   bool recheck = false;
   bool no_pack = false;
   std::string bundle;
-  uint64_t buffer_mib = TransferOptions{}.push_buffer_bytes >> 20;
 };
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<Options>();
   AddTransferArgs(sub, &o->t, "objects to push with everything they reach", TransferOptions{}.push_jobs,
-                  "parallel uploads");
+                  "parallel uploads", TransferOptions{}.push_buffer_bytes,
+                  "object bytes read for upload at once, across the uploads; a larger object goes alone");
   sub->add_option("--bundle", o->bundle, "push every closure as one bundle under this tag (few manifests, not one per ref)");
   sub->add_flag("--no-pack", o->no_pack, "with --bundle: write no pack (pulls then fetch each object on its own)");
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
-  sub->add_option("--buffer-mib", o->buffer_mib,
-                  "object bytes read for upload at once, across the uploads (default " + std::to_string(o->buffer_mib) +
-                      "; a larger object goes alone)")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   return [o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, o->t, "push"));
     TransferOptions& opts = s.opts;
@@ -35,7 +31,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     opts.use_remote_state = !o->recheck;
     opts.use_pack = !o->no_pack;
     opts.push_jobs = o->t.jobs;
-    opts.push_buffer_bytes = o->buffer_mib << 20;
+    opts.push_buffer_bytes = o->t.buffer_mib << 20;
     KI_ASSIGN_OR_RETURN(PushReport rep, Push(*s.store, s.url, o->t.refs, opts));
     for (const auto& w : rep.warnings) std::cerr << "ki: warning: " << w << "\n";
     if (o->t.json) {

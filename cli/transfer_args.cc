@@ -23,13 +23,18 @@ std::function<void(const TransferProgress&)> ProgressMeter(const char* verb) {
 
 }  // namespace
 
-void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help) {
+void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help,
+                     uint64_t buffer_bytes, const char* buffer_help) {
   args->jobs = jobs;
+  args->buffer_mib = buffer_bytes >> 20;
   sub->add_option("remote", args->remote, "remote name, or a URL (oci://HOST/REPO, oci-layout:DIR)")->required();
   sub->add_option("refs", args->refs, refs_help)->required();
   sub->add_flag("--insecure", args->insecure, "plain http (loopback registries only)");
   sub->add_option("-j,--jobs", args->jobs, std::string(jobs_help) + " (default " + std::to_string(jobs) + ")")
       ->check(CLI::Range(1, 64));
+  sub->add_option("--buffer-mib", args->buffer_mib,
+                  std::string(buffer_help) + " (default " + std::to_string(args->buffer_mib) + ")")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   sub->add_flag("--json", args->json, "print a JSON report");
 }
 

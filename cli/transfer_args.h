@@ -17,16 +17,21 @@ struct TransferArgs {
   std::vector<std::string> refs;
   bool insecure = false;
   bool json = false;
-  int jobs = 0;  // set by AddTransferArgs
+  int jobs = 0;             // set by AddTransferArgs
+  uint64_t buffer_mib = 0;  // set by AddTransferArgs
 };
 
-// Adds `remote`, `refs`, --insecure, -j/--jobs (default `jobs`, which its
-// help text states after `jobs_help`) and --json to `sub`.
-void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help);
+// Adds `remote`, `refs`, --insecure, -j/--jobs (default `jobs`),
+// --buffer-mib (default `buffer_bytes` in MiB; the memory bound of the
+// direction: push_buffer_bytes or pull_buffer_bytes) and --json to `sub`;
+// each help text states its default after the help given.
+void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help,
+                     uint64_t buffer_bytes, const char* buffer_help);
 
 // The store (read-write: remote.state is written by both directions), the
 // remote's URL and default options with a progress meter on a terminal
-// labelled `verb` (the command sets its own --jobs: push_jobs or pull_jobs).
+// labelled `verb` (the command sets its own --jobs and --buffer-mib into
+// the options of its direction).
 struct TransferSetup {
   std::unique_ptr<Store> store;
   RemoteUrl url;
