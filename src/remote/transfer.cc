@@ -785,15 +785,19 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       return Status::Corruption(url.str() + " " + ref + ": part " + part.digest.str() + " has " +
                                 std::to_string(pm.bytes.size()) + " bytes, the index says " + std::to_string(part.size));
     }
-    if (!part.typed) {
-      Json peek = Json::parse(pm.bytes, nullptr, false);
-      if (peek.is_object() && peek.value("artifactType", std::string()) == kOciPackType) {
-        pf.pack = std::move(pm);  // checked when (and if) the pack is used
-        return Status::OK();
-      }
-    }
     auto layers = remote::ParseBundlePart(pm.bytes, pm.media_type, opts);
-    if (!layers.ok()) return layers.status().WithContext(url.str() + " " + ref + " part " + part.digest.str());
+    if (!layers.ok()) {
+      // An untyped entry that is no part may be the pack's manifest (small:
+      // looked at only then, so a part's JSON is parsed once).
+      if (!part.typed) {
+        Json peek = Json::parse(pm.bytes, nullptr, false);
+        if (peek.is_object() && peek.value("artifactType", std::string()) == kOciPackType) {
+          pf.pack = std::move(pm);  // checked when (and if) the pack is used
+          return Status::OK();
+        }
+      }
+      return layers.status().WithContext(url.str() + " " + ref + " part " + part.digest.str());
+    }
     if ((bundle_layers[pf.ref] += layers->size()) > opts.max_layers) {
       return Status::InvalidInput(url.str() + " " + ref + ": remote bundle lists more than " +
                                   std::to_string(opts.max_layers) + " objects in its parts");
