@@ -21,10 +21,7 @@ struct DStreamDeleter {
   void operator()(ZSTD_DStream* z) const { ZSTD_freeDStream(z); }
 };
 
-bool IsZstdMagic(std::string_view b) {
-  return b.size() >= 4 && uint8_t(b[0]) == 0x28 && uint8_t(b[1]) == 0xB5 && uint8_t(b[2]) == 0x2F &&
-         uint8_t(b[3]) == 0xFD;
-}
+bool IsZstdMagic(std::string_view b) { return b.substr(0, 4) == std::string_view("\x28\xB5\x2F\xFD", 4); }
 
 // A large buffer is filled once: with transparent huge pages it costs a few
 // dozen page faults instead of one per 4 KiB (where the system lets a
@@ -76,8 +73,12 @@ Result<std::string> ReadExport(const std::string& path, Env* env) {
   // then returned as it is, and a compressed one is decompressed in one call
   // into a buffer of its declared size (no regrowing, no copying, no
   // zero-filled slack: page faults dominate on a 49 MB buffer).
-  KI_ASSIGN_OR_RETURN(std::string input, ReadAll(*in, path, kMaxExportBytes));
-  if (!IsZstdMagic(input)) return input;
+  // Used in place, not moved out of the Result: moving it out made GCC 12
+  // (-O2) warn that the moved-to string may be read uninitialised.
+  Result<std::string> read = ReadAll(*in, path, kMaxExportBytes);
+  if (!read.ok()) return read.status();
+  std::string& input = *read;
+  if (!IsZstdMagic(input)) return std::move(input);
 
   // Every frame declares its size (zstd's CLI writes it): one allocation.
   std::optional<uint64_t> declared = DeclaredSize(input);
