@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -50,7 +51,15 @@ const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new GpuEnvironment)
 #define REQUIRE_GPU() \
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device"
 
-std::string Data(const std::string& rel) { return std::string(KI_TEST_DATA_DIR) + "/" + rel; }
+// The build's paths, unless the environment names others: a test binary
+// carried to a GPU machine without the build tree (bench/gpu/device_check.sh)
+// points them at the copies it carried.
+std::string PathFromEnv(const char* var, const char* built) {
+  const char* v = std::getenv(var);
+  return v && *v ? std::string(v) : std::string(built);
+}
+
+std::string Data(const std::string& rel) { return PathFromEnv("KI_TEST_DATA_DIR", KI_TEST_DATA_DIR) + "/" + rel; }
 
 const Definition& Def() {
   static const Definition d = [] {
@@ -435,7 +444,7 @@ TEST(GpuFast, RepeatedCallsReuseTheWorkspace) {
 TEST(GpuAbi, SharedLibraryKernelsRunThroughDlopen) {
   REQUIRE_GPU();
 #if defined(KI_GQA_KERNELS_SO)
-  auto lib = KernelLibrary::Open(KI_GQA_KERNELS_SO);
+  auto lib = KernelLibrary::Open(PathFromEnv("KI_GQA_KERNELS_SO", KI_GQA_KERNELS_SO));
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   const ki_kernel* k = (*lib)->Find("ki.gqa_paged_decode.fast");
   ASSERT_NE(k, nullptr);
