@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -116,9 +117,13 @@ Result<Device> ParseDevice(const std::string& text, Language lang) {
     } else if (text.rfind("cuda", 0) == 0) {
       d.cuda = true;
       if (text.size() > 4) {
-        if (text[4] != ':' || text.size() == 5 || text.find_first_not_of("0123456789", 5) != std::string::npos)
-          return Status::Usage("--device: expected cpu or cuda:N, got '" + text + "'");
-        d.index = std::stoi(text.substr(5));
+        // from_chars, not stoi: an index past int's range is a usage error
+        // naming the option, not an out_of_range exception (exit 5).
+        const char* first = text.data() + 5;
+        const char* last = text.data() + text.size();
+        auto [end, ec] = std::from_chars(first, last, d.index);
+        if (text[4] != ':' || first == last || *first == '-' || *first == '+' || ec != std::errc() || end != last)
+          return Status::Usage("--device: expected cpu or cuda:N with N a device index, got '" + text + "'");
       }
     } else {
       return Status::Usage("--device: expected cpu or cuda:N, got '" + text + "'");

@@ -73,6 +73,11 @@ expect_contains "$OUT" '"logs"' "a timeout keeps its log"
 # Bad input.
 expect_exit 2 ki run --implementation test-cpu --workload $WL --device cuda:0
 expect_exit 2 ki run --implementation test-cpu --workload $WL --device tpu
+# A device index past int's range is a usage error naming the option, not an
+# uncaught std::stoi exception (exit 5, "stoi").
+expect_exit 2 ki run --implementation test-cpu --workload $WL --device cuda:99999999999
+expect_contains "$ERR" "--device" "out-of-range device index names the option"
+expect_exit 2 ki run --implementation test-cpu --workload $WL --device cuda:-1
 expect_exit 3 ki run --implementation nosuch --workload $WL
 expect_exit 2 ki add --implementation "$RUN/gqa_decode_cpu.cc"
 expect_exit 4 ki add --implementation "$RUN/../SOURCES.md" --operation $OP
