@@ -75,11 +75,13 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                 {"ratio", r.ratio ? Json(*r.ratio) : Json(nullptr)},
                 {"matched", r.matched},
                 {"environmentDifferences", r.environment_differences},
-                {"attestation", r.attestation ? Json(r.attestation->str()) : Json(nullptr)}};
+                {"attestation", r.attestation ? Json(r.attestation->str()) : Json(nullptr)},
+                {"attestationNote", r.attestation_note.empty() ? Json(nullptr) : Json(r.attestation_note)}};
       if (r.place)
         j["wouldRank"] = {{"rank", r.place->rank}, {"of", r.place->of}, {"best", r.place->best_name},
                           {"bestValue", r.place->best_value}, {"metric", r.place->metric}};
       PrintJson(j);
+      if (!r.sign_status.ok()) return r.sign_status;  // after the comparison: the run is stored
       return f.status == "passed" ? 0 : 1;
     }
     std::ostringstream out;
@@ -116,6 +118,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     out << "\nnew run:\n";
     std::cout << out.str();
     PrintRunSummary(f, std::cout);
+    if (!r.sign_status.ok()) return r.sign_status;  // after the comparison: the run is stored
     return f.status == "passed" ? 0 : 1;
   };
 }

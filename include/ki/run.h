@@ -174,11 +174,16 @@ struct RerunOutcome {
   std::optional<RankPlace> place;  // --implementation: in the original's comparison group
   std::optional<Digest> attestation;
   std::string attestation_note;    // why none was made, when a key was given
+  // Signing failed after a matching re-run (the run and its link are stored):
+  // the comparison stands and the caller reports this after it.
+  Status sign_status;
 };
 
 // NotFound (exit 3) naming exactly what is missing when the original's
 // implementation source, workload or definition are not in the store and
-// no --implementation was given.
+// no --implementation was given. With a signing key, the key is loaded (its
+// passphrase asked) before anything runs; a key that cannot be loaded fails
+// the rerun before it starts.
 Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req);
 
 // Reruns of a run, and the run a rerun re-ran (table run.reruns).

@@ -520,6 +520,15 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
              "shows where it would rank among the original's comparison group";
     return Status::NotFound(msg);
   }
+  // The signing key before the run: a wrong key name or passphrase (or no
+  // way to ask for one) then fails in seconds, before a GPU run is spent
+  // and stored, instead of after it with the comparison lost.
+  std::optional<SigningKey> key;
+  if (!req.sign_key.empty()) {
+    KI_ASSIGN_OR_RETURN(Keyring ring, Keyring::Default());
+    KI_ASSIGN_OR_RETURN(SigningKey k, ring.Load(req.sign_key, DefaultPassphrase));
+    key.emplace(std::move(k));
+  }
   out.same_implementation = req.implementation.empty();
   rr.implementation = impl;
   rr.workload = wl;
@@ -602,14 +611,14 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
     }
   }
 
-  // A `reproduced` attestation when asked and when it matched.
-  if (!req.sign_key.empty()) {
+  // A `reproduced` attestation when asked and when it matched. The run is
+  // stored by now: a failure here is reported beside the comparison
+  // (sign_status), not instead of it.
+  if (key) {
     if (!out.matched) {
       out.attestation_note = "not signed: the re-run did not match (both passed, latency within " +
                              std::to_string(int(req.match_tolerance * 100)) + "%)";
     } else {
-      KI_ASSIGN_OR_RETURN(Keyring ring, Keyring::Default());
-      KI_ASSIGN_OR_RETURN(SigningKey key, ring.Load(req.sign_key, DefaultPassphrase));
       AttestationRequest ar;
       ar.subject = out.original;
       ar.predicate = PredicateKind::kReproduced;
@@ -624,8 +633,13 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
       res.environment = out.fresh.environment;
       ar.rerun = res;
       ar.note = "ki rerun on " + out.fresh.device;
-      KI_ASSIGN_OR_RETURN(PutResult pr, CreateAttestation(store, key, ar));
-      out.attestation = pr.digest;
+      auto pr = CreateAttestation(store, *key, ar);
+      if (pr.ok()) {
+        out.attestation = pr->digest;
+      } else {
+        out.sign_status = pr.status();
+        out.attestation_note = "not signed: " + pr.status().message();
+      }
     }
   }
   return out;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "ki/harness.h"
 #include "ki/manifest.h"
 #include "ki/run.h"
+#include "ki/sign.h"
 
 namespace ki {
 namespace {
@@ -165,6 +168,69 @@ TEST_F(RunOnCpu, PassesVerifiesAndReruns) {
   auto orig = run::OriginalOf(*store_, re->fresh.run);
   ASSERT_TRUE(orig.ok() && orig->has_value());
   EXPECT_EQ(**orig, r->run);
+}
+
+// `ki rerun --key`: the key is loaded (its passphrase asked) before anything
+// runs, so a key that cannot be loaded costs no run and stores nothing; a
+// loadable one signs the match.
+TEST_F(RunOnCpu, RerunLoadsItsSigningKeyBeforeRunning) {
+  const std::string home = (dir_ / "home").string();
+  ASSERT_EQ(::setenv("KI_HOME", home.c_str(), 1), 0);
+  ASSERT_EQ(::setenv("KI_PASSPHRASE", "not-the-passphrase", 1), 0);
+  struct Unset {
+    ~Unset() {
+      ::unsetenv("KI_HOME");
+      ::unsetenv("KI_PASSPHRASE");
+    }
+  } unset;
+  const auto fixed = [](std::string phrase) {
+    return [phrase](std::string_view, bool) -> Result<SecretBytes> {
+      SecretBytes b(phrase.size() + 1);
+      std::memcpy(b.data(), phrase.data(), phrase.size());
+      b.Truncate(phrase.size());
+      return b;
+    };
+  };
+  auto ring = Keyring::Default();
+  ASSERT_TRUE(ring.ok()) << ring.status().message();
+  ASSERT_TRUE(ring->Generate("runner", KeyProtection::kPassphrase, fixed("s3cret")).ok());
+
+  run::RunRequest req;
+  req.implementation = Add("cpu").str();
+  req.workload = "gqa-paged-decode-h32-kv4-d128-ps1-27ef153a";
+  auto r = run::Run(*store_, req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto reruns = [&] {
+    auto v = run::RerunsOf(*store_, r->run);
+    EXPECT_TRUE(v.ok());
+    return v.ok() ? v->size() : size_t{999};
+  };
+
+  run::RerunRequest rr;
+  rr.run = r->run.str();
+  rr.match_tolerance = 10.0;  // any passing re-run matches: this test is about the key
+  rr.sign_key = "nobody";
+  auto re = run::Rerun(*store_, rr);
+  ASSERT_FALSE(re.ok());
+  EXPECT_TRUE(re.status().IsNotFound()) << re.status().message();
+  EXPECT_EQ(reruns(), 0u) << "an unknown key must fail before the re-run runs and is stored";
+
+  rr.sign_key = "runner";  // wrong passphrase in KI_PASSPHRASE
+  re = run::Rerun(*store_, rr);
+  ASSERT_FALSE(re.ok());
+  EXPECT_TRUE(re.status().IsInvalidInput()) << re.status().message();
+  EXPECT_EQ(reruns(), 0u) << "a wrong passphrase must fail before the re-run runs and is stored";
+
+  ASSERT_EQ(::setenv("KI_PASSPHRASE", "s3cret", 1), 0);
+  re = run::Rerun(*store_, rr);
+  ASSERT_TRUE(re.ok()) << re.status().message();
+  EXPECT_TRUE(re->sign_status.ok()) << re->sign_status.message();
+  ASSERT_TRUE(re->matched) << re->attestation_note;
+  ASSERT_TRUE(re->attestation.has_value()) << re->attestation_note;
+  EXPECT_EQ(reruns(), 1u);
+  auto v = store_->Verify(r->run);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_FALSE(v->HasFaults());
 }
 
 TEST_F(RunOnCpu, WrongOutputsAreIncorrectNumerical) {
