@@ -1,4 +1,6 @@
 // ki init [DIR]: create DIR/.ki.
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "command.h"
@@ -6,12 +8,27 @@
 namespace ki::cli {
 namespace {
 
-RunFn Setup(CLI::App* sub, GlobalOptions*) {
-  auto dir = std::make_shared<std::string>(".");
-  sub->add_option("dir", *dir, "directory to hold the store (default: the current directory)");
-  return [dir]() -> Result<int> {
+RunFn Setup(CLI::App* sub, GlobalOptions* global) {
+  auto dir = std::make_shared<std::string>();
+  sub->add_option("dir", *dir, "directory to hold the store (default: --store, else $KI_STORE, else .)");
+  return [dir, global]() -> Result<int> {
+    // Without DIR the store is the one later commands select (--store, then
+    // KI_STORE), not ./.ki: otherwise `ki --store s init` reports success
+    // and the next `ki --store s add` finds no store.
+    std::string target = *dir;
+    if (!global->store.empty()) {
+      std::error_code ec1, ec2;
+      if (!target.empty() && std::filesystem::weakly_canonical(target, ec1) !=
+                                 std::filesystem::weakly_canonical(global->store, ec2))
+        return Status::Usage("ki init: --store " + global->store + " and DIR " + target +
+                             " name different stores; give one");
+      target = global->store;
+    }
+    if (target.empty())
+      if (const char* e = std::getenv("KI_STORE"); e && *e) target = e;
+    if (target.empty()) target = ".";
     KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
-    KI_ASSIGN_OR_RETURN(auto store, Store::Init(*dir, opts));
+    KI_ASSIGN_OR_RETURN(auto store, Store::Init(target, opts));
     std::cout << "Initialized ki store in " << store->path() << "\n";
     return 0;
   };

@@ -1087,7 +1087,14 @@ std::string GuessMediaType(std::string_view filename) {
 
 Result<std::unique_ptr<Store>> Store::Init(const std::string& dir, const StoreOptions& opts) {
   Env* env = opts.env ? opts.env : Env::Default();
-  std::string ki_dir = (dir.empty() ? std::string(".") : dir) + "/.ki";
+  // DIR may name the `.ki` directory itself, as --store and KI_STORE may
+  // (docs/cli.md): `ki --store x/.ki init` creates x/.ki, not x/.ki/.ki,
+  // so the store init makes is the one later commands open.
+  std::string base = dir.empty() ? std::string(".") : dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const bool names_ki_dir = std::filesystem::path(base).filename() == ".ki" ||
+                            env->Exists(base + "/" + std::string(kFormatFile));
+  std::string ki_dir = names_ki_dir ? base : base + "/.ki";
   std::string format = ki_dir + "/" + std::string(kFormatFile);
   if (!env->Exists(format)) {
     KI_RETURN_IF_ERROR(env->CreateDirs(ki_dir + "/" + std::string(kIndexDir)));

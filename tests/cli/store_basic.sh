@@ -5,6 +5,20 @@ source "$(dirname "$0")/testlib.bash" "$@"
 
 expect_exit 0 ki init store
 expect_contains "$OUT" "Initialized ki store" "init"
+# init without DIR creates the store that --store / KI_STORE select (as a
+# directory holding .ki or the .ki itself), not ./.ki in the current directory.
+mkdir -p "$WORK/cwd" && cd "$WORK/cwd"
+expect_exit 0 ki --store "$WORK/sel1" init
+[ -f "$WORK/sel1/.ki/FORMAT" ] || fail "ki --store DIR init creates DIR/.ki"
+expect_exit 0 ki --store "$WORK/sel2/.ki" init
+[ -f "$WORK/sel2/.ki/FORMAT" ] || fail "ki --store DIR/.ki init creates DIR/.ki"
+expect_exit 0 env KI_STORE="$WORK/sel3" "$KI_BIN" init
+[ -f "$WORK/sel3/.ki/FORMAT" ] || fail "KI_STORE=DIR ki init creates DIR/.ki"
+[ ! -e "$WORK/cwd/.ki" ] || fail "init with --store/KI_STORE left a store in the current directory"
+for s in sel1 sel2/.ki sel3; do expect_exit 0 ki --store "$WORK/$s" ls; done
+expect_exit 2 ki --store "$WORK/sel1" init "$WORK/sel4"
+[ ! -e "$WORK/sel4" ] || fail "init with conflicting --store and DIR created DIR"
+cd "$WORK"
 expect_exit 0 ki add "$SEED"
 expect_contains "$OUT" $'sha256:7d44d206ad086b4bece35ce31f6531ebb11f07e0d9dcfb74c75be86d3ec02095\tBenchmarkProtocol\tflashinfer-bench-trace\tnew' "add seed"
 expect_contains "$OUT" $'sha256:f4292a8be127b7230cd3995c1d605fb6c644e2c2f94566e1d28cc1be766ca5d5\tExecutionEnvironment' "add seed"
