@@ -108,7 +108,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       KI_ASSIGN_OR_RETURN(Digest d, ParseDigestOpt(e, "--evidence"));
       req.evidence.push_back(d);
     }
-    // Everything that can fail cheaply fails before the passphrase prompt.
+    // Everything that can fail cheaply fails before the passphrase prompt:
+    // the request's own facts (a usage error: they are the options), then
+    // the store, REF and the key's name.
+    if (Status s = CheckAttestationRequest(req); !s.ok()) return Status::Usage(s.message());
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
     KI_ASSIGN_OR_RETURN(req.subject, store->Resolve(o->ref));
     KI_ASSIGN_OR_RETURN(auto held, store->Stat(req.subject));

@@ -255,6 +255,12 @@ struct AttestationRequest {
   std::string signed_at;             // RFC 3339 UTC; empty: now
 };
 
+// What BuildAttestation checks of the request itself, needing no store or
+// key: a `reproduced` carries a re-run result, a `disputed` some evidence,
+// re-run facts are well-formed. InvalidInput naming what is wrong. Callers
+// that ask for a passphrase run it first.
+Status CheckAttestationRequest(const AttestationRequest& req);
+
 // Builds the statement and the signed envelope bytes, without storing.
 // NotFound when the subject is not in the store; InvalidInput when the
 // request is incomplete (a `reproduced` without a re-run result).

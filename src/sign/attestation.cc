@@ -134,7 +134,19 @@ std::string PredicateProblem(PredicateKind kind, const Json& p) {
 
 }  // namespace
 
+Status CheckAttestationRequest(const AttestationRequest& req) {
+  if (req.predicate == PredicateKind::kReproduced && !req.rerun) {
+    return Status::InvalidInput("a `reproduced` attestation needs the re-run's result (run digest, latency, ratio, machine)");
+  }
+  if (req.predicate == PredicateKind::kDisputed && req.note.empty() && req.evidence.empty() && !req.rerun) {
+    return Status::InvalidInput("a `disputed` attestation needs evidence: a note, evidence objects, or a re-run result");
+  }
+  if (req.rerun) return ValidateRerun(*req.rerun);
+  return Status::OK();
+}
+
 Result<std::string> BuildAttestation(Store& store, const SigningKey& key, const AttestationRequest& req) {
+  KI_RETURN_IF_ERROR(CheckAttestationRequest(req));
   KI_ASSIGN_OR_RETURN(auto info, store.Stat(req.subject));
   if (!info) {
     return Status::NotFound("cannot attest " + req.subject.str() + ": this store does not hold its bytes");
@@ -144,16 +156,7 @@ Result<std::string> BuildAttestation(Store& store, const SigningKey& key, const 
                                 {"name", key.name()}}},
                     {"signedAt", req.signed_at.empty() ? sign_internal::NowRfc3339() : req.signed_at}};
   if (!req.note.empty()) predicate["note"] = req.note;
-  if (req.predicate == PredicateKind::kReproduced && !req.rerun) {
-    return Status::InvalidInput("a `reproduced` attestation needs the re-run's result (run digest, latency, ratio, machine)");
-  }
-  if (req.predicate == PredicateKind::kDisputed && req.note.empty() && req.evidence.empty() && !req.rerun) {
-    return Status::InvalidInput("a `disputed` attestation needs evidence: a note, evidence objects, or a re-run result");
-  }
-  if (req.rerun) {
-    KI_RETURN_IF_ERROR(ValidateRerun(*req.rerun));
-    predicate["rerun"] = RerunJson(*req.rerun);
-  }
+  if (req.rerun) predicate["rerun"] = RerunJson(*req.rerun);
   if (!req.evidence.empty()) {
     Json ev = Json::array();
     for (const Digest& d : req.evidence) ev.push_back({{"digest", d.str()}});

@@ -103,6 +103,9 @@ expect 0 "7 attestations: 6 trusted" -- ki audit
 expect 2 "" -- ki sign "$RUN" --key alice --predicate approved
 expect 2 "needs --run-digest" -- ki sign "$RUN" --key alice --predicate reproduced
 expect 2 "belong to reproduced" -- ki sign "$RUN" --key alice --predicate reviewed --machine m1
+# The request's own facts are checked before the passphrase: a wrong one is not what is reported.
+expect 2 "latency must be a positive" -- env KI_PASSPHRASE=wrong "$KI_BIN" sign "$RUN" --key bob --predicate reproduced --run-digest "$RUN" --latency-ns=-5 --ratio 1 --machine m1
+expect 2 "needs evidence" -- env KI_PASSPHRASE=wrong "$KI_BIN" sign "$RUN" --key bob --predicate disputed
 
 # --- bad input: keys
 before=$(objects)
