@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "json/fields.h"
 #include "ki/json.h"
 #include "remote/target.h"
 
@@ -50,7 +51,7 @@ class LayoutTarget final : public Target {
       KI_RETURN_IF_ERROR(env_->CreateDirs(dir + "/blobs/sha256"));
       Json j = {{"imageLayoutVersion", kLayoutVersion}};
       KI_RETURN_IF_ERROR(env_->WriteFileAtomic(layout, j.dump(), Durability::kSync));
-      Load({{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}});
+      KI_RETURN_IF_ERROR(Load({{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}}, ""));
       dirty_ = true;
       return Status::OK();
     }
@@ -61,19 +62,18 @@ class LayoutTarget final : public Target {
     }
     std::string index_path = dir + "/index.json";
     if (!env_->Exists(index_path)) {
-      Load({{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}});
-      return Status::OK();
+      return Load({{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}}, "");
     }
     // index.json lists every tag of the layout (two per pushed record), so
     // it is capped far above one manifest.
     KI_ASSIGN_OR_RETURN(std::string idx, env_->ReadFile(index_path, 1ull << 30));
     Json index = Json::parse(idx, nullptr, false);
-    if (!index.is_object() || index.value("schemaVersion", 0) != 2 || !index.contains("manifests") ||
-        !index["manifests"].is_array()) {
+    // Compared as JSON values: "2" (a string) is not 2, and does not throw.
+    if (!index.is_object() || !index.contains("schemaVersion") || index["schemaVersion"] != 2 ||
+        !index.contains("manifests") || !index["manifests"].is_array()) {
       return Status::InvalidInput(index_path + ": not an OCI image index");
     }
-    Load(std::move(index));
-    return Status::OK();
+    return Load(std::move(index), index_path);
   }
 
   Result<std::unique_ptr<Conn>> Connect() override { return std::unique_ptr<Conn>(new LayoutConn(this)); }
@@ -134,20 +134,29 @@ class LayoutTarget final : public Target {
     dirty_ = true;
   }
 
-  void Load(Json index) {
+  // Takes index.json apart. The fields ki reads from an entry (digest,
+  // mediaType, the ref.name annotation) are type-checked here, once, so
+  // that a layout that breaks the image-spec is refused when it is opened,
+  // naming the entry, rather than failing wherever a field is read.
+  Status Load(Json index, const std::string& path) {
     index_ = std::move(index);
-    for (Json& m : index_["manifests"]) {
-      if (!m.is_object()) continue;
-      size_t i = entries_.size();
-      std::string digest = m.value("digest", std::string());
-      if (m.contains("annotations") && m["annotations"].is_object()) {
-        std::string tag = m["annotations"].value(std::string(kAnnRefName), std::string());
-        if (!tag.empty()) by_tag_[tag] = i;
+    const Json& manifests = index_["manifests"];
+    for (size_t k = 0; k < manifests.size(); ++k) {
+      const Json& m = manifests[k];
+      std::string where = path + ": manifests[" + std::to_string(k) + "]";
+      KI_ASSIGN_OR_RETURN(std::string digest, GetString(m, "digest", where));
+      KI_RETURN_IF_ERROR(GetString(m, "mediaType", where).status());
+      std::string tag;
+      if (m.contains("annotations")) {
+        KI_ASSIGN_OR_RETURN(tag, GetString(m["annotations"], kAnnRefName, where + ".annotations"));
       }
+      size_t i = entries_.size();
+      if (!tag.empty()) by_tag_[tag] = i;
       if (!by_digest_.count(digest)) by_digest_[digest] = i;
-      entries_.push_back(std::move(m));
+      entries_.push_back(m);
     }
     index_["manifests"] = Json::array();
+    return Status::OK();
   }
 
   RemoteUrl url_;
@@ -203,14 +212,14 @@ Result<FetchedManifest> LayoutConn::GetManifest(std::string_view ref) {
     KI_ASSIGN_OR_RETURN(want, Digest::Parse(ref));
     auto desc = t_->FindDigest(want);
     if (!desc) return Status::NotFound(t_->url_.str() + " lists no manifest " + want.str());
-    m.media_type = desc->value("mediaType", std::string());
+    m.media_type = StringOr(*desc, "mediaType");  // type-checked by Load
   } else {
     auto desc = t_->FindTag(ref);
     if (!desc) return Status::NotFound(t_->url_.str() + " has no tag '" + std::string(ref) + "'");
-    auto d = Digest::Parse(desc->value("digest", std::string()));
+    auto d = Digest::Parse(StringOr(*desc, "digest"));
     if (!d.ok()) return Status::InvalidInput(t_->url_.str() + ": index.json entry for '" + std::string(ref) + "' has a bad digest");
     want = *d;
-    m.media_type = desc->value("mediaType", std::string());
+    m.media_type = StringOr(*desc, "mediaType");
   }
   if (!t_->env_->Exists(t_->BlobPath(want))) {
     return Status::NotFound(t_->url_.str() + " has no manifest " + want.str());
@@ -227,7 +236,7 @@ Result<FetchedManifest> LayoutConn::GetManifest(std::string_view ref) {
 Result<std::optional<Digest>> LayoutConn::ResolveTag(std::string_view tag) {
   auto desc = t_->FindTag(tag);
   if (!desc) return std::optional<Digest>();
-  auto d = Digest::Parse(desc->value("digest", std::string()));
+  auto d = Digest::Parse(StringOr(*desc, "digest"));
   if (!d.ok()) return std::optional<Digest>();
   return std::optional<Digest>(*d);
 }

@@ -5,6 +5,7 @@
 #include <deque>
 #include <unordered_set>
 
+#include "json/fields.h"
 #include "ki/json.h"
 #include "remote/http.h"
 #include "remote/pack.h"
@@ -338,10 +339,9 @@ Result<Json> ParseRemoteJson(std::string_view bytes, std::string_view content_ty
   return j;
 }
 
-std::string Ann(const Json& ann, std::string_view key) {
-  if (!ann.is_object() || !ann.contains(key) || !ann[std::string(key)].is_string()) return "";
-  return ann[std::string(key)].get<std::string>();
-}
+// An annotation of a manifest or index; "" when absent or not a string
+// (each caller then refuses what it needed).
+std::string Ann(const Json& ann, std::string_view key) { return StringOr(ann, key); }
 
 Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
   std::string where = "layer " + std::to_string(i);
@@ -358,16 +358,21 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
     return Status::InvalidInput("remote manifest: " + where + " (" + l.digest.str() + ") announces " +
                                 std::to_string(l.size) + " bytes, over the limit of " + std::to_string(opts.max_blob_size));
   }
+  // A layer's annotations say what ki makes of it: one that is there with
+  // another type than a string is refused, not read as absent (a role of 5
+  // is not "blob").
   const Json ann = d.contains("annotations") ? d["annotations"] : Json();
-  l.title = Ann(ann, kAnnTitle);
+  const std::string ann_where = "remote manifest: " + where + ": annotations";
+  auto ann_field = [&](std::string_view key) { return GetString(ann, key, ann_where); };
+  KI_ASSIGN_OR_RETURN(l.title, ann_field(kAnnTitle));
   if (!l.title.empty() && !IsSafeTitle(l.title)) {
     return Bad(where + ": title annotation '" + l.title.substr(0, 100) + "' is not a safe relative file name");
   }
-  std::string role = Ann(ann, kAnnRole);
-  l.media_type = Ann(ann, kAnnMediaType);
+  KI_ASSIGN_OR_RETURN(std::string role, ann_field(kAnnRole));
+  KI_ASSIGN_OR_RETURN(l.media_type, ann_field(kAnnMediaType));
   if (l.media_type.empty()) l.media_type = d["mediaType"].get<std::string>();
   if (!SaneMediaType(l.media_type)) return Bad(where + ": unusable media type");
-  std::string kind = Ann(ann, kAnnKind);
+  KI_ASSIGN_OR_RETURN(std::string kind, ann_field(kAnnKind));
   if (!kind.empty()) {
     auto k = ParseKind(kind);
     if (!k) return Bad(where + ": unknown kind '" + kind.substr(0, 60) + "'");
@@ -378,7 +383,8 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
     if (!l.kind) return Bad(where + ": a manifest layer without a kind");
   } else if (role == "document") {
     l.role = Role::kDocument;
-    auto of = Digest::Parse(Ann(ann, kAnnDocumentOf));
+    KI_ASSIGN_OR_RETURN(std::string of_text, ann_field(kAnnDocumentOf));
+    auto of = Digest::Parse(of_text);
     if (!of.ok()) return Bad(where + ": a document layer without document-of");
     l.document_of = *of;
     if (l.media_type != kDocumentMediaTypeJson && l.media_type != kDocumentMediaTypeYaml) {
@@ -388,10 +394,11 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
     l.role = Role::kBlob;
   } else if (role == "attestation") {
     l.role = Role::kAttestation;
-    auto s = Digest::Parse(Ann(ann, kAnnSubject));
+    KI_ASSIGN_OR_RETURN(std::string subject, ann_field(kAnnSubject));
+    auto s = Digest::Parse(subject);
     if (!s.ok()) return Bad(where + ": an attestation layer without a subject");
     l.subject = *s;
-    std::string hex = Ann(ann, kAnnIndexValue);
+    KI_ASSIGN_OR_RETURN(std::string hex, ann_field(kAnnIndexValue));
     if (hex.size() > 4096 || !HexDecode(hex, &l.index_value)) return Bad(where + ": bad index-value");
   } else {
     return Bad(where + ": unknown role '" + role.substr(0, 60) + "'");
@@ -458,17 +465,21 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
   }
   BundleRefs refs;
   std::unordered_set<Digest> seen;
-  for (const Json& d : j["manifests"]) {
-    std::string art = d.is_object() ? d.value("artifactType", std::string()) : "";
+  const Json& manifests = j["manifests"];
+  for (size_t i = 0; i < manifests.size(); ++i) {
+    const Json& d = manifests[i];
+    std::string where = "remote bundle index: manifests[" + std::to_string(i) + "]";
+    KI_ASSIGN_OR_RETURN(std::string art, GetString(d, "artifactType", where));
+    KI_ASSIGN_OR_RETURN(std::string media_type, GetString(d, "mediaType", where));
+    KI_ASSIGN_OR_RETURN(std::string digest, GetString(d, "digest", where));
+    KI_ASSIGN_OR_RETURN(uint64_t size, GetUnsigned(d, "size", where));
     bool pack = art == kOciPackType;
-    if (!d.is_object() || d.value("mediaType", std::string()) != kOciManifestType ||
-        (art != kOciBundleType && !pack && (typed || !art.empty())) || !d.contains("size") ||
-        !d["size"].is_number_unsigned()) {
+    if (media_type != kOciManifestType || (art != kOciBundleType && !pack && (typed || !art.empty()))) {
       return bad("an entry that is neither a ki bundle part nor a pack manifest descriptor");
     }
-    auto dg = Digest::Parse(d.value("digest", std::string()));
+    auto dg = Digest::Parse(digest);
     if (!dg.ok()) return bad("an entry whose digest is not sha256:<64 hex>");
-    PartRef p{*dg, d["size"].get<uint64_t>(), !art.empty()};
+    PartRef p{*dg, size, !art.empty()};
     if (p.size > opts.max_manifest_size) return bad("an entry over the manifest size limit");
     if (!seen.insert(p.digest).second) return bad("an entry listed twice");
     if (pack) {
@@ -499,13 +510,16 @@ Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view conte
   }
   if (j["layers"].size() != 1) return Bad("a pack manifest must have exactly one layer");
   const Json& d = j["layers"][0];
-  if (!d.is_object() || d.value("mediaType", std::string()) != kOciPackMediaType || !d.contains("size") ||
-      !d["size"].is_number_unsigned()) {
+  const std::string where = "remote manifest: the pack manifest's layer";
+  KI_ASSIGN_OR_RETURN(std::string media_type, GetString(d, "mediaType", where));
+  KI_ASSIGN_OR_RETURN(std::string digest, GetString(d, "digest", where));
+  KI_ASSIGN_OR_RETURN(uint64_t size, GetUnsigned(d, "size", where));
+  if (media_type != kOciPackMediaType) {
     return Bad("the pack manifest's layer is not a " + std::string(kOciPackMediaType) + " descriptor");
   }
-  auto dg = Digest::Parse(d.value("digest", std::string()));
+  auto dg = Digest::Parse(digest);
   if (!dg.ok()) return Bad("the pack's digest is not sha256:<64 hex>");
-  PartRef p{*dg, d["size"].get<uint64_t>()};
+  PartRef p{*dg, size};
   if (p.size > opts.max_blob_size) {
     return Bad("the pack announces " + std::to_string(p.size) + " bytes, over the limit of " +
                std::to_string(opts.max_blob_size));
@@ -537,7 +551,7 @@ Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view 
                                        const Digest& subject_manifest, const TransferOptions& opts) {
   KI_ASSIGN_OR_RETURN(Json j, ParseRemoteJson(bytes, content_type, opts));
   if (!j.contains("artifactType") || j["artifactType"] != kDsseMediaType) return Bad("referrer is not a DSSE attestation");
-  if (!j.contains("subject") || !j["subject"].is_object() || j["subject"].value("digest", std::string()) != subject_manifest.str()) {
+  if (!j.contains("subject") || StringOr(j["subject"], "digest") != subject_manifest.str()) {
     return Bad("referrer's subject is not " + subject_manifest.str());
   }
   if (j["layers"].size() != 1) return Bad("an attestation referrer must have exactly one layer");
@@ -555,7 +569,7 @@ bool EnvelopeNamesSubject(std::string_view envelope, const Digest& subject) {
   if (!st.is_object() || !st.contains("subject") || !st["subject"].is_array()) return false;
   for (const Json& s : st["subject"]) {
     if (s.is_object() && s.contains("digest") && s["digest"].is_object() &&
-        s["digest"].value("sha256", std::string()) == subject.hex()) {
+        StringOr(s["digest"], "sha256") == subject.hex()) {
       return true;
     }
   }

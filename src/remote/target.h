@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,14 @@ class Target {
 };
 
 enum class Access { kPull, kPush };
+
+// Runs fn(conn, i) for i in [0, count) on up to `parallelism` workers (the
+// calling thread and parallelism - 1 others), each with its own connection.
+// Stops at the first failure and returns it; an exception thrown by fn or
+// Connect is such a failure (IOError "internal error ..."), never one that
+// leaves a worker thread.
+Status RunParallel(Target& target, int parallelism, size_t count,
+                   const std::function<Status(Conn&, size_t)>& fn);
 
 Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const TransferOptions& opts, Access access);
 Result<std::unique_ptr<Target>> OpenLayout(const RemoteUrl& url, const TransferOptions& opts, Access access);

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "json/fields.h"
 #include "ki/json.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
@@ -40,6 +41,7 @@ using remote::Closure;
 using remote::Conn;
 using remote::Layer;
 using remote::Role;
+using remote::RunParallel;
 using remote::Target;
 
 namespace {
@@ -67,30 +69,38 @@ class Progress {
   TransferProgress p_;
 };
 
-// Runs fn(conn, i) for i in [0, count) on up to `parallelism` workers, each
-// with its own connection. Stops at the first failure and returns it.
-Status RunParallel(Target& target, int parallelism, size_t count,
+}  // namespace
+
+// An exception out of fn (a third-party library that throws on input it
+// did not expect, std::bad_alloc) becomes a failure too: escaping a worker
+// thread it would std::terminate the process, where the caller's Status
+// would have said what failed. fn should not throw; this is the last line
+// of defence, not a way of reporting. IOError: exit 5, what cli/main.cc's
+// outermost catch gives the same exception on the main thread.
+Status remote::RunParallel(Target& target, int parallelism, size_t count,
                    const std::function<Status(Conn&, size_t)>& fn) {
   if (count == 0) return Status::OK();
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
   Status first;
+  auto fail = [&](Status st) {
+    std::lock_guard<std::mutex> l(mu);
+    if (first.ok()) first = std::move(st);
+    stop = true;
+  };
   auto worker = [&] {
-    auto conn = target.Connect();
-    if (!conn.ok()) {
-      std::lock_guard<std::mutex> l(mu);
-      if (first.ok()) first = conn.status();
-      stop = true;
-      return;
-    }
-    for (size_t i; !stop && (i = next++) < count;) {
-      Status st = fn(**conn, i);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> l(mu);
-        if (first.ok()) first = st;
-        stop = true;
+    try {
+      auto conn = target.Connect();
+      if (!conn.ok()) return fail(conn.status());
+      for (size_t i; !stop && (i = next++) < count;) {
+        Status st = fn(**conn, i);
+        if (!st.ok()) fail(std::move(st));
       }
+    } catch (const std::exception& e) {
+      fail(Status::IOError(std::string("internal error in a transfer worker: ") + e.what()));
+    } catch (...) {
+      fail(Status::IOError("internal error in a transfer worker: an unknown exception"));
     }
   };
   int n = int(std::min<size_t>(std::max(1, parallelism), count));
@@ -100,6 +110,8 @@ Status RunParallel(Target& target, int parallelism, size_t count,
   for (auto& t : threads) t.join();
   return first;
 }
+
+namespace {
 
 std::string FallbackTag(const Digest& d) { return "sha256-" + d.hex(); }
 
@@ -118,7 +130,7 @@ Status AddToFallbackIndex(Conn& conn, const Digest& subject, const Json& desc, c
     return cur.status();
   }
   for (const Json& m : index["manifests"])
-    if (m.is_object() && m.value("digest", std::string()) == desc["digest"]) return Status::OK();
+    if (StringOr(m, "digest") == desc["digest"]) return Status::OK();
   index["manifests"].push_back(desc);
   return conn.PutManifest(tag, index.dump(), remote::kOciIndexType, nullptr);
 }
@@ -740,7 +752,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     bool index = fetched->media_type == remote::kOciIndexType;
     if (fetched->media_type.empty() && fetched->bytes.find(remote::kOciIndexType) != std::string::npos) {
       Json j = Json::parse(fetched->bytes, nullptr, false);  // a layout says no media type: look
-      index = j.is_object() && j.value("mediaType", std::string()) == remote::kOciIndexType;
+      index = StringOr(j, "mediaType") == remote::kOciIndexType;
     }
     if (index) {
       // A bundle: every part, by digest (GetManifest checks the hash), and
@@ -791,7 +803,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       // looked at only then, so a part's JSON is parsed once).
       if (!part.typed) {
         Json peek = Json::parse(pm.bytes, nullptr, false);
-        if (peek.is_object() && peek.value("artifactType", std::string()) == kOciPackType) {
+        if (StringOr(peek, "artifactType") == kOciPackType) {
           pf.pack = std::move(pm);  // checked when (and if) the pack is used
           return Status::OK();
         }
@@ -884,8 +896,9 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       return Status::OK();
     }
     for (const Json& d : (*idx)["manifests"]) {
-      if (!d.is_object() || d.value("artifactType", std::string()) != kDsseMediaType) continue;
-      auto rd = Digest::Parse(d.value("digest", std::string()));
+      // Entries of other types (or of other shapes) are not ours to read.
+      if (StringOr(d, "artifactType") != kDsseMediaType) continue;
+      auto rd = Digest::Parse(StringOr(d, "digest"));
       if (!rd.ok()) continue;
       auto rm = c.GetManifest(rd->str());
       if (!rm.ok()) {

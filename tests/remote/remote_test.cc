@@ -2,16 +2,20 @@
 // and an OCI image layout. Each case of issue 6's "hostile or broken
 // registry" list is one test here; each checks that nothing unverified
 // entered the store.
-#include <filesystem>
-#include <thread>
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <functional>
+#include <thread>
 
 #include "ki/ingest.h"
+#include "ki/json.h"
 #include "ki/remote.h"
 #include "remote/fake_registry.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
 #include "remote/pack_testutil.h"
+#include "remote/target.h"
 #include "testutil/fault_env.h"
 #include "testutil/testutil.h"
 
@@ -1517,6 +1521,144 @@ TEST_F(RemoteTest, LayoutRoundTripAndCorruptBlobInLayout) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsCorruption());
   EXPECT_EQ(CountObjects(s2), 0u);
+}
+
+// A layout's index.json or a remote's manifest whose fields have other types
+// than the image-spec's (a number where a string belongs) used to reach
+// nlohmann's value(), which throws: on a pull worker thread that ended the
+// process (SIGABRT), on the main thread it ended the command with a raw
+// library message (exit 5). Now each is invalid input naming the field.
+TEST_F(RemoteTest, PullOfRemoteJsonWithUnexpectedTypesIsInvalidInputNotACrash) {
+  TempDir lay;
+  auto url = ParseRemoteUrl("oci-layout:" + lay.path(), false);
+  ASSERT_OK(url);
+  ASSERT_OK(Push(*src_, *url, {kRunName, blob_.str()}, Opts()));
+  const std::string index_path = lay.Join("index.json");
+  const std::string index = test::ReadFileOrDie(index_path);
+  auto rewrite = [&](const std::function<void(Json&)>& change) {
+    Json j = Json::parse(index);
+    change(j);
+    std::filesystem::permissions(index_path, std::filesystem::perms::owner_all);
+    test::WriteFileOrDie(index_path, j.dump());
+  };
+  std::string dst = dir_.Join("dst");
+  std::string pull = "--store " + dst + " pull oci-layout:" + lay.path() + " ";
+
+  // 1. Every entry's mediaType a number.
+  rewrite([](Json& j) {
+    for (Json& m : j["manifests"]) m["mediaType"] = 5;
+  });
+  auto r = Pull(*dst_, *url, {kRunName, blob_.str()}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("index.json: manifests[0]: `mediaType` is a number, not a string"),
+            std::string::npos)
+      << r.status().ToString();
+  // Two refs: two workers; one ref: the main thread. Both exit 4.
+  for (std::string refs : {std::string(kRunName) + " " + blob_.str(), blob_.str()}) {
+    auto k = test::RunKi(pull + refs);
+    EXPECT_EQ(k.exit_code, 4) << k.err;
+    EXPECT_EQ(k.err.find("json.exception"), std::string::npos) << k.err;
+    EXPECT_NE(k.err.find("`mediaType` is a number"), std::string::npos) << k.err;
+  }
+  // 2. schemaVersion "2" (a string) is not 2.
+  rewrite([](Json& j) { j["schemaVersion"] = "2"; });
+  r = Pull(*dst_, *url, {kRunName}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+  // 3. A ref.name annotation that is not a string, a digest that is not one.
+  rewrite([](Json& j) { j["manifests"][1]["annotations"]["org.opencontainers.image.ref.name"] = 7; });
+  r = Pull(*dst_, *url, {kRunName}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("manifests[1].annotations: `org.opencontainers.image.ref.name` is a number"),
+            std::string::npos)
+      << r.status().ToString();
+  rewrite([](Json& j) { j["manifests"][0]["digest"] = Json::array(); });
+  r = Pull(*dst_, *url, {kRunName}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+TEST_F(RemoteTest, BundleIndexAndLayerFieldsOfOtherTypesAreRefusedByName) {
+  FakeRegistry reg;
+  auto o = Opts();
+  o.bundle_tag = "everything";
+  ASSERT_OK(Push(*src_, Url(reg.host()), {kRunName}, o));
+  Json index = Json::parse(*reg.Manifest("everything"));
+  for (auto [field, value] : {std::pair<std::string, Json>{"artifactType", 5}, {"mediaType", true},
+                              {"digest", Json::object()}, {"size", "12"}}) {
+    Json bad = index;
+    bad["manifests"][0][field] = value;
+    reg.PutManifestDirect("bad-" + field, bad.dump(), "application/vnd.oci.image.index.v1+json");
+    auto r = Pull(*dst_, Url(reg.host()), {"bad-" + field}, Opts());
+    ASSERT_FALSE(r.ok()) << field;
+    EXPECT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("remote bundle index: manifests[0]: `" + field + "`"), std::string::npos)
+        << r.status().ToString();
+  }
+  // A layer annotation of another type is refused, not read as absent.
+  FakeRegistry reg2;
+  ASSERT_OK(Push(*src_, Url(reg2.host()), {kRunName}, Opts()));
+  std::string tag = SanitizeTag(kRunName);
+  Json m = Json::parse(*reg2.Manifest(tag));
+  m["layers"][0]["annotations"][std::string(kAnnRole)] = 5;
+  reg2.PutManifestDirect("bad-role", m.dump(), "application/vnd.oci.image.manifest.v1+json");
+  auto r = Pull(*dst_, Url(reg2.host()), {"bad-role"}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("layer 0: annotations: `dev.kernelindex.ki.role` is a number"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+// RunParallel is the last line of defence: an exception out of a worker
+// fails the run with a Status instead of calling std::terminate.
+namespace {
+class NoConn final : public remote::Conn {
+ public:
+  Result<bool> HasBlob(const Digest&, uint64_t) override { return false; }
+  Status PutBlob(const Digest&, std::string_view) override { return Status::OK(); }
+  Result<std::string> GetBlob(const Digest&, uint64_t) override { return Status::NotFound("none"); }
+  Result<remote::FetchedManifest> GetManifest(std::string_view) override { return Status::NotFound("none"); }
+  Result<std::optional<Digest>> ResolveTag(std::string_view) override { return std::optional<Digest>(); }
+  Status PutManifest(std::string_view, std::string_view, std::string_view, bool*) override { return Status::OK(); }
+  Result<std::optional<std::string>> Referrers(const Digest&) override { return std::optional<std::string>(); }
+};
+class NoTarget final : public remote::Target {
+ public:
+  explicit NoTarget(bool throw_on_connect) : throw_(throw_on_connect) {}
+  Result<std::unique_ptr<remote::Conn>> Connect() override {
+    if (throw_) throw std::runtime_error("connect threw");
+    return std::unique_ptr<remote::Conn>(new NoConn);
+  }
+  uint64_t requests() const override { return 0; }
+  std::string describe() const override { return "none"; }
+  Status Finish() override { return Status::OK(); }
+
+ private:
+  bool throw_;
+};
+}  // namespace
+
+TEST(RunParallelTest, AWorkerThatThrowsFailsTheRunInsteadOfTheProcess) {
+  NoTarget target(false);
+  std::atomic<int> ran{0};
+  Status st = remote::RunParallel(target, 4, 200, [&](remote::Conn&, size_t i) -> Status {
+    ran++;
+    if (i == 7) {
+      const Json j = {{"mediaType", 5}};
+      return Status::NotFound(j.value("mediaType", std::string()));  // throws type_error 302
+    }
+    return Status::OK();
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(st.IsIOError()) << st.ToString();
+  EXPECT_NE(st.message().find("internal error in a transfer worker"), std::string::npos) << st.ToString();
+  EXPECT_LE(ran.load(), 200);
+  NoTarget throwing(true);
+  st = remote::RunParallel(throwing, 3, 10, [&](remote::Conn&, size_t) { return Status::OK(); });
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("connect threw"), std::string::npos) << st.ToString();
 }
 
 // ------------------------------------------------------------ config
