@@ -13,6 +13,85 @@ namespace {
 namespace fs = std::filesystem;
 using OJson = nlohmann::ordered_json;
 
+// Type checks before nlohmann's value()/get(): those throw type_error for a
+// field of another type (a workload's "uuid": 12345, a line `[1,2]`), which
+// ended the import with exit 5 and no file or line. Dataset files are local
+// input: a wrong type is InvalidInput naming `where` (file:line) and the field.
+template <class J>
+Status WrongType(std::string_view where, std::string_view field, const J& v, std::string_view want) {
+  const std::string type = v.type_name();
+  return Status::InvalidInput(std::string(where) + ": " + std::string(field) + " must be " + std::string(want) +
+                              ", not " + (v.is_null() ? type : (type[0] == 'a' || type[0] == 'o' ? "an " : "a ") + type));
+}
+
+template <class J>
+Status CheckObject(const J& v, std::string_view where, std::string_view field) {
+  return v.is_object() ? Status::OK() : WrongType(where, field, v, "an object");
+}
+
+// o[key] as a string, "" when absent. `o` is an object.
+template <class J>
+Result<std::string> OptString(const J& o, const std::string& key, std::string_view where, std::string_view field) {
+  auto it = o.find(key);
+  if (it == o.end()) return std::string();
+  if (!it->is_string()) return WrongType(where, field, *it, "a string");
+  return it->template get<std::string>();
+}
+
+// o[key] when present must be an object; each of its members an object too.
+template <class J>
+Status CheckObjectOfObjects(const J& o, const std::string& key, std::string_view where, std::string_view field) {
+  auto it = o.find(key);
+  if (it == o.end()) return Status::OK();
+  KI_RETURN_IF_ERROR(CheckObject(*it, where, field));
+  for (auto m = it->begin(); m != it->end(); ++m)
+    KI_RETURN_IF_ERROR(CheckObject(m.value(), where, std::string(field) + "." + m.key()));
+  return Status::OK();
+}
+
+// A definition's shape, checked once so the mapping below may read it with
+// value()/get() without throwing.
+Status CheckDefinition(const OJson& def, std::string_view where) {
+  if (!def.is_object() || !def.contains("name") || !def["name"].is_string())
+    return Status::InvalidInput(std::string(where) + ": a definition needs a \"name\"");
+  KI_RETURN_IF_ERROR(OptString(def, "op_type", where, "op_type").status());
+  KI_RETURN_IF_ERROR(CheckObjectOfObjects(def, "axes", where, "axes"));
+  if (def.contains("axes"))
+    for (const auto& [k, a] : def["axes"].items()) {
+      KI_ASSIGN_OR_RETURN(std::string type, OptString(a, "type", where, "axes." + k + ".type"));
+      if (type == "const" && !(a.contains("value") && a["value"].is_number_integer()))
+        return Status::InvalidInput(std::string(where) + ": constant axis " + k + " needs an integer value");
+    }
+  for (const char* list : {"inputs", "outputs"}) {
+    KI_RETURN_IF_ERROR(CheckObjectOfObjects(def, list, where, list));
+    if (!def.contains(list)) continue;
+    for (const auto& [k, t] : def[list].items()) {
+      const std::string field = std::string(list) + "." + k;
+      KI_RETURN_IF_ERROR(OptString(t, "dtype", where, field + ".dtype").status());
+      auto sh = t.find("shape");
+      if (sh == t.end() || sh->is_null()) continue;
+      if (!sh->is_array()) return WrongType(where, field + ".shape", *sh, "an array of axis names");
+      for (const auto& a : *sh)
+        if (!a.is_string()) return WrongType(where, field + ".shape[]", a, "an axis name (a string)");
+    }
+  }
+  return Status::OK();
+}
+
+// A workload (the line's "workload", or the line itself): the fields the
+// mapping and the import read, with their types.
+template <class J>
+Status CheckWorkload(const J& w, std::string_view where) {
+  KI_RETURN_IF_ERROR(CheckObject(w, where, "workload"));
+  KI_RETURN_IF_ERROR(OptString(w, "uuid", where, "workload.uuid").status());
+  KI_RETURN_IF_ERROR(CheckObjectOfObjects(w, "inputs", where, "workload.inputs"));
+  if (!w.contains("inputs")) return Status::OK();
+  for (const auto& [k, in] : w["inputs"].items())
+    for (const char* f : {"type", "path", "tensor_key"})
+      KI_RETURN_IF_ERROR(OptString(in, f, where, "workload.inputs." + k + "." + f).status());
+  return Status::OK();
+}
+
 constexpr std::string_view kOperationsTable = "fib.operations";
 constexpr std::string_view kWorkloadsTable = "fib.workloads";
 
@@ -93,8 +172,7 @@ std::string KernelIndexDtype(std::string_view d) {
 
 Result<Json> OperationDocument(std::string_view text, std::string_view source) {
   KI_ASSIGN_OR_RETURN(OJson def, ParseOrdered(text, source));
-  if (!def.is_object() || !def.contains("name") || !def["name"].is_string())
-    return Status::InvalidInput(std::string(source) + ": a definition needs a \"name\"");
+  KI_RETURN_IF_ERROR(CheckDefinition(def, source));
   const std::string name = def["name"];
   Json axes = Json::object();
   if (def.contains("axes")) {
@@ -130,9 +208,12 @@ Result<Json> OperationDocument(std::string_view text, std::string_view source) {
 Result<Json> WorkloadDocument(std::string_view definition_json, std::string_view line_json, const Digest& operation,
                               std::string_view source) {
   KI_ASSIGN_OR_RETURN(OJson def, ParseOrdered(definition_json, source));
+  KI_RETURN_IF_ERROR(CheckDefinition(def, source));
   KI_ASSIGN_OR_RETURN(Json line, ParseDocument(line_json, DocFormat::kJson, source));
+  KI_RETURN_IF_ERROR(CheckObject(line, source, "a workload line"));
   const Json& w = line.contains("workload") ? line["workload"] : line;
-  if (!w.is_object() || !w.contains("axes") || !w["axes"].is_object())
+  KI_RETURN_IF_ERROR(CheckWorkload(w, source));
+  if (!w.contains("axes") || !w["axes"].is_object())
     return Status::InvalidInput(std::string(source) + ": a workload needs \"axes\"");
   const std::string name = def.value("name", "");
   std::map<std::string, int64_t> values;
@@ -215,7 +296,11 @@ Result<std::optional<WorkloadFacts>> LookupWorkload(Store& store, const Digest& 
   return std::optional<WorkloadFacts>(std::move(f));
 }
 
-Result<ImportReport> ImportDataset(Store& store, const std::string& root) {
+namespace {
+
+// The import proper; `at` follows the file (and line) being read, so that a
+// JSON access the checks above missed still names its place.
+Result<ImportReport> ImportDatasetAt(Store& store, const std::string& root, std::string* at) {
   Env* env = Env::Default();
   if (!env->IsDirectory(root)) return Status::NotFound("no flashinfer-bench dataset at " + root);
   ImportReport rep;
@@ -247,6 +332,7 @@ Result<ImportReport> ImportDataset(Store& store, const std::string& root) {
   std::map<std::string, Def> by_name;
   for (const auto& p : defs) {
     const std::string src = fs::relative(p, root).string();
+    *at = src;
     KI_ASSIGN_OR_RETURN(std::string text, env->ReadFile(p.string(), 1 << 20));
     KI_ASSIGN_OR_RETURN(Json doc, OperationDocument(text, src));
     KI_ASSIGN_OR_RETURN(Manifest m, ManifestFromJson(doc, src));
@@ -283,10 +369,12 @@ Result<ImportReport> ImportDataset(Store& store, const std::string& root) {
       ++lineno;
       if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
       const std::string where = src + ":" + std::to_string(lineno);
+      *at = where;
       KI_ASSIGN_OR_RETURN(Json j, ParseDocument(line, DocFormat::kJson, where));
+      KI_RETURN_IF_ERROR(CheckObject(j, where, "a workload line"));
       if (trace) rep.traces++;
       else rep.workloads++;
-      std::string defname = j.value("definition", "");
+      KI_ASSIGN_OR_RETURN(std::string defname, OptString(j, "definition", where, "definition"));
       auto d = by_name.find(defname);
       if (d == by_name.end()) {
         rep.skipped_lines++;
@@ -317,6 +405,18 @@ Result<ImportReport> ImportDataset(Store& store, const std::string& root) {
   }
   KI_RETURN_IF_ERROR(batch->Commit());
   return rep;
+}
+
+}  // namespace
+
+Result<ImportReport> ImportDataset(Store& store, const std::string& root) {
+  std::string at = root;
+  try {
+    return ImportDatasetAt(store, root, &at);
+  } catch (const nlohmann::json::exception& e) {
+    // The batch was dropped unwinding: nothing is stored.
+    return Status::InvalidInput(at + ": " + e.what());
+  }
 }
 
 }  // namespace ki::fib

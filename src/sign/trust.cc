@@ -34,6 +34,22 @@ namespace {
 
 constexpr std::string_view kTrustFormat = "ki-trust/v1";
 
+// j.value(key, "...") throws type_error when the key holds another type
+// ("role": 1): a hand-edited trust list then ended `ki trust list` with
+// exit 5 and no place. A wrong type is invalid input naming the field.
+Result<std::string> OptString(const Json& j, const std::string& key, std::string_view fallback,
+                              const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end()) return std::string(fallback);
+  if (!it->is_string()) {
+    const std::string type = it->type_name();
+    return Status::InvalidInput(where + "." + key + " must be a string, not " +
+                                (it->is_null() ? type : (type[0] == 'a' || type[0] == 'o' ? "an " : "a ") + type));
+  }
+  return it->get<std::string>();
+}
+
+// `path`: the file and the entry, "PATH: keys[2]".
 Result<TrustEntry> EntryFromJson(const Json& j, const std::string& path, bool revoked) {
   if (!j.is_object() || !j.contains("publicKey") || !j["publicKey"].is_string() || !j.contains("name") ||
       !j["name"].is_string()) {
@@ -48,11 +64,11 @@ Result<TrustEntry> EntryFromJson(const Json& j, const std::string& path, bool re
                                 "`: keyid does not match its public key");
   }
   e.name = j["name"].get<std::string>();
-  std::string role = j.value("role", "reviewer");
+  KI_ASSIGN_OR_RETURN(std::string role, OptString(j, "role", "reviewer", path));
   auto r = ParseRole(role);
   if (!r) return Status::InvalidInput(path + ": unknown role `" + role + "`");
   e.role = *r;
-  e.when = j.value(revoked ? "removedAt" : "addedAt", "");
+  KI_ASSIGN_OR_RETURN(e.when, OptString(j, revoked ? "removedAt" : "addedAt", "", path));
   return e;
 }
 
@@ -80,14 +96,16 @@ Result<TrustStore> TrustStore::Load(const std::string& path) {
   ParseLimits limits;
   limits.max_bytes = 16 << 20;
   KI_ASSIGN_OR_RETURN(Json doc, ParseDocument(text, DocFormat::kJson, path, limits));
-  if (!doc.is_object() || doc.value("format", "") != kTrustFormat) {
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != kTrustFormat) {
     return Status::InvalidInput(path + ": not a ki trust list, or a version this ki does not know");
   }
   for (const char* list : {"keys", "revoked"}) {
     if (!doc.contains(list)) continue;
     if (!doc[list].is_array()) return Status::InvalidInput(path + ": `" + list + "` is not an array");
+    size_t i = 0;
     for (const Json& j : doc[list]) {
-      KI_ASSIGN_OR_RETURN(TrustEntry e, EntryFromJson(j, path, list[0] == 'r'));
+      const std::string where = path + ": " + list + "[" + std::to_string(i++) + "]";
+      KI_ASSIGN_OR_RETURN(TrustEntry e, EntryFromJson(j, where, list[0] == 'r'));
       (list[0] == 'r' ? ts.revoked_ : ts.trusted_).push_back(std::move(e));
     }
   }

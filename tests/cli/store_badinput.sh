@@ -101,11 +101,25 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   # Reading still works.
   setpriv --reuid=65534 --regid=65534 --clear-groups "$KI_BIN" --store "$WORK/store" show "$SEED_RUN" >/dev/null ||
     fail "a read-only store can still be read"
+  # So does a push, which only reads objects: it warns that it could not
+  # record what the remote holds (remote.state), as cli.md says.
+  RO_LAYOUT=/tmp/ki-ro-layout-$$
+  OUT=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$KI_BIN" --store "$WORK/store" push "oci-layout:$RO_LAYOUT" "$SEED_RUN" 2>&1)
+  rc=$?
+  [ $rc = 0 ] || fail "push from a read-only store: exit $rc (want 0): $OUT"
+  expect_contains "$OUT" "warning: could not record what oci-layout:$RO_LAYOUT holds" "push from a read-only store warns"
+  expect_exit 0 ki init rocopy
+  expect_exit 0 ki --store rocopy pull "oci-layout:$RO_LAYOUT" "BenchmarkRun/$SEED_RUN"
+  rm -rf "$RO_LAYOUT"
 else
   chmod -R a-w "$WORK/store"
   expect_exit 5 ki add good.yaml
   expect_contains "$ERR" "not writable" "read-only store message"
+  expect_exit 0 ki push "oci-layout:$WORK/rolayout" "$SEED_RUN"
+  expect_contains "$ERR" "warning: could not record what oci-layout:$WORK/rolayout holds" "push from a read-only store warns"
   chmod -R u+w "$WORK/store"
+  expect_exit 0 ki init rocopy
+  expect_exit 0 ki --store rocopy pull "oci-layout:$WORK/rolayout" "BenchmarkRun/$SEED_RUN"
 fi
 unchanged "read-only store"
 
@@ -139,4 +153,37 @@ rc=$?
 expect_contains "$(cat full.err)" "File too large" "disk-full message says why"
 unchanged "disk full (loose)"
 [ -z "$(find store/.ki/objects -type f)" ] || fail "no loose file left behind: $(find store/.ki/objects -type f)"
+# flashinfer-bench datasets: a field of the wrong type, or a line that is not
+# an object, is invalid input naming file:line and the field (they raised
+# nlohmann's type_error: exit 5, no place), and nothing is stored.
+FIB="$DATA/run/flashinfer-trace"
+fib_case() {  # fib_case LINE: a dataset whose one workload line is LINE
+  rm -rf fib && mkdir -p fib/definitions fib/workloads
+  cp "$FIB"/definitions/gqa_paged/*.json fib/definitions/
+  head -1 "$FIB"/workloads/gqa_paged/*.jsonl >fib/workloads/w.jsonl
+  printf '%s\n' "$1" >>fib/workloads/w.jsonl
+}
+fib_case '{"definition":"gqa_paged_decode_h32_kv4_d128_ps1","workload":{"uuid":12345,"axes":{"batch_size":1,"num_pages":8,"len_indptr":2,"num_kv_indices":7}}}'
+expect_exit 4 ki import flashinfer-bench fib
+expect_contains "$ERR" "workloads/w.jsonl:2: workload.uuid must be a string, not a number" "fib: wrong-typed uuid names file:line and field"
+unchanged "fib uuid"
+fib_case '[1,2]'
+expect_exit 4 ki import flashinfer-bench fib
+expect_contains "$ERR" "workloads/w.jsonl:2: a workload line must be an object, not an array" "fib: a line that is not an object names file:line"
+unchanged "fib array line"
+fib_case '{"definition":7}'
+expect_exit 4 ki import flashinfer-bench fib
+expect_contains "$ERR" "workloads/w.jsonl:2: definition must be a string" "fib: wrong-typed definition name"
+fib_case '{"definition":"gqa_paged_decode_h32_kv4_d128_ps1","workload":{"axes":{"batch_size":1,"num_pages":8,"len_indptr":2,"num_kv_indices":7},"inputs":{"q":{"type":"safetensors","path":5}}}}'
+expect_exit 4 ki import flashinfer-bench fib
+expect_contains "$ERR" "workloads/w.jsonl:2: workload.inputs.q.path must be a string" "fib: wrong-typed input path"
+fib_case '{"definition":"gqa_paged_decode_h32_kv4_d128_ps1","workload":{"axes":{"batch_size":1,"num_pages":8,"len_indptr":2,"num_kv_indices":7},"inputs":{"q":"random"}}}'
+expect_exit 4 ki import flashinfer-bench fib
+expect_contains "$ERR" "workloads/w.jsonl:2: workload.inputs.q must be an object" "fib: an input that is not an object"
+fib_case '{}'
+sed -i 's/"dtype": "bfloat16"/"dtype": 16/' fib/definitions/*.json
+expect_exit 4 ki import flashinfer-bench fib
+expect_contains "$ERR" ".json: inputs.q.dtype must be a string, not a number" "fib: wrong-typed definition dtype"
+unchanged "fib definitions"
+
 finish
