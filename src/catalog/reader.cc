@@ -17,6 +17,15 @@ namespace {
 // rather than exhausting memory.
 constexpr uint64_t kMaxExportBytes = 4ull << 30;
 
+// A frame's declared content size is only a claim (zstd.h's note on
+// ZSTD_getFrameContentSize): a 17-byte frame may declare 4 GiB, and
+// allocating that up front zero-filled 4 GiB before the decoder found the
+// frame corrupt. The declared size is used for the one-allocation path only
+// up to this many times the compressed input, far above what real JSON lines
+// reach (the 49 MB KernelIndex export compresses to a few MB); past it the
+// stream is decoded with a buffer that grows with the bytes produced.
+constexpr uint64_t kMaxTrustedRatio = 256;
+
 struct DStreamDeleter {
   void operator()(ZSTD_DStream* z) const { ZSTD_freeDStream(z); }
 };
@@ -80,9 +89,10 @@ Result<std::string> ReadExport(const std::string& path, Env* env) {
   std::string& input = *read;
   if (!IsZstdMagic(input)) return std::move(input);
 
-  // Every frame declares its size (zstd's CLI writes it): one allocation.
+  // Every frame declares its size (zstd's CLI writes it): one allocation,
+  // when the declared size is believable for an input this small.
   std::optional<uint64_t> declared = DeclaredSize(input);
-  if (declared) {
+  if (declared && *declared <= uint64_t(input.size()) * kMaxTrustedRatio) {
     if (*declared > kMaxExportBytes) return Status::InvalidInput(path + ": export larger than 4 GiB");
     std::string out;
     out.reserve(size_t(*declared));
@@ -96,7 +106,9 @@ Result<std::string> ReadExport(const std::string& path, Env* env) {
     return out;
   }
 
-  // Sizes not declared (or a truncated stream): decode as a stream.
+  // Sizes not declared, not believable, or a truncated stream: decode as a
+  // stream, the buffer growing with the output (a frame whose content does
+  // not match its declared size is found corrupt by the decoder).
   std::unique_ptr<ZSTD_DStream, DStreamDeleter> z(ZSTD_createDStream());
   if (!z) return Status::IOError("zstd: out of memory");
   std::string out;

@@ -1,6 +1,9 @@
 // The catalog module on the 72-line slice of the real KernelIndex export:
 // every stored digest and key recomputes, import is atomic and idempotent,
 // ranking-v1 and record history, JSON Patch.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <cmath>
@@ -245,6 +248,36 @@ TEST(CatalogRead, ZstdAndPlainExportsReadTheSame) {
   EXPECT_FALSE(t.ok());
   EXPECT_TRUE(t.status().IsInvalidInput());
   EXPECT_TRUE(ReadExport(dir.Join("none.jsonl")).status().IsNotFound());
+}
+
+// A 18-byte frame that declares 3 GiB of content: the read fails at once,
+// with memory following the real data; it used to allocate and zero-fill
+// the declared size before the decoder found the frame corrupt. Read in a
+// child process, so that its peak RSS is this read's alone.
+TEST(CatalogRead, DeclaredSizeIsNotTrustedBeyondTheInput) {
+  TempDir dir;
+  const uint64_t declared = 3ull << 30;
+  std::string frame("\x28\xB5\x2F\xFD", 4);  // magic
+  frame += '\xC0';                             // 8-byte content size, window descriptor follows
+  frame += '\x00';                             // 1 KiB window
+  for (int i = 0; i < 8; ++i) frame += char((declared >> (8 * i)) & 0xff);
+  frame += std::string("\x0B\x00\x00", 3);     // last block, RLE, 1 byte
+  frame += 'x';
+  ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), declared);
+  test::WriteFileOrDie(dir.Join("huge.jsonl.zst"), frame);
+
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto r = ReadExport(dir.Join("huge.jsonl.zst"));
+    ::_exit(!r.ok() && r.status().IsInvalidInput() ? 0 : 1);
+  }
+  int status = 0;
+  struct rusage ru{};
+  ASSERT_EQ(::wait4(pid, &status, 0, &ru), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the corrupt frame is not reported as invalid input";
+  EXPECT_LT(ru.ru_maxrss, 256 * 1024) << "peak RSS " << ru.ru_maxrss << " KiB: the declared size was allocated";
 }
 
 // A read error part-way through an export is an I/O error naming the file,
