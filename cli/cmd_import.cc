@@ -68,6 +68,10 @@ Json ReportJson(const catalog::ImportReport& r, double seconds) {
   for (const auto& m : r.mismatches)
     mism.push_back({{"table", m.table}, {"rowId", m.row_id}, {"field", m.field}, {"stored", m.stored},
                     {"computed", m.computed}});
+  Json malformed = Json::array();
+  for (const auto& m : r.malformed)
+    malformed.push_back({{"line", m.line}, {"table", m.table}, {"rowId", m.row_id}, {"field", m.field},
+                         {"message", m.message}});
   return {{"source", r.source},
           {"content", r.content.str()},
           {"lines", r.lines},
@@ -81,12 +85,15 @@ Json ReportJson(const catalog::ImportReport& r, double seconds) {
           {"recordEventsReproduced", r.record_events_reproduced},
           {"recordEventsUnchecked", r.record_events_unchecked},
           {"mismatches", mism},
+          {"malformed", malformed},
           {"stored", r.stored},
           {"seconds", seconds}};
 }
 
 void PrintReport(const catalog::ImportReport& r, double seconds) {
   std::string out;
+  for (const auto& m : r.malformed)
+    out += "malformed\t" + r.source + ":" + std::to_string(m.line) + "\t" + m.field + "\t" + m.message + "\n";
   for (const auto& m : r.mismatches) {
     out += "mismatch\t" + m.table + "\t" + m.row_id + "\t" + m.field + "\tstored " + m.stored + "\tcomputed " +
            m.computed + "\n";
@@ -105,6 +112,7 @@ void PrintReport(const catalog::ImportReport& r, double seconds) {
                 WithCommas(r.absent.existing).c_str());
   out += buf;
   out += "  keys recomputed: " + WithCommas(r.keys_checked) + ", mismatches: " + WithCommas(r.mismatches.size()) + "\n";
+  if (!r.malformed.empty()) out += "  malformed lines: " + WithCommas(r.malformed.size()) + "\n";
   out += "  comparison groups: " + WithCommas(r.cohorts) + " kernel, " +
          WithCommas(r.serving_cohorts) + " serving\n";
   out += "  record events reproduced: " + WithCommas(r.record_events_reproduced) + " of " +
@@ -143,11 +151,16 @@ RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (o->json) PrintJson(ReportJson(report, secs));
     else PrintReport(report, secs);
-    if (report.mismatches.empty()) return 0;
+    if (report.mismatches.empty() && report.malformed.empty()) return 0;
     if (!report.stored) {
-      return Status::InvalidInput(std::to_string(report.mismatches.size()) +
-                                  " stored digests or keys do not recompute; nothing was stored "
-                                  "(--keep-going stores the export anyway)");
+      std::string what;
+      if (!report.malformed.empty())
+        what = std::to_string(report.malformed.size()) + " malformed line" + (report.malformed.size() == 1 ? "" : "s") +
+               " (first: " + report.malformed[0].message + ")";
+      if (!report.mismatches.empty())
+        what += std::string(what.empty() ? "" : " and ") + std::to_string(report.mismatches.size()) +
+                " stored digests or keys that do not recompute";
+      return Status::InvalidInput(what + "; nothing was stored (--keep-going stores the rest anyway)");
     }
     return 1;  // stored with --keep-going, but a check found faults
   };

@@ -74,6 +74,9 @@ struct ImportOptions {
   bool keep_going = false;  // store even when stored keys do not recompute
   int threads = 2;          // parsing threads (the writer is one more)
   std::function<void(const ImportProgress&)> progress;
+  // For tests: called on the parsing thread before each line (1-based) is
+  // read; an exception it throws is handled as one from reading that line.
+  std::function<void(uint64_t line)> before_line;
 };
 
 // A stored digest or key that did not recompute.
@@ -83,6 +86,17 @@ struct Mismatch {
   std::string field;     // e.g. "comparisonKey"
   std::string stored;    // the export's value
   std::string computed;  // ki's value (or why it could not be computed)
+};
+
+// A line that could not be read as an export row: not JSON, not
+// {"table", "row"}, a row without its manifest, a manifest that does not
+// parse or validate. Nothing on it was recomputed, so it is no mismatch.
+struct MalformedLine {
+  uint64_t line = 0;      // 1-based line of the export
+  std::string table;      // when the line got that far, else ""
+  std::string row_id;     // likewise
+  std::string field;      // "(line)", "manifest", "manifest.run", ...
+  std::string message;    // what is wrong, starting "<source>:<line>"
 };
 
 struct KindCount {
@@ -104,7 +118,8 @@ struct ImportReport {
   // store holds (a partial export, like the test slice): not checkable.
   uint64_t record_events_unchecked = 0;
   std::vector<Mismatch> mismatches;
-  bool stored = false;  // false when mismatches stopped the import
+  std::vector<MalformedLine> malformed;  // in line order
+  bool stored = false;  // false when mismatches or malformed lines stopped the import
 };
 
 // Reads a whole export from a file ("-" for standard input); zstd input is
@@ -113,8 +128,9 @@ Result<std::string> ReadExport(const std::string& path, Env* env = Env::Default(
 
 // Imports export text (JSON lines). Everything goes into one Batch: an
 // interrupted import stores nothing, and importing the same text again adds
-// nothing. With mismatches and !keep_going, nothing is stored and the report
-// lists them (the caller decides the exit status).
+// nothing. With mismatches or malformed lines and !keep_going, nothing is
+// stored and the report lists them (the caller decides the exit status);
+// with keep_going, a malformed line is skipped.
 Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std::string_view source,
                                        const ImportOptions& opts = {});
 

@@ -59,6 +59,7 @@ struct LineResult {
   std::vector<PutItem> puts;     // manifests to store
   std::vector<Digest> repeated;  // manifests this worker already produced (by digest)
   std::vector<Mismatch> mismatches;
+  std::vector<MalformedLine> malformed;
   uint64_t keys_checked = 0;
   Json extract;  // what the cross-row pass needs (see ProcessLine)
 };
@@ -82,11 +83,19 @@ using DocCache = std::unordered_map<std::string, Digest>;
 
 class LineProcessor {
  public:
-  LineProcessor(const Store& store, DocCache* cache) : store_(store), cache_(cache) {}
+  LineProcessor(const Store& store, DocCache* cache, std::string_view source)
+      : store_(store), cache_(cache), source_(source) {}
+
+  // "<source>:<line>", as messages name a line.
+  std::string Where(size_t line_no) const { return source_ + ":" + std::to_string(line_no); }
+
+  // After an exception part-way through a line whose results are dropped:
+  // the cache may name manifests that line encoded and nobody will store.
+  void ForgetCache() { cache_->clear(); }
 
   void Process(std::string_view line, size_t line_no, LineResult* out) {
     out->line_no = line_no;
-    std::string where = "export line " + std::to_string(line_no);
+    std::string where = Where(line_no);
     ParseLimits limits;
     limits.max_bytes = 64 << 20;  // a row; each manifest inside is KernelIndex-capped
     limits.max_depth = 72;
@@ -128,9 +137,10 @@ class LineProcessor {
   }
 
  private:
+  // The line could not be read (as opposed to Check: read, but a stored
+  // value did not recompute).
   static void Fail(LineResult* out, std::string field, std::string message) {
-    out->mismatches.push_back({out->table.empty() ? "(unknown)" : out->table, out->id, std::move(field),
-                               "(unreadable)", std::move(message)});
+    out->malformed.push_back({out->line_no, out->table, out->id, std::move(field), std::move(message)});
   }
 
   void Check(LineResult* out, std::string_view field, const std::string& stored, const Digest& computed) {
@@ -256,6 +266,7 @@ class LineProcessor {
 
   const Store& store_;
   DocCache* cache_;
+  std::string source_;
 };
 
 std::vector<std::string_view> SplitLines(std::string_view text) {
@@ -298,12 +309,18 @@ class Importer {
     return Status::OK();
   }
 
-  bool storing() const { return opts_.keep_going || report_->mismatches.empty(); }
+  bool storing() const { return opts_.keep_going || (report_->mismatches.empty() && report_->malformed.empty()); }
 
   Status Write(LineResult& r) {
     report_->lines++;
     report_->keys_checked += r.keys_checked;
     for (auto& m : r.mismatches) report_->mismatches.push_back(std::move(m));
+    // A line that could not be read is skipped whole (with --keep-going;
+    // otherwise nothing is stored anyway).
+    if (!r.malformed.empty()) {
+      for (auto& m : r.malformed) report_->malformed.push_back(std::move(m));
+      return Status::OK();
+    }
     if (r.table.empty()) return Status::OK();
     report_->rows[r.table]++;
     for (auto& p : r.puts) {
@@ -805,7 +822,18 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
     for (size_t i = begin; i < end; ++i) {
       if (IsBlank(lines[i])) continue;
       out.emplace_back();
-      proc.Process(lines[i], i + 1, &out.back());
+      try {
+        if (opts.before_line) opts.before_line(i + 1);
+        proc.Process(lines[i], i + 1, &out.back());
+      } catch (const std::exception& e) {
+        // A JSON type error the checks missed (a bug): this line is reported
+        // as malformed with its place; the chunk's other lines stand.
+        LineResult bad;
+        bad.line_no = i + 1;
+        bad.malformed.push_back({i + 1, "", "", "(exception)", proc.Where(i + 1) + ": " + e.what()});
+        out.back() = std::move(bad);
+        proc.ForgetCache();
+      }
     }
     return out;
   };
@@ -817,7 +845,7 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
     for (int t = 0; t < nthreads; ++t) {
       caches.push_back(std::make_unique<DocCache>());
       workers.emplace_back([&, cache = caches.back().get()] {
-        LineProcessor proc(store, cache);
+        LineProcessor proc(store, cache, source);
         for (;;) {
           size_t c;
           {
@@ -830,9 +858,16 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
           try {
             out = process_chunk(c, proc);
           } catch (const std::exception& e) {
+            // Out of memory outside any line (lines catch their own): the
+            // chunk is reported by its range, so an escaping exception does
+            // not end the process.
+            const size_t first = c * kChunk + 1, last = std::min(lines.size(), (c + 1) * kChunk);
             out.clear();
             out.emplace_back();
-            out.back().mismatches.push_back({"(line)", "", "(exception)", "", e.what()});
+            out.back().line_no = first;
+            out.back().malformed.push_back({first, "", "", "(exception)",
+                                            proc.Where(first) + "-" + std::to_string(last) + ": " + e.what()});
+            proc.ForgetCache();
           }
           {
             std::lock_guard<std::mutex> lock(mu);
@@ -856,7 +891,7 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
 
   Status st;
   DocCache inline_cache;
-  LineProcessor inline_proc(store, &inline_cache);
+  LineProcessor inline_proc(store, &inline_cache, source);
   for (size_t c = 0; c < nchunks && st.ok(); ++c) {
     std::vector<LineResult> chunk;
     if (workers.empty()) {
@@ -870,7 +905,7 @@ Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std:
       try {
         st = importer.Write(r);
       } catch (const std::exception& e) {  // a JSON type error: a bug, reported with where
-        st = Status::InvalidInput("export line " + std::to_string(r.line_no) + ": " + e.what());
+        st = Status::InvalidInput(inline_proc.Where(r.line_no) + ": " + e.what());
       }
       if (!st.ok()) break;
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ki import kernelindex: the slice imports with every key recomputed, twice
 # adds nothing, stdin and zstd work, a forged key stores nothing (exit 4)
-# unless --keep-going (exit 1), and kill -9 mid-import leaves a clean store.
+# unless --keep-going (exit 1), a malformed line is named by file:line, and
+# kill -9 mid-import leaves a clean store.
 set -u
 KI=$1
 DATA=$2
@@ -45,6 +46,21 @@ grep -P "^mismatch\tbenchmark_runs\t[0-9a-f-]+\tcomparisonKey\tstored sha256:0{6
 [ -z "$("$KI" --store "$T/f" ls)" ] || fail "a forged import stored something"
 expect_rc 1 "forged --keep-going" "$KI" --store "$T/f" import kernelindex --keep-going "$T/forged.jsonl"
 [ "$("$KI" --store "$T/f" ls --kind BenchmarkRun | wc -l)" = 8 ] || fail "--keep-going stores the runs"
+
+# A malformed line: reported as malformed with file:line, and the final error
+# says so (it used to read "mismatch ... stored (unreadable)" and "1 stored
+# digests or keys do not recompute").
+{ head -3 "$SLICE"; echo '{"table":"sources","row":{"id":"x"'; tail -n +4 "$SLICE"; } >"$T/malformed.jsonl"
+"$KI" init "$T/m" >/dev/null
+expect_rc 4 "malformed line" "$KI" --store "$T/m" import kernelindex "$T/malformed.jsonl"
+grep -qF "$(printf 'malformed\t%s:4\t(line)\t%s:4:' "$T/malformed.jsonl" "$T/malformed.jsonl")" "$T/out" ||
+  fail "malformed line: $(head -3 "$T/out")"
+! grep -q "^mismatch" "$T/out" || fail "a malformed line reported as a mismatch: $(grep mismatch "$T/out")"
+grep -qF "1 malformed line (first: $T/malformed.jsonl:4:" "$T/err" || fail "malformed error: $(cat "$T/err")"
+! grep -q "recompute" "$T/err" || fail "malformed error speaks of keys: $(cat "$T/err")"
+[ -z "$("$KI" --store "$T/m" ls)" ] || fail "an import with a malformed line stored something"
+expect_rc 1 "malformed --keep-going" "$KI" --store "$T/m" import kernelindex --keep-going "$T/malformed.jsonl"
+[ "$("$KI" --store "$T/m" ls --kind BenchmarkRun | wc -l)" = 8 ] || fail "--keep-going stores the other lines"
 
 # Usage and missing files.
 expect_rc 2 "no source" "$KI" --store "$T/a" import
