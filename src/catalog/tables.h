@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "index/lmdb.h"
 #include "ki/catalog.h"
 
 namespace ki::catalog::tables {
@@ -28,11 +29,13 @@ inline constexpr std::string_view kRanks = "catalog.ranks";
 // content digest (32) of an imported export -> import summary JSON
 inline constexpr std::string_view kImports = "catalog.imports";
 
+// Row ids are the export's strings, of any length: the key is fitted to
+// LMDB's limit (lmdb::FitKey), for the import and for lookups alike.
 inline std::string RowKey(std::string_view table, std::string_view id) {
   std::string k(table);
   k.push_back('\0');
   k.append(id);
-  return k;
+  return lmdb::FitKey(std::move(k));
 }
 
 inline std::string PairKey(const Digest& a, const Digest& b) {

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ki/digest.h"
+
 namespace ki::lmdb {
 
 Status MdbStatus(std::string_view op, int rc) {
@@ -13,6 +15,31 @@ Status MdbStatus(std::string_view op, int rc) {
   // Disk full, file size limit or map full are environment errors: the
   // transaction was aborted and nothing was stored.
   return Status::IOError(msg);
+}
+
+std::string FitKey(std::string key) {
+  if (key.size() <= kMaxKeyBytes) return key;
+  const Digest whole = Sha256Of(key);
+  key.resize(kFitKeyPrefixBytes);
+  key.push_back('\xff');
+  key.append(whole.raw());
+  return key;
+}
+
+std::string KeyText(std::string_view part) {
+  size_t marker = part.find('\xff');
+  if (marker == std::string_view::npos) return std::string(part);
+  size_t end = marker;
+  // Back over continuation bytes (10xxxxxx) to the start of the character
+  // the cut went through, then drop that character if it is incomplete.
+  size_t start = end;
+  while (start > 0 && (uint8_t(part[start - 1]) & 0xC0) == 0x80) --start;
+  if (start > 0) {
+    const uint8_t lead = uint8_t(part[start - 1]);
+    const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (end - (start - 1) < need) end = start - 1;
+  }
+  return std::string(part.substr(0, end)) + "\u2026";
 }
 
 Environment::~Environment() {
@@ -41,6 +68,14 @@ Status Environment::Open(const std::string& dir, uint64_t map_size, bool read_on
     mdb_env_close(env_);
     env_ = nullptr;
     return s;
+  }
+  // FitKey shortens keys to kMaxKeyBytes: an LMDB built with a smaller
+  // limit would refuse them (and read such a store's keys differently).
+  if (mdb_env_get_maxkeysize(env_) < int(kMaxKeyBytes)) {
+    mdb_env_close(env_);
+    env_ = nullptr;
+    return Status::IOError("index " + dir + ": this LMDB's key limit is below " + std::to_string(kMaxKeyBytes) +
+                           " bytes");
   }
   return Status::OK();
 }
@@ -132,6 +167,11 @@ Result<std::optional<std::string_view>> Txn::Get(MDB_dbi dbi, std::string_view k
 }
 
 Status Txn::Put(MDB_dbi dbi, std::string_view key, std::string_view value) {
+  // Keys from input go through FitKey; one that did not is a ki bug, said
+  // plainly instead of as LMDB's MDB_BAD_VALSIZE.
+  if (key.size() > kMaxKeyBytes)
+    return Status::IOError("index put: a key of " + std::to_string(key.size()) + " bytes is over LMDB's " +
+                           std::to_string(kMaxKeyBytes) + "-byte limit");
   MDB_val k = Val(key), v = Val(value);
   int rc = mdb_put(txn_, dbi, &k, &v, 0);
   if (rc) return MdbStatus("put", rc);

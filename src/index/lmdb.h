@@ -21,6 +21,28 @@ namespace ki::lmdb {
 
 Status MdbStatus(std::string_view op, int rc);
 
+// LMDB refuses keys longer than MDB_MAXKEYSIZE (511 bytes in the default
+// build; Environment::Open checks mdb_env_get_maxkeysize against this).
+inline constexpr size_t kMaxKeyBytes = 511;
+// Bytes of a long key that FitKey keeps as they are.
+inline constexpr size_t kFitKeyPrefixBytes = kMaxKeyBytes - 1 - 32;
+
+// A key LMDB accepts, for keys built from input of unbounded length (a JSON
+// pointer through a user-named tensor, a catalog row id): `key` itself when
+// it fits, else its first kFitKeyPrefixBytes bytes, a 0xFF byte and the
+// 32-byte SHA-256 of the whole key (docs/format.md, "Index"). A valid
+// document is then never refused for ki's index layout. Such keys come from
+// UTF-8 text, where 0xFF never occurs, so a shortened key equals no
+// unshortened one; lookups build the key the same way. Prefix scans see the
+// kept bytes, so the parts before the text (digests, table names) stay
+// whole.
+std::string FitKey(std::string key);
+
+// For display: a key's text part that FitKey may have shortened. The part
+// itself when it was not; else the text before the 0xFF marker, cut back to
+// a whole UTF-8 character, followed by "…".
+std::string KeyText(std::string_view part);
+
 inline MDB_val Val(std::string_view s) {
   return MDB_val{s.size(), const_cast<char*>(s.data())};
 }

@@ -44,6 +44,16 @@ std::string NameKey(Kind k, std::string_view name) {
   return std::string(KindName(k)) + "/" + std::string(name);
 }
 
+// refs: target + referrer + JSON pointer of the field. The pointer runs
+// through user-chosen names (tensors have no length limit), so the key is
+// fitted to LMDB's limit; Referrers shows a shortened field with "…".
+std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field) {
+  std::string key(target.raw());
+  key.append(referrer.raw());
+  key.append(field);
+  return lmdb::FitKey(std::move(key));
+}
+
 std::string BareNameKey(Kind k, std::string_view name) {
   std::string key(name);
   key.push_back('\0');
@@ -362,7 +372,7 @@ class LmdbStore final : public Store {
   Result<std::vector<std::pair<Digest, std::string>>> Referrers(const Digest& d) override {
     std::vector<std::pair<Digest, std::string>> out;
     KI_RETURN_IF_ERROR(Scan(kRefs, d.raw(), [&](std::string_view k, std::string_view) {
-      if (k.size() >= 64) out.emplace_back(Digest::FromRaw(k.substr(32, 32)), std::string(k.substr(64)));
+      if (k.size() >= 64) out.emplace_back(Digest::FromRaw(k.substr(32, 32)), lmdb::KeyText(k.substr(64)));
       return true;
     }));
     return out;
@@ -582,12 +592,8 @@ Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const s
       extracted = ExtractReferences(*m);
       refs = &extracted;
     }
-    for (const Reference& ref : *refs) {
-      std::string key(ref.target.raw());
-      key.append(d.raw());
-      key.append(ref.field);
-      KI_RETURN_IF_ERROR(PutKV(refs_table, key, ref.uri));
-    }
+    for (const Reference& ref : *refs)
+      KI_RETURN_IF_ERROR(PutKV(refs_table, RefKey(ref.target, d, ref.field), ref.uri));
   }
   if (document) {
     KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
@@ -671,12 +677,8 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
   for (size_t i : new_manifests) rows.emplace_back(KindKey(ms[i].kind, ms[i].digest), "");
   KI_RETURN_IF_ERROR(put_sorted(kKinds));
   for (size_t i : new_manifests) {
-    for (const Reference& ref : ms[i].references) {
-      std::string key(ref.target.raw());
-      key.append(ms[i].digest.raw());
-      key.append(ref.field);
-      rows.emplace_back(std::move(key), ref.uri);
-    }
+    for (const Reference& ref : ms[i].references)
+      rows.emplace_back(RefKey(ref.target, ms[i].digest, ref.field), ref.uri);
   }
   KI_RETURN_IF_ERROR(put_sorted(kRefs));
   for (const EncodedManifest& m : ms) {
@@ -740,12 +742,8 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   auto m = ManifestFromCanonical(raw, d.str());
   if (!m.ok()) return Status::Corruption(m.status().message());
   KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
-  for (const Reference& ref : ExtractReferences(*m)) {
-    std::string key(ref.target.raw());
-    key.append(d.raw());
-    key.append(ref.field);
-    KI_RETURN_IF_ERROR(PutKV(refs, key, ref.uri));
-  }
+  for (const Reference& ref : ExtractReferences(*m))
+    KI_RETURN_IF_ERROR(PutKV(refs, RefKey(ref.target, d, ref.field), ref.uri));
   return Status::OK();
 }
 
@@ -962,7 +960,7 @@ Result<AuditReport> LmdbStore::Audit() {
     e.digest = target;
     e.state = CheckState::kMissing;
     e.what = "unknown";
-    e.via = Digest::FromRaw(k.substr(32, 32)).str().substr(0, 19) + " " + std::string(k.substr(64));
+    e.via = Digest::FromRaw(k.substr(32, 32)).str().substr(0, 19) + " " + lmdb::KeyText(k.substr(64));
     report.missing.push_back(std::move(e));
     return true;
   }));

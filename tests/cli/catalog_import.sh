@@ -62,6 +62,13 @@ grep -qF "1 malformed line (first: $T/malformed.jsonl:4:" "$T/err" || fail "malf
 expect_rc 1 "malformed --keep-going" "$KI" --store "$T/m" import kernelindex --keep-going "$T/malformed.jsonl"
 [ "$("$KI" --store "$T/m" ls --kind BenchmarkRun | wc -l)" = 8 ] || fail "--keep-going stores the other lines"
 
+# A row id longer than LMDB's key limit is imported, not refused at the end
+# of the import with "index put: MDB_BAD_VALSIZE" (exit 5).
+printf '{"table":"sources","row":{"id":"%s"}}\n' "$(printf 'x%.0s' {1..600})" >"$T/longid.jsonl"
+"$KI" init "$T/l" >/dev/null
+expect_rc 0 "long row id" "$KI" --store "$T/l" import kernelindex "$T/longid.jsonl"
+expect_rc 0 "long row id again" "$KI" --store "$T/l" import kernelindex "$T/longid.jsonl"
+
 # Usage and missing files.
 expect_rc 2 "no source" "$KI" --store "$T/a" import
 expect_rc 3 "missing file" "$KI" --store "$T/a" import kernelindex "$T/none.jsonl"

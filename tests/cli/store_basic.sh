@@ -128,4 +128,23 @@ expect_exit 1 ki verify "$SEED_RUN"
 expect_contains "$OUT" "corrupt"$'\t'"$PROTO" "verify names the corrupt protocol"
 expect_exit 1 ki audit
 expect_contains "$OUT" "$PROTO" "audit names the corrupt protocol"
+# A valid WorkloadCase whose tensor name (the schema sets no length limit)
+# makes an index key longer than LMDB's 511 bytes is stored, not refused
+# (it was "index put: MDB_BAD_VALSIZE", exit 5); audit and reindex keep it.
+mkdir -p "$WORK/long" && cd "$WORK/long"
+LONG=t$(printf 'a%.0s' {1..499})
+printf '%s\n' 'apiVersion: kernelindex.dev/v1alpha1' 'kind: WorkloadCase' 'metadata:' '  name: long-tensor-name' 'spec:' \
+  '  operationSpecDigest: sha256:7a3b25630f0628b21ed74b6adb588d28f7e29191f9038bed6f56ed393deefb5b' \
+  '  axes: { tokens: 2 }' '  tensors:' "    $LONG:" '      shape: [2]' '      dtype: bf16' '      data:' \
+  '        generator: file' \
+  "        artifact: { uri: \"https://example.com/x.bin\", digest: \"sha256:$(printf 'ab%.0s' {1..32})\" }" \
+  '  correctness:' '    comparator: elementwise_close' >long.yaml
+expect_exit 0 ki --store "$WORK/long" init
+expect_exit 0 ki --store "$WORK/long" add long.yaml
+expect_exit 0 ki --store "$WORK/long" audit --reindex
+expect_contains "$OUT" "/spec/tensors/taaaa" "audit names the long reference's field"
+expect_exit 0 ki --store "$WORK/long" verify long-tensor-name
+expect_contains "$OUT" "/data/artifact/digest" "verify names the whole field"
+cd "$WORK"
+
 finish

@@ -8,7 +8,9 @@
 #include <map>
 #include <thread>
 
+#include "index/lmdb.h"
 #include "ki/ingest.h"
+#include "ki/manifest.h"
 #include "odb/tables.h"
 #include "testutil/fault_env.h"
 #include "testutil/testutil.h"
@@ -249,6 +251,67 @@ TEST_F(StoreTest, AuditReindexRebuildsDerivedTables) {
   ASSERT_OK(info);
   ASSERT_TRUE(info->has_value());
   EXPECT_EQ((*info)->location, Location::kLoose);
+}
+
+// A valid WorkloadCase whose tensor names (no length limit in the schema)
+// make reference keys longer than LMDB's 511 bytes: stored, each reference
+// kept apart, reindexed. It failed with "index put: MDB_BAD_VALSIZE" (exit 5).
+TEST_F(StoreTest, ReferenceKeysOverLmdbsLimitAreFitted) {
+  const std::string artifact = "sha256:" + std::string(64, 'a');
+  const std::string a = "t" + std::string(600, 'x') + "a", b = "t" + std::string(600, 'x') + "b";
+  Json tensor = {{"shape", {2}}, {"dtype", "bf16"},
+                 {"data", {{"generator", "file"}, {"artifact", {{"uri", "https://example.com/x"}, {"digest", artifact}}}}}};
+  Json doc = {{"apiVersion", "kernelindex.dev/v1alpha1"},
+              {"kind", "WorkloadCase"},
+              {"metadata", {{"name", "long-tensor-names"}}},
+              {"spec", {{"operationSpecDigest", "sha256:" + std::string(64, 'b')},
+                        {"axes", {{"n", 2}}},
+                        {"tensors", {{a, tensor}, {b, tensor}}},
+                        {"correctness", {{"comparator", "elementwise_close"}}}}}};
+  auto m = ManifestFromJson(doc, "long.json");
+  ASSERT_OK(m);
+  {
+    auto batch = store_->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->PutManifest(*m, std::nullopt, ""));
+    ASSERT_OK((*batch)->Commit());
+  }
+  auto check = [&] {
+    auto refs = store_->Referrers(*Digest::Parse(artifact));
+    ASSERT_OK(refs);
+    ASSERT_EQ(refs->size(), 2u);  // the two keys differ only past the kept prefix
+    for (const auto& [from, field] : *refs) {
+      EXPECT_EQ(from, m->digest);
+      EXPECT_EQ(field.rfind("/spec/tensors/t" + std::string(100, 'x'), 0), 0u) << field;
+      EXPECT_EQ(field.substr(field.size() - 3), "\u2026") << field;
+    }
+  };
+  check();
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+  auto re = store_->Reindex();
+  ASSERT_OK(re);
+  EXPECT_FALSE(re->HasFaults());
+  check();
+}
+
+TEST(FitKey, ShortKeysStayLongKeysAreCutAndHashed) {
+  EXPECT_EQ(lmdb::FitKey("abc"), "abc");
+  const std::string fits(lmdb::kMaxKeyBytes, 'k');
+  EXPECT_EQ(lmdb::FitKey(fits), fits);
+  const std::string k1 = fits + "1", k2 = fits + "2";
+  const std::string f1 = lmdb::FitKey(k1), f2 = lmdb::FitKey(k2);
+  EXPECT_EQ(f1.size(), lmdb::kMaxKeyBytes);
+  EXPECT_NE(f1, f2);
+  EXPECT_EQ(f1.substr(0, lmdb::kFitKeyPrefixBytes), k1.substr(0, lmdb::kFitKeyPrefixBytes));
+  EXPECT_EQ(f1.substr(lmdb::kFitKeyPrefixBytes + 1), Sha256Of(k1).raw());
+  EXPECT_EQ(lmdb::KeyText("plain"), "plain");
+  // A cut through a 3-byte character (U+20AC) drops the partial character.
+  std::string euro;
+  for (size_t i = 0; i < 200; ++i) euro += "\u20ac";
+  const std::string shown = lmdb::KeyText(lmdb::FitKey(euro));
+  EXPECT_EQ(shown, std::string(euro.substr(0, lmdb::kFitKeyPrefixBytes / 3 * 3)) + "\u2026");
 }
 
 TEST_F(StoreTest, ReindexAdoptsOrphanLooseFileAndDropsTemporaries) {
