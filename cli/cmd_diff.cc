@@ -80,8 +80,17 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
     KI_ASSIGN_OR_RETURN(Digest da, store->Resolve(*a));
     KI_ASSIGN_OR_RETURN(Digest db, store->Resolve(*b));
-    KI_ASSIGN_OR_RETURN(Manifest ma, store->ReadManifest(da));
-    KI_ASSIGN_OR_RETURN(Manifest mb, store->ReadManifest(db));
+    // A corrupt object would exit 1 by the common table, which for diff
+    // means "the objects differ": a script would take damage for a
+    // difference. It is trouble, as diff(1)'s 2 is: exit 5 (docs/cli.md).
+    auto read = [&](const Digest& d) -> Result<Manifest> {
+      auto m = store->ReadManifest(d);
+      if (!m.ok() && m.status().IsCorruption())
+        return Status::IOError(m.status().message() + " (ki verify " + d.str() + " tells more)");
+      return m;
+    };
+    KI_ASSIGN_OR_RETURN(Manifest ma, read(da));
+    KI_ASSIGN_OR_RETURN(Manifest mb, read(db));
     if (ma.kind != mb.kind) {
       return Status::InvalidInput("cannot diff a " + std::string(KindName(ma.kind)) + " with a " +
                                   std::string(KindName(mb.kind)) + ": ki diff compares two manifests of one kind");

@@ -62,6 +62,9 @@ expect_rc 0 "diff same --json" K diff "$FIRST" "$FIRST" --json
 [ "$(tr -d ' \n' <"$T/out")" = "[]" ] || fail "empty patch"
 WL=$(grep -o '"workloadDigest":"sha256:[0-9a-f]*"' "$SLICE" | head -1 | cut -d'"' -f4)
 expect_rc 4 "diff of two kinds" K diff "$FIRST" "$WL"
+# records, like rank, follows ranking-v1: a serving cohort is exit 4.
+expect_rc 4 "records of a serving cohort" K records mlperf-v5-1-5-1-0001
+grep -q "is a serving cohort" "$T/err" || fail "records of a serving cohort says so: $(cat "$T/err")"
 expect_rc 3 "diff unknown" K diff "$FIRST" "sha256:$(printf 'f%.0s' {1..64})"
 expect_rc 3 "rank unknown" K rank deadbeefdead
 echo "ok"

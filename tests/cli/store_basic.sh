@@ -128,6 +128,12 @@ expect_exit 1 ki verify "$SEED_RUN"
 expect_contains "$OUT" "corrupt"$'\t'"$PROTO" "verify names the corrupt protocol"
 expect_exit 1 ki audit
 expect_contains "$OUT" "$PROTO" "audit names the corrupt protocol"
+# diff of a corrupt object is trouble (5), not "the objects differ" (1).
+expect_exit 5 ki diff "$PROTO" BenchmarkProtocol/example-fixed-clock-median
+expect_contains "$ERR" "$PROTO" "diff names the corrupt object"
+# A FILE that does not exist: 3, as cli.md now says.
+expect_exit 3 ki add nosuch.yaml
+expect_contains "$ERR" "nosuch.yaml" "add names the missing file"
 # A valid WorkloadCase whose tensor name (the schema sets no length limit)
 # makes an index key longer than LMDB's 511 bytes is stored, not refused
 # (it was "index put: MDB_BAD_VALSIZE", exit 5); audit and reindex keep it.
