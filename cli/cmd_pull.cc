@@ -1,6 +1,7 @@
 // ki pull REMOTE REF... [--insecure] [--jobs N] [--no-pack] [--buffer-mib N] [--json]
 #include <iostream>
 
+#include "ki/sign.h"
 #include "transfer_args.h"
 
 namespace ki::cli {
@@ -22,6 +23,9 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     s.opts.pull_jobs = o->jobs;
     s.opts.use_pack = !opt->no_pack;
     s.opts.pull_buffer_bytes = o->buffer_mib << 20;
+    // Attestations are checked with the keys `ki sign --envelope` uses.
+    KI_ASSIGN_OR_RETURN(KeySources keys, KeySources::LoadDefault());
+    s.opts.attestation_keys = &keys;
     KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*s.store, s.url, o->refs, s.opts));
     for (const auto& r : rep.refs)
       for (const auto& w : r.warnings) std::cerr << "ki: warning: " << w << "\n";

@@ -41,6 +41,8 @@
 
 namespace ki {
 
+struct KeySources;  // sign.h
+
 // ---------------------------------------------------------------- names
 
 // The artifactType of the image manifest that carries a ki object closure.
@@ -217,6 +219,12 @@ struct TransferOptions {
   // worker waits before reading an object that would pass this (one larger
   // than it goes alone), so 8 workers on large tensors do not hold 8 of them.
   uint64_t push_buffer_bytes = 256ull << 20;
+  // Pull: the keys an attestation's signatures are checked with, as `ki
+  // sign --envelope` checks an envelope before filing it (sign.h,
+  // CheckEnvelope); not owned. Null: no keys, so only what needs none is
+  // checked (the envelope's shape, its statement and subject, a signature
+  // by the key the statement names).
+  const KeySources* attestation_keys = nullptr;
   std::function<void(const TransferProgress&)> progress;  // called from worker threads, serialised
 };
 

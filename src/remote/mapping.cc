@@ -7,6 +7,7 @@
 
 #include "json/fields.h"
 #include "ki/json.h"
+#include "ki/sign.h"
 #include "remote/http.h"
 #include "remote/pack.h"
 #include "remote/target.h"
@@ -560,20 +561,11 @@ Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view 
   return l;
 }
 
-bool EnvelopeNamesSubject(std::string_view envelope, const Digest& subject) {
-  Json env = Json::parse(envelope, nullptr, false);
-  if (!env.is_object() || !env.contains("payload") || !env["payload"].is_string()) return false;
-  std::string payload;
-  if (!Base64Decode(env["payload"].get<std::string>(), &payload)) return false;
-  Json st = Json::parse(payload, nullptr, false);
-  if (!st.is_object() || !st.contains("subject") || !st["subject"].is_array()) return false;
-  for (const Json& s : st["subject"]) {
-    if (s.is_object() && s.contains("digest") && s["digest"].is_object() &&
-        StringOr(s["digest"], "sha256") == subject.hex()) {
-      return true;
-    }
-  }
-  return false;
+std::string AttestationFault(std::string_view envelope, const Digest& envelope_digest, const Digest& subject,
+                             const KeySources* keys) {
+  static const KeySources kNoKeys{};
+  AttestationReport r = CheckEnvelope(envelope, envelope_digest, subject, keys ? *keys : kNoKeys);
+  return r.fault() ? r.problem() : "";
 }
 
 }  // namespace ki::remote

@@ -111,8 +111,12 @@ Result<Closure> ParseImageManifest(std::string_view bytes, std::string_view cont
 Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view content_type,
                                        const Digest& subject_manifest, const TransferOptions& opts);
 
-// True when a DSSE envelope's in-toto statement names `subject` (sha256).
-bool EnvelopeNamesSubject(std::string_view envelope, const Digest& subject);
+// What keeps a pulled envelope filed under `subject` out of the store: the
+// first fault CheckEnvelope (sign.h) finds with `keys` (null: none), the
+// check `ki sign --envelope` runs before it files one. "" when it has none
+// (signatures by unknown or untrusted keys are not faults).
+std::string AttestationFault(std::string_view envelope, const Digest& envelope_digest, const Digest& subject,
+                             const KeySources* keys);
 
 std::string HexEncode(std::string_view raw);
 bool HexDecode(std::string_view hex, std::string* out);

@@ -924,6 +924,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   struct AttRow {
     Digest subject, envelope;
     std::string value;
+    size_t ref;  // the ref whose manifest brought it (counts it, gets its warning)
   };
   std::vector<AttRow> rows;
   std::set<std::pair<Digest, Digest>> row_keys;
@@ -955,7 +956,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
         KI_RETURN_IF_ERROR(add_item(l));
         ref_layers.back().push_back(l.digest);
         if (l.role == Role::kAttestation) {
-          rows.push_back({*l.subject, l.digest, l.index_value});
+          rows.push_back({*l.subject, l.digest, l.index_value, report.refs.size()});
           f.pr.attestations++;
         }
       }
@@ -1224,6 +1225,32 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     return Status::OK();
   });
 
+  // Attestations: each (subject, envelope) row is checked as `ki sign
+  // --envelope` checks an envelope before filing it (CheckEnvelope: its
+  // shape, its statement, that the statement names the subject, the
+  // signatures by the keys we know). A faulty one is not stored, neither
+  // the row nor (unless a sound row files it too) the envelope, and the
+  // ref that brought it warns: it is a signer's claim that fails, not the
+  // transfer, and `ki verify` and `ki audit` would otherwise report it as a
+  // fault of this store from now on.
+  std::unordered_set<Digest> envelopes_filed;
+  {
+    std::vector<AttRow> sound;
+    for (AttRow& r : rows) {
+      KI_ASSIGN_OR_RETURN(std::string * bytes, bytes_of(items[item_of[r.envelope]]));
+      std::string fault = remote::AttestationFault(*bytes, r.envelope, r.subject, opts.attestation_keys);
+      if (!fault.empty()) {
+        PulledRef& pr = report.refs[r.ref];
+        pr.attestations--;
+        pr.warnings.push_back("attestation " + r.envelope.str() + " of " + r.subject.str() + " not stored: " + fault);
+        continue;
+      }
+      envelopes_filed.insert(r.envelope);
+      sound.push_back(std::move(r));
+    }
+    rows = std::move(sound);
+  }
+
   // Everything is verified: build the batch. Blobs first, then every
   // manifest in one PutEncodedManifests (written table by table in key
   // order, as a bulk add does).
@@ -1232,10 +1259,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     const Layer& l = p.layer;
     if (l.role != Role::kBlob && l.role != Role::kAttestation) continue;
     if (p.present || p.stored) continue;
-    if (l.role == Role::kAttestation && !remote::EnvelopeNamesSubject(p.bytes, *l.subject)) {
-      return Status::InvalidInput("attestation " + l.digest.str() + " does not name its subject " + l.subject->str() +
-                                  "; " + stored_note());
-    }
+    if (l.role == Role::kAttestation && !envelopes_filed.count(l.digest)) continue;  // faulty: warned above
     KI_RETURN_IF_ERROR(batch->PutBlob(p.bytes, l.media_type).status());
   }
   std::vector<EncodedManifest> manifests;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "json/fields.h"
 #include "ki/sign.h"
 #include "sign/internal.h"
 
@@ -325,7 +326,7 @@ AttestationReport CheckEnvelope(std::string_view bytes, const Digest& envelope, 
   const Json* statement = nullptr;
   if (!doc.ok()) {
     fail("statement", "the payload is not JSON: " + doc.status().message());
-  } else if (!doc->is_object() || doc->value("_type", "") != kInTotoStatementType) {
+  } else if (StringOr(*doc, "_type") != kInTotoStatementType) {  // a `_type` of 5 is no Statement (and must not throw)
     fail("statement", "the payload is not an in-toto Statement v1 (`_type` is not " +
                           std::string(kInTotoStatementType) + ")");
   } else if (!(*doc).contains("subject") || !(*doc)["subject"].is_array() || (*doc)["subject"].empty()) {

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "ki/ingest.h"
 #include "ki/json.h"
 #include "ki/remote.h"
+#include "ki/sign.h"
 #include "remote/fake_registry.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
@@ -47,7 +49,10 @@ std::string Statement(const Digest& subject) {
     uint32_t v = uint8_t(payload[i]) << 16 | uint8_t(payload[i + 1]) << 8;
     b64 += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], '='};
   }
-  return R"({"payload":")" + b64 + R"(","payloadType":"application/vnd.in-toto+json","signatures":[{"keyid":"k","sig":"AAAA"}]})";
+  // A 64-byte signature by a key nobody knows: not checkable, not a fault
+  // (pull stores it, as `ki sign --envelope` would).
+  return R"({"payload":")" + b64 + R"(","payloadType":"application/vnd.in-toto+json","signatures":[{"keyid":"k","sig":")" +
+         std::string(86, 'A') + R"(=="}]})";
 }
 
 uint64_t CountObjects(Store& s) {
@@ -1609,6 +1614,82 @@ TEST_F(RemoteTest, BundleIndexAndLayerFieldsOfOtherTypesAreRefusedByName) {
   EXPECT_NE(r.status().message().find("layer 0: annotations: `dev.kernelindex.ki.role` is a number"), std::string::npos)
       << r.status().ToString();
   EXPECT_EQ(CountObjects(*dst_), 0u);
+}
+
+// A pulled attestation used to be stored when its statement named its
+// subject, whatever else it held: one with a `_type` of 5 made `ki verify`
+// and `ki audit` of the store fail (exit 5, a raw library message), and
+// one whose signature does not verify was filed though `ki sign
+// --envelope` refuses it. Pull now runs that check: faulty envelopes are
+// left out with a warning, the rest of the pull goes on.
+TEST_F(RemoteTest, PulledAttestationsAreCheckedAsSignEnvelopeChecksThem) {
+  SigningKey alice = SigningKey::Generate("alice");
+  AttestationRequest req;
+  req.subject = run_;
+  req.predicate = PredicateKind::kReviewed;
+  req.note = "fine";
+  auto good = BuildAttestation(*src_, alice, req);
+  ASSERT_OK(good);
+  // The signature altered (the statement names alice's key, so the
+  // signature is checked, and fails, without any key of ours).
+  auto env = ParseEnvelope(*good);
+  ASSERT_OK(env);
+  env->signatures[0].sig[10] ^= 1;
+  const std::string bad_signature = SerializeEnvelope(*env);
+  // A statement whose `_type` is a number, validly signed.
+  Json statement = {{"_type", 5},
+                    {"subject", Json::array({{{"digest", {{"sha256", run_.hex()}}}}})},
+                    {"predicateType", "https://example.com/other/v1"},
+                    {"predicate", Json::object()}};
+  DsseEnvelope typed;
+  typed.payload_type = std::string(kInTotoPayloadType);
+  typed.payload = *Canonicalize(statement);
+  typed.signatures.push_back({alice.public_key().KeyId(), alice.Sign(PreAuthEncoding(typed.payload_type, typed.payload))});
+  const std::string bad_type = SerializeEnvelope(typed);
+  std::vector<Digest> filed;
+  auto b = src_->NewBatch();
+  ASSERT_OK(b);
+  for (const std::string* e : std::initializer_list<const std::string*>{&*good, &bad_signature, &bad_type}) {
+    auto put = (*b)->PutBlob(*e, kDsseMediaType);
+    ASSERT_OK(put);
+    filed.push_back(put->digest);
+    ASSERT_OK((*b)->Put(kRemoteAttestationTable, std::string(run_.raw()) + std::string(put->digest.raw()), ""));
+  }
+  ASSERT_OK((*b)->Commit());
+
+  TempDir lay;
+  auto url = ParseRemoteUrl("oci-layout:" + lay.path(), false);
+  ASSERT_OK(url);
+  ASSERT_OK(Push(*src_, *url, {kRunName}, Opts()));
+  auto pulled = Pull(*dst_, *url, {kRunName}, Opts());
+  ASSERT_OK(pulled);
+  ASSERT_EQ(pulled->refs.size(), 1u);
+  EXPECT_EQ(pulled->refs[0].attestations, 2u);  // the fixture's and alice's sound one
+  const auto& warnings = pulled->refs[0].warnings;
+  ASSERT_EQ(warnings.size(), 2u);
+  std::string all = warnings[0] + "\n" + warnings[1];
+  EXPECT_NE(all.find("attestation " + filed[1].str() + " of " + run_.str() + " not stored: signature by"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("attestation " + filed[2].str() + " of " + run_.str() + " not stored: statement:"),
+            std::string::npos)
+      << all;
+  auto listed = ListAttestations(*dst_, run_);
+  ASSERT_OK(listed);
+  std::set<Digest> have(listed->begin(), listed->end());
+  EXPECT_EQ(have, (std::set<Digest>{env_digest_, filed[0]}));
+  for (size_t i : {1, 2}) {
+    auto info = dst_->Stat(filed[i]);
+    ASSERT_OK(info);
+    EXPECT_FALSE(info->has_value()) << "faulty envelope " << i << " was stored";
+  }
+  // The store stays auditable: no fault, no exception.
+  auto verified = VerifyAttestations(*dst_, run_, KeySources{});
+  ASSERT_OK(verified);
+  for (const auto& r : *verified) EXPECT_FALSE(r.fault()) << r.problem();
+  auto audit = AuditAttestations(*dst_, KeySources{});
+  ASSERT_OK(audit);
+  EXPECT_EQ(audit->faults(), 0u);
 }
 
 // RunParallel is the last line of defence: an exception out of a worker

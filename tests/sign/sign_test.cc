@@ -480,6 +480,63 @@ TEST_F(AttestationTest, RequestsAreValidated) {
   EXPECT_TRUE(ListAttestations(*store_, subject_a_)->empty());
 }
 
+// A statement whose `_type` is there but not a string made CheckEnvelope
+// call nlohmann's value(), which throws: `ki verify` and `ki audit` of a
+// store holding such an envelope (a pull stored one unchecked) ended with
+// exit 5 and a raw library message, and so did `ki sign --envelope` of it.
+// It is a fault of the statement, reported as any other.
+TEST_F(AttestationTest, StatementTypeThatIsNotAStringIsAFaultNotAnException) {
+  for (Json type : {Json(5), Json::object(), Json::array({std::string(kInTotoStatementType)}), Json(nullptr)}) {
+    SCOPED_TRACE(type.dump());
+    Json statement = {{"_type", type},
+                      {"subject", Json::array({{{"name", "a"}, {"digest", {{"sha256", subject_a_.hex()}}}}})},
+                      {"predicateType", PredicateTypeUri(PredicateKind::kReviewed)},
+                      {"predicate", {{"note", "fine"}}}};
+    DsseEnvelope env;
+    env.payload_type = std::string(kInTotoPayloadType);
+    env.payload = *Canonicalize(statement);
+    env.signatures.push_back({runner_.public_key().KeyId(), runner_.Sign(PreAuthEncoding(env.payload_type, env.payload))});
+    std::string bytes = SerializeEnvelope(env);
+    AttestationReport direct = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+    EXPECT_TRUE(direct.fault());
+    EXPECT_EQ(direct.problem().rfind("statement:", 0), 0u) << direct.problem();
+    // `ki sign --envelope` refuses it as malformed, with or without REF.
+    EXPECT_TRUE(ImportAttestation(*store_, bytes, subject_a_, keys_).status().IsInvalidInput());
+    EXPECT_TRUE(ImportAttestation(*store_, bytes, std::nullopt, keys_).status().IsInvalidInput());
+  }
+  // Filed regardless (what a store written by an older pull may hold):
+  // verify and audit report it as a fault, from the library and the CLI.
+  Json statement = {{"_type", 5},
+                    {"subject", Json::array({{{"digest", {{"sha256", subject_a_.hex()}}}}})},
+                    {"predicateType", PredicateTypeUri(PredicateKind::kReviewed)},
+                    {"predicate", Json::object()}};
+  DsseEnvelope env;
+  env.payload_type = std::string(kInTotoPayloadType);
+  env.payload = *Canonicalize(statement);
+  env.signatures.push_back({runner_.public_key().KeyId(), runner_.Sign(PreAuthEncoding(env.payload_type, env.payload))});
+  std::string bytes = SerializeEnvelope(env);
+  FileRaw(subject_a_, bytes);
+  AttestationReport r = Only(subject_a_);
+  EXPECT_TRUE(r.fault());
+  auto audit = AuditAttestations(*store_, keys_);
+  ASSERT_OK(audit);
+  EXPECT_EQ(audit->faults(), 1u);
+
+  TempDir home;
+  const std::string env_prefix = "KI_HOME=" + home.path();
+  const std::string store = "--store " + dir_.path() + " ";
+  auto verify = test::RunKi(store + "verify " + subject_a_.str(), env_prefix);
+  EXPECT_EQ(verify.exit_code, 1) << verify.err;
+  EXPECT_NE(verify.out.find("`_type` is not"), std::string::npos) << verify.out << verify.err;
+  auto audit_cli = test::RunKi(store + "audit", env_prefix);
+  EXPECT_EQ(audit_cli.exit_code, 1) << audit_cli.err;
+  EXPECT_EQ(audit_cli.err.find("json.exception"), std::string::npos) << audit_cli.err;
+  test::WriteFileOrDie(home.Join("env.json"), bytes);
+  auto sign = test::RunKi(store + "sign " + subject_b_.str() + " --envelope " + home.Join("env.json"), env_prefix);
+  EXPECT_EQ(sign.exit_code, 4) << sign.err;
+  EXPECT_NE(sign.err.find("statement"), std::string::npos) << sign.err;
+}
+
 TEST_F(AttestationTest, AuditNotesUnfiledEnvelopes) {
   auto batch = store_->NewBatch();
   ASSERT_OK(batch);
