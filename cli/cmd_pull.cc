@@ -19,7 +19,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                   "verified blobs held in memory before they are written in a batch of their own");
   sub->add_flag("--no-pack", opt->no_pack, "fetch a bundle's objects one by one even where its pack would be cheaper");
   return [opt, o, g]() -> Result<int> {
-    KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull"));
+    KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull", StoreAccess::kWrite));
     s.opts.pull_jobs = o->jobs;
     s.opts.use_pack = !opt->no_pack;
     s.opts.pull_buffer_bytes = o->buffer_mib << 20;

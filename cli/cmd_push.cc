@@ -24,7 +24,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
   return [o, g]() -> Result<int> {
-    KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, o->t, "push"));
+    KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, o->t, "push", StoreAccess::kWriteIfPossible));
     TransferOptions& opts = s.opts;
     opts.digest_tags = o->digest_tags;
     opts.bundle_tag = o->bundle;

@@ -38,9 +38,18 @@ void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, i
   sub->add_flag("--json", args->json, "print a JSON report");
 }
 
-Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& args, const char* verb) {
+Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& args, const char* verb,
+                                   StoreAccess access) {
   TransferSetup s;
-  KI_ASSIGN_OR_RETURN(s.store, OpenStore(g, OpenMode::kReadWrite));
+  auto store = OpenStore(g, OpenMode::kReadWrite);
+  // A store that is not writable is an IOError; so are a missing store and
+  // others, which the read-only open meets again and reports the same.
+  if (!store.ok() && store.status().IsIOError() && access == StoreAccess::kWriteIfPossible) {
+    auto read_only = OpenStore(g, OpenMode::kReadOnly);
+    if (read_only.ok()) store = std::move(read_only);
+  }
+  if (!store.ok()) return store.status();
+  s.store = std::move(store).value();
   KI_ASSIGN_OR_RETURN(s.url, LookupRemote(*s.store, args.remote, args.insecure));
   s.opts.progress = ProgressMeter(verb);
   return s;

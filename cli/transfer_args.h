@@ -28,15 +28,22 @@ struct TransferArgs {
 void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help,
                      uint64_t buffer_bytes, const char* buffer_help);
 
-// The store (read-write: remote.state is written by both directions), the
-// remote's URL and default options with a progress meter on a terminal
-// labelled `verb` (the command sets its own --jobs and --buffer-mib into
-// the options of its direction).
+// How a transfer needs the store. Pull stores what it fetches: kWrite.
+// Push only reads objects, and writes remote.state, a cache whose failed
+// write Push reports as a warning (remote.h): kWriteIfPossible opens a
+// store the user cannot write read-only instead of refusing it.
+enum class StoreAccess { kWrite, kWriteIfPossible };
+
+// The store (read-write where it can be: remote.state is written by both
+// directions), the remote's URL and default options with a progress meter
+// on a terminal labelled `verb` (the command sets its own --jobs and
+// --buffer-mib into the options of its direction).
 struct TransferSetup {
   std::unique_ptr<Store> store;
   RemoteUrl url;
   TransferOptions opts;
 };
-Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& args, const char* verb);
+Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& args, const char* verb,
+                                   StoreAccess access);
 
 }  // namespace ki::cli

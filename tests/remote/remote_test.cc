@@ -1692,6 +1692,28 @@ TEST_F(RemoteTest, PulledAttestationsAreCheckedAsSignEnvelopeChecksThem) {
   EXPECT_EQ(audit->faults(), 0u);
 }
 
+// remote.h: Push writes remote.state when the store is writable; from a
+// store opened read-only it pushes anyway and says that it could not
+// record what the registry holds (`ki push` opens such a store read-only:
+// tests/cli/store_badinput.sh).
+TEST_F(RemoteTest, PushFromAReadOnlyStoreWorksAndWarnsThatRemoteStateWasNotWritten) {
+  std::string path = src_->path();
+  src_.reset();
+  auto ro = Store::Open(path, OpenMode::kReadOnly);
+  ASSERT_OK(ro);
+  FakeRegistry reg;
+  auto pushed = Push(**ro, Url(reg.host()), {kRunName}, Opts());
+  ASSERT_OK(pushed);
+  ASSERT_FALSE(pushed->warnings.empty());
+  EXPECT_NE(pushed->warnings[0].find("could not record what oci://" + reg.host() + "/ki/test holds"), std::string::npos)
+      << pushed->warnings[0];
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {kRunName}, Opts()));
+  auto run = dst_->Stat(run_);
+  ASSERT_OK(run);
+  EXPECT_TRUE(run->has_value());
+  ExpectSameObjects(**ro, *dst_, AllObjects(*dst_));
+}
+
 // RunParallel is the last line of defence: an exception out of a worker
 // fails the run with a Status instead of calling std::terminate.
 namespace {
