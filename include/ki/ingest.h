@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ki/store.h"
@@ -27,6 +28,15 @@ struct AddedObject {
   std::string name;  // metadata.name, or "" (blobs)
   bool existed = false;
 };
+
+// True for a media type ki stores a blob under, and so carries through push
+// and pull unchanged: an RFC 6838 type/subtype (restricted names: a letter
+// or digit, then letters, digits and !#$&-^_.+; at most 127 each) followed
+// by any number of RFC 9110 parameters (`; charset=utf-8`, a token or a
+// quoted-string value, spaces or tabs around the `;`), in ASCII, at most 255
+// bytes. `ki add --media-type` refuses anything else, and so does a pull (a
+// remote's layer annotations are input like any other).
+bool IsValidMediaType(std::string_view media_type);
 
 // True when the input would be parsed as a manifest: a .json/.yaml/.yml
 // file, or (for stdin and other names) text starting like a document.

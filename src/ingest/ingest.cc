@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <thread>
 
 namespace ki {
@@ -21,7 +22,79 @@ bool IsYamlName(const std::string& name) {
   return ext == "yaml" || ext == "yml";
 }
 
+// RFC 6838 section 4.2 restricted-name-chars after the first character.
+bool RestrictedNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$&-^_.+").find(c) != std::string_view::npos;
+}
+
+// RFC 9110 tchar.
+bool TokenChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// Reads a restricted-name (RFC 6838 4.2) at s[*i]; false when there is none.
+bool RestrictedName(std::string_view s, size_t* i) {
+  size_t start = *i;
+  if (*i >= s.size() || !std::isalnum(static_cast<unsigned char>(s[*i]))) return false;
+  while (*i < s.size() && RestrictedNameChar(s[*i])) ++*i;
+  return *i - start <= 127;
+}
+
+size_t Token(std::string_view s, size_t i) {
+  while (i < s.size() && TokenChar(s[i])) ++i;
+  return i;
+}
+
+bool Ows(char c) { return c == ' ' || c == '\t'; }
+
+// At most 100 bytes of `s` for a message, other than printable ASCII as '?'.
+std::string Printable(std::string_view s) {
+  std::string out(s.substr(0, 100));
+  for (char& c : out)
+    if (c < 0x20 || c >= 0x7f) c = '?';
+  return out;
+}
+
 }  // namespace
+
+bool IsValidMediaType(std::string_view s) {
+  // Non-ASCII is refused even inside a quoted-string (RFC 9110 allows
+  // obs-text there): it may not be UTF-8, which JSON, and so a push, cannot
+  // carry.
+  if (s.size() > 255) return false;
+  size_t i = 0;
+  if (!RestrictedName(s, &i) || i >= s.size() || s[i++] != '/' || !RestrictedName(s, &i)) return false;
+  // *( OWS ";" OWS [ token "=" ( token / quoted-string ) ] )
+  while (i < s.size()) {
+    while (i < s.size() && Ows(s[i])) ++i;
+    if (i >= s.size() || s[i++] != ';') return false;
+    while (i < s.size() && Ows(s[i])) ++i;
+    if (i >= s.size() || s[i] == ';' || Ows(s[i])) continue;  // an empty parameter
+    size_t name_end = Token(s, i);
+    if (name_end == i || name_end >= s.size() || s[name_end] != '=') return false;
+    i = name_end + 1;
+    if (i < s.size() && s[i] == '"') {
+      for (++i;; ++i) {
+        if (i >= s.size()) return false;  // unterminated
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c == '"') break;
+        if (c == '\\') {
+          if (++i >= s.size()) return false;
+          c = static_cast<unsigned char>(s[i]);
+          if (!(c == '\t' || (c >= 0x20 && c < 0x7f))) return false;
+        } else if (!(c == '\t' || (c >= 0x20 && c < 0x7f))) {
+          return false;
+        }
+      }
+      ++i;
+    } else {
+      size_t value_end = Token(s, i);
+      if (value_end == i) return false;
+      i = value_end;
+    }
+  }
+  return true;
+}
 
 bool LooksLikeManifestInput(const AddInput& in) {
   if (in.type == InputType::kBlob) return false;
@@ -105,6 +178,15 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
   // bulk add and need no store, so they run on worker threads ahead of the
   // one LMDB writer. The first bad input in command-line order is reported,
   // as a sequential add would, and nothing is written.
+  // A media type that push and pull could not carry is refused here, before
+  // anything is read, rather than stored and found out at the pull.
+  for (const AddInput& in : inputs) {
+    if (!in.media_type.empty() && !IsValidMediaType(in.media_type)) {
+      return Status::InvalidInput(in.source + ": media type '" + Printable(in.media_type) +
+                                  "' is not a type/subtype with optional `; name=value` parameters "
+                                  "(RFC 6838, RFC 9110; ASCII, at most 255 bytes)");
+    }
+  }
   std::vector<PreparedInput> prepared(inputs.size());
   size_t nthreads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
   if (inputs.size() < 32) nthreads = 1;  // not worth a thread

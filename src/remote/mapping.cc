@@ -2,10 +2,12 @@
 #include "remote/mapping.h"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <unordered_set>
 
 #include "json/fields.h"
+#include "ki/ingest.h"
 #include "ki/json.h"
 #include "ki/sign.h"
 #include "remote/http.h"
@@ -18,7 +20,13 @@ namespace {
 
 constexpr std::string_view kFormatVersion = "1";
 
+// The extension standard clients get for a blob's title, from the media
+// type's type/subtype: "text/plain; charset=utf-8" is text/plain.
 std::string ExtensionFor(std::string_view media_type) {
+  media_type = media_type.substr(0, media_type.find(';'));
+  while (!media_type.empty() && (media_type.back() == ' ' || media_type.back() == '\t')) media_type.remove_suffix(1);
+  std::string essence(media_type);
+  std::transform(essence.begin(), essence.end(), essence.begin(), [](unsigned char c) { return std::tolower(c); });
   static const std::pair<const char*, const char*> kExt[] = {
       {"text/plain", ".txt"},        {"text/markdown", ".md"},   {"application/json", ".json"},
       {"application/jsonl", ".jsonl"}, {"application/yaml", ".yaml"}, {"text/csv", ".csv"},
@@ -28,19 +36,27 @@ std::string ExtensionFor(std::string_view media_type) {
       {"application/vnd.safetensors", ".safetensors"},
   };
   for (const auto& [t, e] : kExt)
-    if (media_type == t) return e;
+    if (essence == t) return e;
   return ".bin";
 }
 
-// A media type we are willing to record: RFC 6838-ish printable ASCII.
+// A media type a layer descriptor carries as it is: one `ki add` accepts
+// (IsValidMediaType) without spaces, quotes or backslashes, so that tools
+// that read descriptors need not parse parameters. The ki annotation
+// carries the media type verbatim either way.
 bool SaneMediaType(std::string_view t) {
-  if (t.empty() || t.size() > 255 || t.find('/') == std::string_view::npos) return false;
-  for (unsigned char c : t)
-    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') return false;
-  return true;
+  return IsValidMediaType(t) && t.find_first_of(" \t\"\\") == std::string_view::npos;
 }
 
 Status Bad(std::string_view what) { return Status::InvalidInput("remote manifest: " + std::string(what)); }
+
+// At most 100 bytes of remote text for a message, other than printable ASCII as '?'.
+std::string Printable(std::string_view s) {
+  std::string out(s.substr(0, 100));
+  for (char& c : out)
+    if (c < 0x20 || c >= 0x7f) c = '?';
+  return out;
+}
 
 }  // namespace
 
@@ -123,7 +139,11 @@ Status LoadNode(Store& store, const Digest& d, ClosureNode* n) {
     }
   } else {
     l.role = Role::kBlob;
-    l.title = "blob-" + d.hex() + ExtensionFor(info->media_type);
+    // A media type an older ki stored without checking it (ki add now
+    // refuses it) would make a pull refuse the whole closure: such a blob
+    // travels as application/octet-stream, which says as little.
+    if (!IsValidMediaType(l.media_type)) l.media_type = "application/octet-stream";
+    l.title = "blob-" + d.hex() + ExtensionFor(l.media_type);
     n->layers.push_back(std::move(l));
   }
   // Attestations filed under this object travel with it.
@@ -372,7 +392,11 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
   KI_ASSIGN_OR_RETURN(std::string role, ann_field(kAnnRole));
   KI_ASSIGN_OR_RETURN(l.media_type, ann_field(kAnnMediaType));
   if (l.media_type.empty()) l.media_type = d["mediaType"].get<std::string>();
-  if (!SaneMediaType(l.media_type)) return Bad(where + ": unusable media type");
+  // Exactly what `ki add` accepts (ingest.h), which push carries verbatim.
+  if (!IsValidMediaType(l.media_type)) {
+    return Bad(where + ": unusable media type '" + Printable(l.media_type) +
+               "' (not a type/subtype with optional `; name=value` parameters)");
+  }
   KI_ASSIGN_OR_RETURN(std::string kind, ann_field(kAnnKind));
   if (!kind.empty()) {
     auto k = ParseKind(kind);

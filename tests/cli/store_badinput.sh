@@ -37,6 +37,12 @@ expect_exit 4 ki add "$DATA/kernelindex/examples/invalid/duplicate-key.yaml"
 expect_contains "$ERR" "duplicate" "duplicate YAML key"
 unchanged "duplicate keys"
 
+# a media type that push and pull could not carry (parameters are fine)
+echo "log" >l.txt
+expect_exit 4 ki add --blob --media-type "text/plain charset=utf-8" l.txt
+expect_contains "$ERR" "l.txt: media type 'text/plain charset=utf-8' is not" "bad media type names file and type"
+unchanged "bad media type"
+
 # unknown kind, unknown apiVersion
 project x | sed 's/SoftwareProject/SoftwareThing/' >kind.yaml
 expect_exit 4 ki add kind.yaml

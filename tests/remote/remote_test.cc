@@ -1714,6 +1714,89 @@ TEST_F(RemoteTest, PushFromAReadOnlyStoreWorksAndWarnsThatRemoteStateWasNotWritt
   ExpectSameObjects(**ro, *dst_, AllObjects(*dst_));
 }
 
+// `ki add --blob --media-type "text/plain; charset=utf-8"` stored a blob
+// that push carried verbatim (in the layer's ki annotation) and pull then
+// refused ("layer 0: unusable media type"): parameters are part of a media
+// type (RFC 6838, RFC 9110). Pull now takes exactly what `ki add` takes,
+// and `ki add` refuses what could never come back.
+TEST_F(RemoteTest, BlobMediaTypesWithParametersRoundTrip) {
+  const std::vector<std::string> types = {"text/plain; charset=utf-8", "text/plain;charset=\"utf-8\"",
+                                          "application/vnd.example+json ; version=2;q=\"a \\\"b\\\"\""};
+  std::vector<AddInput> inputs;
+  for (size_t i = 0; i < types.size(); ++i) {
+    AddInput in;
+    // Appended, not `"l" + std::to_string(i)`: GCC 12 warns falsely (-Wrestrict) on that.
+    in.source = std::string("l").append(std::to_string(i)).append(".txt");
+    in.bytes = std::string("log line ").append(std::to_string(i)).append("\n");
+    in.type = InputType::kBlob;
+    in.media_type = types[i];
+    inputs.push_back(in);
+  }
+  // A blob an older ki stored with a media type that is none (no check
+  // then): pushed as application/octet-stream rather than refused by pulls.
+  auto b = src_->NewBatch();
+  ASSERT_OK(b);
+  auto legacy = (*b)->PutBlob("legacy bytes", "not a media type");
+  ASSERT_OK(legacy);
+  ASSERT_OK((*b)->Commit());
+  auto added = AddInputs(*src_, inputs);
+  ASSERT_OK(added);
+  std::vector<std::string> refs;
+  for (const auto& a : *added) refs.push_back(a.digest.str());
+  refs.push_back(legacy->digest.str());
+
+  TempDir lay;
+  auto layout = ParseRemoteUrl("oci-layout:" + lay.path(), false);
+  ASSERT_OK(layout);
+  FakeRegistry reg;
+  for (const RemoteUrl& url : {*layout, Url(reg.host())}) {
+    SCOPED_TRACE(url.str());
+    ASSERT_OK(Push(*src_, url, refs, Opts()));
+    Store& dst = NewStore();
+    ASSERT_OK(Pull(dst, url, refs, Opts()));
+    for (size_t i = 0; i < types.size(); ++i) {
+      auto info = dst.Stat((*added)[i].digest);
+      ASSERT_OK(info);
+      ASSERT_TRUE(info->has_value());
+      EXPECT_EQ((*info)->media_type, types[i]);
+    }
+    auto info = dst.Stat(legacy->digest);
+    ASSERT_OK(info);
+    ASSERT_TRUE(info->has_value());
+    EXPECT_EQ((*info)->media_type, "application/octet-stream");
+  }
+}
+
+TEST(MediaTypeTest, AddRefusesWhatPullWouldRefuse) {
+  for (std::string ok : std::initializer_list<std::string>{"text/plain", "application/vnd.kernelindex.manifest+json", "text/plain; charset=utf-8",
+                         "text/plain;charset=utf-8", "Text/Plain ;\tA=b; c=\"x y\\\"z\"", "text/plain;",
+                         "application/x-npy", "a/b"}) {
+    EXPECT_TRUE(IsValidMediaType(ok)) << ok;
+  }
+  for (std::string bad : std::initializer_list<std::string>{"", "text", "text/", "/plain", "text/plain/x", "text/plain; charset", "text/plain; =x",
+                          "text/plain charset=utf-8", "text/pl ain", "text/plain; a=\"open", "text/plain ",
+                          "text/plain\n", "t\xc3\xa9xt/plain", "text/plain; a=b c", "text/plain; a=\"\x01\"",
+                          "-text/plain", std::string(250, 'a') + "/plain"}) {
+    EXPECT_FALSE(IsValidMediaType(bad)) << bad;
+  }
+  TempDir dir;
+  auto s = Store::Init(dir.path());
+  ASSERT_OK(s);
+  AddInput good, bad;
+  good.source = "a.txt";
+  good.bytes = "a";
+  good.type = InputType::kBlob;
+  bad = good;
+  bad.source = "b.txt";
+  bad.media_type = "text/plain charset=utf-8";
+  auto r = AddInputs(**s, {good, bad});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidInput());
+  EXPECT_NE(r.status().message().find("b.txt: media type 'text/plain charset=utf-8' is not"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(CountObjects(**s), 0u);
+}
+
 // RunParallel is the last line of defence: an exception out of a worker
 // fails the run with a Status instead of calling std::terminate.
 namespace {
