@@ -69,7 +69,7 @@ bool IsValidMediaType(std::string_view s) {
     while (i < s.size() && Ows(s[i])) ++i;
     if (i >= s.size() || s[i++] != ';') return false;
     while (i < s.size() && Ows(s[i])) ++i;
-    if (i >= s.size() || s[i] == ';' || Ows(s[i])) continue;  // an empty parameter
+    if (i >= s.size() || s[i] == ';') continue;  // an empty parameter
     size_t name_end = Token(s, i);
     if (name_end == i || name_end >= s.size() || s[name_end] != '=') return false;
     i = name_end + 1;

@@ -50,7 +50,11 @@ Result<std::string> GetString(const Json& obj, std::string_view key, std::string
 Result<uint64_t> GetUnsigned(const Json& obj, std::string_view key, std::string_view where) {
   KI_ASSIGN_OR_RETURN(const Json* v, Find(obj, key, where, false));
   if (!v) return Status::InvalidInput(std::string(where) + ": no `" + std::string(key) + "`");
-  if (!v->is_number_unsigned()) return WrongType(where, key, *v, "an unsigned integer");
+  // A parser stores 12 as unsigned; JSON built in code (Json{{"size", 12}})
+  // as a signed integer: both are the same number.
+  if (!v->is_number_integer() || (!v->is_number_unsigned() && v->get<int64_t>() < 0)) {
+    return WrongType(where, key, *v, "an unsigned integer");
+  }
   return v->get<uint64_t>();
 }
 
