@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ki/flashinfer.h"
+#include "json/fields.h"
 
 namespace ki::fib {
 namespace {
@@ -19,9 +20,8 @@ using OJson = nlohmann::ordered_json;
 // input: a wrong type is InvalidInput naming `where` (file:line) and the field.
 template <class J>
 Status WrongType(std::string_view where, std::string_view field, const J& v, std::string_view want) {
-  const std::string type = v.type_name();
   return Status::InvalidInput(std::string(where) + ": " + std::string(field) + " must be " + std::string(want) +
-                              ", not " + (v.is_null() ? type : (type[0] == 'a' || type[0] == 'o' ? "an " : "a ") + type));
+                              ", not " + std::string(JsonTypeName(v.type())));
 }
 
 template <class J>

@@ -3,8 +3,10 @@
 
 namespace ki {
 
-std::string_view JsonTypeName(const Json& j) {
-  switch (j.type()) {
+std::string_view JsonTypeName(const Json& j) { return JsonTypeName(j.type()); }
+
+std::string_view JsonTypeName(Json::value_t t) {
+  switch (t) {
     case Json::value_t::null: return "null";
     case Json::value_t::object: return "an object";
     case Json::value_t::array: return "an array";

@@ -9,7 +9,9 @@
 // ("remote bundle index: manifests[3]").
 //
 // Internal to kicore (src/), shared by the modules that read such JSON
-// (remote, sign). Thread-safety: pure functions.
+// (remote, sign's envelopes and trust list, the flashinfer-bench import,
+// which reads ordered_json: hence the value_t overload). Thread-safety: pure
+// functions.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,8 @@ namespace ki {
 
 // What a message calls the type of `j`: "a string", "a number", "null", ...
 std::string_view JsonTypeName(const Json& j);
+// The same by type tag (nlohmann's json and ordered_json share it).
+std::string_view JsonTypeName(Json::value_t t);
 
 // obj[key] as a string; `fallback` when obj is null or has no such key.
 // InvalidInput "<where>: `key` is a number, not a string" when the key holds

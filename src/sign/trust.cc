@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "json/fields.h"
 #include "ki/sign.h"
 #include "sign/internal.h"
 
@@ -34,21 +35,6 @@ namespace {
 
 constexpr std::string_view kTrustFormat = "ki-trust/v1";
 
-// j.value(key, "...") throws type_error when the key holds another type
-// ("role": 1): a hand-edited trust list then ended `ki trust list` with
-// exit 5 and no place. A wrong type is invalid input naming the field.
-Result<std::string> OptString(const Json& j, const std::string& key, std::string_view fallback,
-                              const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end()) return std::string(fallback);
-  if (!it->is_string()) {
-    const std::string type = it->type_name();
-    return Status::InvalidInput(where + "." + key + " must be a string, not " +
-                                (it->is_null() ? type : (type[0] == 'a' || type[0] == 'o' ? "an " : "a ") + type));
-  }
-  return it->get<std::string>();
-}
-
 // `path`: the file and the entry, "PATH: keys[2]".
 Result<TrustEntry> EntryFromJson(const Json& j, const std::string& path, bool revoked) {
   if (!j.is_object() || !j.contains("publicKey") || !j["publicKey"].is_string() || !j.contains("name") ||
@@ -64,11 +50,12 @@ Result<TrustEntry> EntryFromJson(const Json& j, const std::string& path, bool re
                                 "`: keyid does not match its public key");
   }
   e.name = j["name"].get<std::string>();
-  KI_ASSIGN_OR_RETURN(std::string role, OptString(j, "role", "reviewer", path));
+  // value() would throw on a role of another type ("role": 1, hand-edited).
+  KI_ASSIGN_OR_RETURN(std::string role, GetString(j, "role", path, "reviewer"));
   auto r = ParseRole(role);
   if (!r) return Status::InvalidInput(path + ": unknown role `" + role + "`");
   e.role = *r;
-  KI_ASSIGN_OR_RETURN(e.when, OptString(j, revoked ? "removedAt" : "addedAt", "", path));
+  KI_ASSIGN_OR_RETURN(e.when, GetString(j, revoked ? "removedAt" : "addedAt", path));
   return e;
 }
 

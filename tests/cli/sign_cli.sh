@@ -78,9 +78,9 @@ expect 0 "alice	runner" -- ki trust list
 # naming the entry and field (it was nlohmann's type_error, exit 5).
 mkdir -p "$T/badhome"
 printf '{"format":"ki-trust/v1","keys":[{"publicKey":"%s","name":"x","role":1}]}\n' "$(ki key export alice)" >"$T/badhome/trust.json"
-expect 4 'trust.json: keys\[0\]\.role must be a string, not a number' -- env KI_HOME="$T/badhome" "$KI_BIN" trust list
+expect 4 'trust.json: keys\[0\]: `role` is a number, not a string' -- env KI_HOME="$T/badhome" "$KI_BIN" trust list
 printf '{"format":"ki-trust/v1","revoked":[{"publicKey":"%s","name":"x","removedAt":[]}]}\n' "$(ki key export alice)" >"$T/badhome/trust.json"
-expect 4 'trust.json: revoked\[0\]\.removedAt must be a string' -- env KI_HOME="$T/badhome" "$KI_BIN" trust list
+expect 4 'trust.json: revoked\[0\]: `removedAt` is an array, not a string' -- env KI_HOME="$T/badhome" "$KI_BIN" trust list
 printf '{"format":1}\n' >"$T/badhome/trust.json"
 expect 4 'not a ki trust list' -- env KI_HOME="$T/badhome" "$KI_BIN" trust list
 
