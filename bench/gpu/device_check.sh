@@ -5,8 +5,10 @@
 # built elsewhere by the CI configuration and carried here. ki and test_gpu
 # link their dependencies statically; `ki run` needs nvcc on this machine.
 #
-#   bench/gpu/device_check.sh BINDIR OUTDIR
+#   bench/gpu/device_check.sh BINDIR OUTDIR [LABEL]
 #
+# LABEL (e.g. the commit the binaries were built from) heads machine.txt:
+# the device's copy of the tree need not carry git history.
 # BINDIR holds ki, test_gpu and libki_gqa_kernels.so (from build/,
 # build/tests/ and build/kernels/). The test binary's compiled-in paths are
 # replaced through KI_TEST_DATA_DIR and KI_GQA_KERNELS_SO. Writes
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/../.."
 mkdir -p "$OUTDIR"
 {
   date -u
-  git log -1 --format='ki %h %s' 2>/dev/null || echo "ki (no git metadata)"
+  echo "ki: ${3:-(unlabelled build)}"
   nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm,clocks.mem --format=csv
   nvcc --version | tail -2
   for f in ki test_gpu libki_gqa_kernels.so; do
