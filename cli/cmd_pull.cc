@@ -23,9 +23,18 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     s.opts.pull_jobs = o->jobs;
     s.opts.use_pack = !opt->no_pack;
     s.opts.pull_buffer_bytes = o->buffer_mib << 20;
-    // Attestations are checked with the keys `ki sign --envelope` uses.
-    KI_ASSIGN_OR_RETURN(KeySources keys, KeySources::LoadDefault());
-    s.opts.attestation_keys = &keys;
+    // Attestations are checked with the keys `ki sign --envelope` uses. Keys
+    // that cannot be loaded (no $KI_HOME or $HOME, a trust list writable by
+    // others) do not stop a pull of records: attestations are then checked
+    // without them, which stores nothing a check with them would refuse for
+    // a key reason (a signature by an unknown key is no fault either way).
+    Result<KeySources> keys = KeySources::LoadDefault();
+    if (keys.ok()) {
+      s.opts.attestation_keys = &*keys;
+    } else {
+      std::cerr << "ki: warning: " << keys.status().message()
+                << "; attestations are checked without the local keys and trust list\n";
+    }
     KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*s.store, s.url, o->refs, s.opts));
     for (const auto& r : rep.refs)
       for (const auto& w : r.warnings) std::cerr << "ki: warning: " << w << "\n";

@@ -130,6 +130,16 @@ else
 fi
 unchanged "read-only store"
 
+# A pull whose keys cannot be loaded (a trust list writable by others) warns
+# and goes on: attestations are then checked without them.
+expect_exit 0 ki push "oci-layout:$WORK/keyless" "$SEED_RUN"
+mkdir -p "$WORK/insecurehome"
+echo '{"format":"ki-trust/v1","keys":[]}' >"$WORK/insecurehome/trust.json"
+chmod 666 "$WORK/insecurehome/trust.json"
+expect_exit 0 ki init keyless
+KI_HOME="$WORK/insecurehome" expect_exit 0 ki --store keyless pull "oci-layout:$WORK/keyless" "BenchmarkRun/$SEED_RUN"
+expect_contains "$ERR" "attestations are checked without the local keys" "a pull warns when its keys cannot be loaded"
+
 # KI_LMDB_MAP_SIZE: not a size is invalid input; a map too small for a
 # write fails as a full disk does and stores nothing; a fitting one works.
 KI_LMDB_MAP_SIZE=12X expect_exit 4 ki ls
