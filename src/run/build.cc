@@ -72,8 +72,7 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
     out.ok = true;
     out.cached = true;
     out.library = lib;
-    auto log = env->ReadFile(dir + "/build.log", 16 << 20);
-    out.log = log.ok() ? *log : "";
+    out.log = internal::ReadLog(dir + "/build.log", internal::kMaxStoredLogBytes);
     auto cmd = env->ReadFile(dir + "/command", 1 << 20);
     out.command = cmd.ok() ? *cmd : "";
     return out;
@@ -99,8 +98,7 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
   KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/command", out.command, Durability::kNone));
   const std::string log_path = tmp + "/build.log";
   KI_ASSIGN_OR_RETURN(internal::ProcessEnd end, internal::RunCommand(argv, log_path, tmp, req.timeout_s));
-  auto log = env->ReadFile(log_path, 16 << 20);
-  out.log = log.ok() ? *log : "";
+  out.log = internal::ReadLog(log_path, internal::kMaxStoredLogBytes);
   if (end.timed_out || end.signaled || end.exit_code != 0) {
     out.log += "ki: compiler " + end.Describe() + "\n";
     (void)env->RemoveTree(tmp);  // a failed build is not kept; its log is in `out`

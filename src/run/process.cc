@@ -1,11 +1,13 @@
 #include "run/process.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -51,11 +53,13 @@ ProcessEnd Wait(pid_t pid, double timeout_s) {
 }
 
 // Forks a child in its own process group (so a timeout kills all it
-// started) with stdout and stderr appended to log_path, runs `child` there
-// and exits with what it returns; the parent waits. The log is opened here,
+// started) with stdout and stderr appended to log_path and files limited to
+// max_file_bytes (0: as inherited), runs `child` there and exits with what
+// it returns; the parent waits. The log is opened here,
 // not through Env: the child needs a descriptor to dup2, which Env's files
 // deliberately do not expose.
-Result<ProcessEnd> ForkLogged(const std::string& log_path, double timeout_s, const std::function<int()>& child) {
+Result<ProcessEnd> ForkLogged(const std::string& log_path, double timeout_s, uint64_t max_file_bytes,
+                              const std::function<int()>& child) {
   int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("open", log_path, errno);
   std::fflush(nullptr);  // nothing buffered is written twice
@@ -69,6 +73,14 @@ Result<ProcessEnd> ForkLogged(const std::string& log_path, double timeout_s, con
     ::setpgid(0, 0);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
+    // A guard against a runaway print loop, not a sandbox: only the soft
+    // limit is lowered (a hard limit would need privilege to lift later).
+    struct rlimit lim;
+    if (max_file_bytes && ::getrlimit(RLIMIT_FSIZE, &lim) == 0 &&
+        (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > max_file_bytes)) {
+      lim.rlim_cur = max_file_bytes;
+      ::setrlimit(RLIMIT_FSIZE, &lim);
+    }
     int rc = 1;
     try {
       rc = child();
@@ -103,7 +115,7 @@ Result<ProcessEnd> RunCommand(const std::vector<std::string>& argv, const std::s
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  return ForkLogged(log_path, timeout_s, [&]() -> int {
+  return ForkLogged(log_path, timeout_s, 0, [&]() -> int {
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) return 126;
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "ki: cannot run %s: %s\n", args[0], std::strerror(errno));
@@ -112,7 +124,38 @@ Result<ProcessEnd> RunCommand(const std::vector<std::string>& argv, const std::s
 }
 
 Result<ProcessEnd> RunForked(const std::function<int()>& fn, const std::string& log_path, double timeout_s) {
-  return ForkLogged(log_path, timeout_s, fn);
+  return ForkLogged(log_path, timeout_s, kMaxChildFileBytes, fn);
+}
+
+std::string ReadLog(const std::string& path, uint64_t keep_bytes) {
+  auto file = Env::Default()->NewSequentialFile(path);
+  if (!file.ok()) return "";
+  const uint64_t half = keep_bytes / 2;
+  std::string head, tail;  // the first `half` bytes; what follows, trimmed to its last `half`
+  uint64_t total = 0;
+  std::string buf(64 << 10, '\0');
+  for (;;) {
+    auto n = (*file)->Read(buf.data(), buf.size());
+    if (!n.ok() || *n == 0) break;  // keep what was read: a log is evidence, not data to verify
+    std::string_view chunk(buf.data(), *n);
+    total += chunk.size();
+    const size_t to_head = std::min<uint64_t>(chunk.size(), half - head.size());
+    head.append(chunk.substr(0, to_head));
+    tail.append(chunk.substr(to_head));
+    // Amortised: an erase once per `half` bytes read. One byte more than
+    // `half` is kept, to tell whether the tail starts at a line.
+    if (tail.size() > keep_bytes) tail.erase(0, tail.size() - half - 1);
+  }
+  if (total <= keep_bytes) return head + tail;
+  const bool tail_at_line = tail[tail.size() - half - 1] == '\n';  // tail.size() > half here: total > 2 * half
+  tail.erase(0, tail.size() - half);
+  // Cut at line ends, so that neither side starts or ends in half a line.
+  if (size_t nl = head.rfind('\n'); nl != std::string::npos) head.resize(nl + 1);
+  if (size_t nl = tail.find('\n'); !tail_at_line && nl != std::string::npos && nl + 1 < tail.size())
+    tail.erase(0, nl + 1);
+  // (Not "ki: ...": run.cc takes the child's last such line as its message.)
+  return head + "[... " + std::to_string(total - head.size() - tail.size()) + " bytes of output left out by ki, of " +
+         std::to_string(total) + " ...]\n" + tail;
 }
 
 std::string FirstLineOf(const std::vector<std::string>& argv, const std::string& match) {

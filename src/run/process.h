@@ -3,6 +3,7 @@
 // whole process group.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,10 +26,26 @@ struct ProcessEnd {
 Result<ProcessEnd> RunCommand(const std::vector<std::string>& argv, const std::string& log_path,
                               const std::string& cwd, double timeout_s);
 
-// Forks; the child runs fn (stdout/stderr to log_path) and _exits with its
-// return value, never returning into the caller's stack or touching the
-// parent's resources (the store's LMDB environment) on its way out.
+// The largest file a forked run child may write (RLIMIT_FSIZE): its log and
+// its result. A kernel that prints without end is killed by SIGXFSZ there
+// instead of filling the disk until its timeout.
+constexpr uint64_t kMaxChildFileBytes = 256ull << 20;
+
+// Forks; the child runs fn (stdout/stderr to log_path, no file over
+// kMaxChildFileBytes) and _exits with its return value, never returning into
+// the caller's stack or touching the parent's resources (the store's LMDB
+// environment) on its way out.
 Result<ProcessEnd> RunForked(const std::function<int()>& fn, const std::string& log_path, double timeout_s);
+
+// The log a child wrote, for storing: whole when it is at most keep_bytes,
+// else its first and last keep_bytes / 2 around a line saying how much was
+// left out (the start says what ran, the end how it ended), cut at line
+// ends. Empty when the file cannot be read.
+std::string ReadLog(const std::string& path, uint64_t keep_bytes);
+
+// What a build's or a run's log blob keeps of the compiler's or the kernel's
+// output (ReadLog's keep_bytes).
+constexpr uint64_t kMaxStoredLogBytes = 16ull << 20;
 
 // The first line a command prints (e.g. `c++ --version`); empty on failure.
 std::string FirstLineOf(const std::vector<std::string>& argv, const std::string& match = "");

@@ -298,8 +298,10 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
                                                                    req.timeout_s, result_path); },
                                             log_path, req.timeout_s));
     child_end = end.Describe();
-    auto rl = env->ReadFile(log_path, 16 << 20);
-    log += "== run on " + dev.str() + " ==\n" + (rl.ok() ? *rl : "") + "ki: child " + child_end + "\n";
+    // At most kMaxStoredLogBytes of it, head and tail: a log past the cap was
+    // once dropped whole, losing the very output that said what went wrong.
+    const std::string rl = internal::ReadLog(log_path, internal::kMaxStoredLogBytes);
+    log += "== run on " + dev.str() + " ==\n" + rl + "ki: child " + child_end + "\n";
     auto rj = env->ReadFile(result_path, 256 << 20);
     std::error_code ec;
     fs::remove(result_path, ec);
@@ -313,11 +315,9 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     } else if (!rj.ok() || end.exit_code != 0) {
       status = "runtime_error";
       message = "the kernel's process ended with " + child_end;
-      if (rl.ok()) {
-        // The child's own last message says why (kernel not found, no device).
-        size_t p = rl->rfind("ki: ");
-        if (p != std::string::npos) message = rl->substr(p + 4, rl->find('\n', p) - p - 4);
-      }
+      // The child's own last message says why (kernel not found, no device).
+      size_t p = rl.rfind("ki: ");
+      if (p != std::string::npos) message = rl.substr(p + 4, rl.find('\n', p) - p - 4);
     } else {
       hres = Json::parse(*rj, nullptr, false);
       if (!hres.is_object()) return Status::Corruption("the run's child wrote an unreadable result");

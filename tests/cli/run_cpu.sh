@@ -70,6 +70,24 @@ check_status crash runtime_error
 check_status hang timeout --timeout 2
 expect_contains "$OUT" '"logs"' "a timeout keeps its log"
 
+# A kernel's output past the 16 MiB a log blob keeps: the log holds its head
+# and its tail, and says how much it left out (it used to hold none of it).
+add_impl noisy
+expect_exit 0 ki run --implementation test-noisy --workload $WL
+NOISY=$(echo "$OUT" | head -1)
+LOG=$(ki show "$NOISY" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["evidence"]["logs"]["digest"])')
+ki cat "$LOG" >noisy.log
+expect_contains "$(head -c 4096 noisy.log)" "noisy: first line" "a long log keeps its head"
+expect_contains "$(tail -c 4096 noisy.log)" "noisy: last line" "a long log keeps its tail"
+expect_contains "$(grep -a 'left out by ki' noisy.log)" "bytes of output left out by ki, of " "a long log says what it left out"
+[ "$(wc -c <noisy.log)" -le $((16 * 1024 * 1024 + 4096)) ] || fail "a long log is kept to 16 MiB: $(wc -c <noisy.log)"
+# One that prints without end is stopped at 256 MiB of output (SIGXFSZ),
+# a runtime_error, instead of filling the disk until its timeout.
+add_impl flood
+expect_exit 1 ki run --implementation test-flood --workload $WL
+expect_contains "$OUT" "status       runtime_error: the kernel's process was killed by SIGXFSZ" "a flood of output is a runtime error that says so"
+expect_exit 0 ki verify "$(echo "$OUT" | head -1)"
+
 # Bad input.
 expect_exit 2 ki run --implementation test-cpu --workload $WL --device cuda:0
 expect_exit 2 ki run --implementation test-cpu --workload $WL --device tpu

@@ -15,6 +15,7 @@
 #include "ki/manifest.h"
 #include "ki/run.h"
 #include "ki/sign.h"
+#include "run/process.h"
 
 namespace ki {
 namespace {
@@ -250,6 +251,37 @@ TEST_F(RunOnCpu, MissingWorkloadIsNotFound) {
   auto r = run::Run(*store_, req);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsNotFound());
+}
+
+// A log past the cap once came back empty (Env::ReadFile refuses a file over
+// its limit), dropping the compiler's or the kernel's output whole.
+TEST(ReadLog, KeepsHeadAndTailOfALogPastTheCap) {
+  const std::string path = ::testing::TempDir() + "/ki-readlog-" + std::to_string(::getpid()) + ".log";
+  auto write = [&](const std::string& text) { std::ofstream(path, std::ios::binary) << text; };
+  write("");
+  EXPECT_EQ(run::internal::ReadLog(path, 1024), "");
+  std::string exact;
+  while (exact.size() < 1024) exact += "0123456789abcde\n";
+  write(exact);
+  EXPECT_EQ(run::internal::ReadLog(path, 1024), exact) << "at the cap: whole";
+  // 200 KiB of numbered 16-byte lines through a 1 KiB cap: the first and the
+  // last 512 bytes, cut at line ends, and how much is left out.
+  std::string big;
+  for (int i = 0; big.size() < (200u << 10); ++i) {
+    char line[17];
+    std::snprintf(line, sizeof line, "line %010d\n", i);
+    big += line;
+  }
+  write(big);
+  const std::string kept = run::internal::ReadLog(path, 1024);
+  EXPECT_EQ(kept.substr(0, 512), big.substr(0, 512));
+  EXPECT_EQ(kept.substr(kept.size() - 512), big.substr(big.size() - 512));
+  EXPECT_NE(kept.find("[... " + std::to_string(big.size() - 1024) + " bytes of output left out by ki, of " +
+                      std::to_string(big.size()) + " ...]\n"),
+            std::string::npos)
+      << kept.substr(500, 100);
+  EXPECT_EQ(run::internal::ReadLog(path + ".absent", 1024), "");
+  std::filesystem::remove(path);
 }
 
 }  // namespace

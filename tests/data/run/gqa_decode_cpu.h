@@ -5,10 +5,13 @@
 //   KI_TEST_SCALE  a factor applied to the output (1 is correct)
 //   KI_TEST_CRASH  dereference a null pointer
 //   KI_TEST_HANG   never return
+//   KI_TEST_NOISY_BYTES  print about that many bytes of lines to stderr, once
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include <string>
 #include <vector>
 
 #include "ki/gqa_paged_decode.h"
@@ -42,6 +45,17 @@ int32_t Run(const ki_call* call) {
 #ifdef KI_TEST_CRASH
   volatile int* p = nullptr;
   *p = 1;
+#endif
+#ifdef KI_TEST_NOISY_BYTES
+  static bool printed = false;
+  if (!printed) {
+    printed = true;
+    std::string block;  // 1 MiB of 64-byte lines, written whole (stderr is unbuffered)
+    while (block.size() < (1u << 20)) block += "noisy: ..........................................................\n";
+    fputs("noisy: first line\n", stderr);
+    for (long n = 0; n < (KI_TEST_NOISY_BYTES); n += long(block.size())) fwrite(block.data(), 1, block.size(), stderr);
+    fputs("noisy: last line\n", stderr);
+  }
 #endif
 #ifdef KI_TEST_HANG
   for (volatile int spin = 0;; spin = spin + 1) {
