@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +64,7 @@ Result<ProcessEnd> ForkLogged(const std::string& log_path, double timeout_s, uin
   int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("open", log_path, errno);
   std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
@@ -71,6 +73,12 @@ Result<ProcessEnd> ForkLogged(const std::string& log_path, double timeout_s, uin
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+    // Only the parent enforces the timeout, and in its own process group the
+    // child never gets the terminal's Ctrl-C: were the parent killed (Ctrl-C,
+    // kill -9), a hung kernel would spin on for ever. It dies with the
+    // parent instead (the setting survives exec: a compiler driver too).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(1);  // the parent died before prctl
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     // A guard against a runaway print loop, not a sandbox: only the soft

@@ -69,6 +69,26 @@ check_status broken compile_error
 check_status crash runtime_error
 check_status hang timeout --timeout 2
 expect_contains "$OUT" '"logs"' "a timeout keeps its log"
+# A killed ki run (kill -9; or Ctrl-C, which the child in its own process
+# group never gets) takes the kernel's process with it: a hung kernel used
+# to spin on for ever, with no parent left to enforce its timeout.
+"$KI_BIN" run --implementation test-hang --workload $WL --timeout 60 >/dev/null 2>&1 &
+KIPID=$!
+child=""
+for _ in $(seq 100); do  # the forked run child is "ki" too (not the compiler's `c++ --version`)
+  child=$(ps -o pid=,comm= --ppid $KIPID | awk '$2 == "ki" {print $1}')
+  [ -n "$child" ] && break
+  sleep 0.1
+done
+[ -n "$child" ] || fail "ki run started its run child"
+kill -9 $KIPID
+wait $KIPID 2>/dev/null
+alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st:0:1}" != Z ]; }
+for _ in $(seq 50); do alive "$child" || break; sleep 0.1; done
+if [ -n "$child" ] && alive "$child"; then
+  fail "the kernel's process outlived its killed ki run"
+  kill -9 "$child"
+fi
 
 # A kernel's output past the 16 MiB a log blob keeps: the log holds its head
 # and its tail, and says how much it left out (it used to hold none of it).
