@@ -43,6 +43,18 @@ std::string NameOf(Store& store, const Digest& d) {
   return "";
 }
 
+// The schemas' maxLength for metadata.name and metadata.title.
+constexpr size_t kMaxNameBytes = 200;
+
+// At most max_bytes of text, cut at a UTF-8 character boundary (a title
+// holds a device's product name, which may be any text).
+std::string Utf8Prefix(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // text[end] continues a character
+  return text.substr(0, end);
+}
+
 std::string Lower(std::string s) {
   for (char& c : s)
     if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
@@ -395,13 +407,19 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     out.latency_ns = spec["timing"]["latencyNs"]["mean"].get<double>();
   }
   std::string stamp = spec["observedAt"];
-  std::string run_name;
+  std::string digits;
   for (char c : stamp)
-    if (std::isdigit(static_cast<unsigned char>(c))) run_name.push_back(c);
-  run_name = "run-" + (impl_name.empty() ? "impl" : impl_name) + "-" + run_name;
-  if (run_name.size() > 200) run_name = run_name.substr(run_name.size() - 200);
+    if (std::isdigit(static_cast<unsigned char>(c))) digits.push_back(c);
+  // Name and title within the schema's 200 characters. The implementation's
+  // name (itself up to 200) is what gets shortened, from its end: the run's
+  // name used to be cut from its front, which could leave a leading '-' the
+  // name pattern refuses, failing the run after it had run.
+  const std::string impl_part = impl_name.empty() ? "impl" : impl_name;
+  const size_t room = kMaxNameBytes - std::string_view("run-").size() - 1 - std::min(digits.size(), size_t(100));
+  const std::string run_name = "run-" + impl_part.substr(0, room) + "-" + digits.substr(0, 100);
   Json rundoc = {{"apiVersion", kApiVersion}, {"kind", "BenchmarkRun"},
-                 {"metadata", {{"name", run_name}, {"title", impl_name + " on " + out.device_name}}}, {"spec", spec}};
+                 {"metadata", {{"name", run_name}, {"title", Utf8Prefix(impl_name + " on " + out.device_name, kMaxNameBytes)}}},
+                 {"spec", spec}};
   KI_ASSIGN_OR_RETURN(Manifest rman, ManifestFromJson(rundoc, "run"));
   out.spec = rman.spec;
   out.run = rman.digest;

@@ -132,4 +132,16 @@ expect_contains "$ERR" "--implementation" "suggests --implementation"
 expect_exit 0 ki rerun $SEED_RUN --implementation test-cpu
 expect_contains "$OUT" "would rank    3 of 3 in the original's group" "ranked among the seed's group"
 expect_contains "$OUT" "hardware.product" "environment differences listed"
+
+# An implementation named with the schema's full 200 characters (last: the
+# same source and symbol as test-cpu, so the same digest, now named so): the run's
+# name keeps its timestamp and shortens the implementation's name (it was cut
+# from the front, leaving a leading '-': exit 4 after the run, nothing stored).
+LONG=$(python3 -c 'print("a" * 18 + "-" + "b" * 181)')
+expect_exit 0 ki add --implementation "$RUN/gqa_decode_cpu.cc" -I "$ROOT/include" --operation $OP \
+  --symbol test.gqa_decode.cpu --name "$LONG"
+expect_exit 0 ki run --implementation "ImplementationRevision/$LONG" --workload $WL
+expect_contains "$OUT" "status       passed" "a run of a long-named implementation is stored"
+expect_exit 0 ki show "$(echo "$OUT" | head -1)" --json
+expect_contains "$OUT" '"name": "run-aaaaaaaaaaaaaaaaaa-bbbb' "its name starts with the implementation's"
 finish
