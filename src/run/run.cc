@@ -13,6 +13,7 @@
 #include "ki/manifest.h"
 #include "ki/run.h"
 #include "ki/sign.h"
+#include "json/fields.h"
 #include "run/process.h"
 #include "run/records.h"
 
@@ -466,20 +467,41 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
   std::vector<std::string> missing;
 
   // The original's run facts (seed, device, kernel) from its raw samples.
+  // They are a blob like any other (pulled, or added by hand), so their
+  // fields are type-checked: value() threw type_error on a `seed` that was a
+  // string (exit 5, nlohmann's message), and a `timeoutS` of 0 or less
+  // re-ran the kernel with no time limit at all.
   Json facts;
+  std::string facts_where;
   if (auto d = Digest::Parse(s.value("/evidence/rawSamples/digest"_json_pointer, std::string())); d.ok()) {
     auto b = store.Read(*d);
     if (b.ok()) {
       Json j = Json::parse(*b, nullptr, false);
-      if (j.is_object() && j.value("format", "") == internal::kSamplesFormat) facts = j;
+      if (StringOr(j, "format") == internal::kSamplesFormat) facts = j, facts_where = "the raw samples " + d->str();
     }
   }
   // Its protocol: ki's settings are repeated; another harness's protocol
   // cannot be, and ki's cold-L2 protocol (flashinfer-bench's method) stands in.
   RunRequest rr;
-  rr.seed = facts.is_object() ? facts.value("seed", uint64_t{0}) : 0;
-  rr.device = !req.device.empty() ? req.device : facts.is_object() ? facts.value("device", "") : "";
-  rr.timeout_s = req.timeout_s ? *req.timeout_s : facts.is_object() ? facts.value("timeoutS", 120.0) : 120.0;
+  if (facts.contains("seed")) {
+    KI_ASSIGN_OR_RETURN(rr.seed, GetUnsigned(facts, "seed", facts_where));
+  }
+  if (!req.device.empty()) {
+    rr.device = req.device;
+  } else {
+    KI_ASSIGN_OR_RETURN(rr.device, GetString(facts, "device", facts_where));
+  }
+  rr.timeout_s = 120.0;
+  if (req.timeout_s) {
+    rr.timeout_s = *req.timeout_s;
+  } else if (facts.contains("timeoutS")) {
+    const Json& t = facts["timeoutS"];
+    if (!t.is_number() || !(t.get<double>() > 0) || !std::isfinite(t.get<double>()))
+      return Status::InvalidInput(facts_where + ": `timeoutS` is " +
+                                  (t.is_number() ? t.dump() : std::string(JsonTypeName(t))) +
+                                  ", not a positive number of seconds (give --timeout)");
+    rr.timeout_s = t.get<double>();
+  }
   if (auto pd = Digest::Parse(s.value("protocolDigest", "")); pd.ok()) {
     auto pm = store.ReadManifest(*pd);
     if (pm.ok() && internal::SettingsFromProtocol(pm->spec).ok()) rr.protocol = pd->str();

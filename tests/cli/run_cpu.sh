@@ -144,4 +144,28 @@ expect_exit 0 ki run --implementation "ImplementationRevision/$LONG" --workload 
 expect_contains "$OUT" "status       passed" "a run of a long-named implementation is stored"
 expect_exit 0 ki show "$(echo "$OUT" | head -1)" --json
 expect_contains "$OUT" '"name": "run-aaaaaaaaaaaaaaaaaa-bbbb' "its name starts with the implementation's"
+# The raw samples a rerun reads its seed, device and time limit from are a
+# blob like any other (pulled, added): a wrong-typed field is invalid input
+# naming it (it was nlohmann's type_error, exit 5), and a timeoutS of 0 or
+# less is refused (it re-ran with no time limit) unless --timeout is given.
+craft() {  # craft NAME FIELD JSON: RUN1 with raw samples whose FIELD is JSON
+  local rs nrs
+  rs=$(ki show "$RUN1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["evidence"]["rawSamples"]["digest"])')
+  ki cat "$rs" | python3 -c 'import json,sys; j=json.load(sys.stdin); j[sys.argv[1]]=json.loads(sys.argv[2]); print(json.dumps(j))' "$2" "$3" >"$1.samples.json"
+  nrs=$(ki add --blob --media-type application/json "$1.samples.json" | cut -f1)
+  ki show "$RUN1" --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin); del j["ki"]; j["metadata"]["name"] = sys.argv[1]
+ref = {"uri": "ki:blob/" + sys.argv[2], "digest": sys.argv[2]}
+j["spec"]["evidence"]["rawSamples"] = ref; j["spec"]["timing"]["rawSamples"] = ref
+print(json.dumps(j))' "$1" "$nrs" >"$1.json"
+  ki add "$1.json" >/dev/null
+}
+craft crafted-seed seed '"seven"'
+expect_exit 4 ki rerun crafted-seed
+expect_contains "$ERR" '`seed` is a string, not an unsigned integer' "a wrong-typed seed is named"
+craft crafted-timeout timeoutS 0
+expect_exit 4 ki rerun crafted-timeout
+expect_contains "$ERR" '`timeoutS` is 0, not a positive number of seconds (give --timeout)' "no rerun without a time limit"
+expect_exit 0 ki rerun crafted-timeout --timeout 60
 finish
