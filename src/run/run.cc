@@ -1,7 +1,9 @@
 // ki run and ki rerun: build, run in a child process, store the records.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -220,6 +222,37 @@ Json TimingJson(const Json& h) {
 
 std::string Artifact(const Digest& d) { return "ki:blob/" + d.str(); }
 
+// Files a ki run that was killed (kill -9, a crash) left in the cache: its
+// child's log and result (cache/runs/run-<pid>-<t>.*, up to
+// kMaxChildFileBytes each) and its build directory (cache/build/
+// tmp-<key>-<pid>). Each name carries the pid of the ki that made it; a
+// pid no longer alive made a leftover. Best effort: whatever cannot be
+// removed stays for the next run. (A store shared by ki processes in
+// different pid namespaces would see each other's pids as dead: one store,
+// one machine, as LMDB's lock file also assumes.)
+void RemoveLeftovers(Env* env, const std::string& cache) {
+  auto dead = [](std::string_view pid_text) {
+    int pid = 0;
+    auto [end, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+    return ec == std::errc() && end == pid_text.data() + pid_text.size() && pid > 0 && pid != ::getpid() &&
+           ::kill(pid, 0) != 0 && errno == ESRCH;
+  };
+  if (auto names = env->ListDir(cache + "/runs"); names.ok()) {
+    for (const std::string& n : *names) {  // run-<pid>-<steady clock>.log / .json
+      if (n.rfind("run-", 0) != 0) continue;
+      const size_t dash = n.find('-', 4);
+      if (dash != std::string::npos && dead(std::string_view(n).substr(4, dash - 4)))
+        (void)env->RemoveFile(cache + "/runs/" + n);
+    }
+  }
+  if (auto names = env->ListDir(cache + "/build"); names.ok()) {
+    for (const std::string& n : *names) {  // tmp-<16 hex of the key>-<pid>
+      if (n.rfind("tmp-", 0) != 0 || n.size() < 22 || n[20] != '-') continue;
+      if (dead(std::string_view(n).substr(21))) (void)env->RemoveTree(cache + "/build/" + n);
+    }
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ Run
@@ -287,6 +320,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   const std::string cache = store.path() + "/cache";
   KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/build"));
   KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/runs"));
+  RemoveLeftovers(env, cache);
   KI_ASSIGN_OR_RETURN(BuildResult build, Build(cache, br));
   out.build_cached = build.cached;
   std::string log = "== build " + build.key.substr(0, 16) + (build.cached ? " (cached)" : "") + " ==\n" +

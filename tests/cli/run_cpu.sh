@@ -89,6 +89,14 @@ if [ -n "$child" ] && alive "$child"; then
   fail "the kernel's process outlived its killed ki run"
   kill -9 "$child"
 fi
+# What the killed run left in the cache (its child's log, which may be up to
+# 256 MiB; a build directory) goes at the next run: such files used to pile up.
+CACHE="$WORK/store/.ki/cache"
+ls "$CACHE/runs" | grep -q "^run-$KIPID-" || fail "the killed run left its child's log (this check's setup)"
+mkdir -p "$CACHE/build/tmp-0123456789abcdef-$KIPID/src"
+expect_exit 0 ki run --implementation test-cpu --workload $WL
+[ -z "$(ls "$CACHE/runs" | grep "^run-$KIPID-")" ] || fail "a killed run's log is removed by the next run"
+[ ! -e "$CACHE/build/tmp-0123456789abcdef-$KIPID" ] || fail "a killed run's build directory is removed by the next run"
 
 # A kernel's output past the 16 MiB a log blob keeps: the log holds its head
 # and its tail, and says how much it left out (it used to hold none of it).
