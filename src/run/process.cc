@@ -25,11 +25,15 @@ ProcessEnd Wait(pid_t pid, double timeout_s) {
   ProcessEnd end;
   const auto t0 = std::chrono::steady_clock::now();
   int status = 0;
+  bool reaped = false;
   auto sleep_for = std::chrono::microseconds(200);
   for (;;) {
     pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) break;
+    if (r == pid) {
+      reaped = true;
+      break;
+    }
+    if (r < 0 && errno != EINTR) break;  // its end is unknown: not "exit 0"
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (timeout_s > 0 && elapsed > timeout_s) {
       ::kill(-pid, SIGKILL);
@@ -43,7 +47,7 @@ ProcessEnd Wait(pid_t pid, double timeout_s) {
     if (sleep_for < std::chrono::milliseconds(20)) sleep_for *= 2;
   }
   end.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!end.timed_out) {
+  if (!end.timed_out && reaped) {
     if (WIFEXITED(status)) end.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
       end.signaled = true;
@@ -63,6 +67,14 @@ Result<ProcessEnd> ForkLogged(const std::string& log_path, double timeout_s, uin
                               const std::function<int()>& child) {
   int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("open", log_path, errno);
+  // A SIGCHLD ignored by whoever started ki (SIG_IGN, or SA_NOCLDWAIT,
+  // survives exec) has the system reap children unasked: waitpid then fails
+  // with ECHILD and the child's end is lost (a crashed kernel read as
+  // "exit 0", a failed compile as a success). ki waits for its children.
+  struct sigaction chld = {};
+  chld.sa_handler = SIG_DFL;
+  ::sigemptyset(&chld.sa_mask);
+  ::sigaction(SIGCHLD, &chld, nullptr);
   std::fflush(nullptr);  // nothing buffered is written twice
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();

@@ -67,6 +67,17 @@ check_status() {  # check_status VARIANT STATUS [ki run options]
 check_status wrong incorrect_numerical
 check_status broken compile_error
 check_status crash runtime_error
+expect_contains "$(ki run --implementation test-crash --workload $WL)" "killed by SIGSEGV" "a crash names its signal"
+# Started with SIGCHLD ignored (inherited across exec), ki still learns how
+# its child ended: the system reaped it unasked, waitpid failed, and the
+# crash was read as "exit 0" (a failed compile as a success).
+sigchld_ignored() {
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])' "$@"
+}
+expect_exit 1 sigchld_ignored "$KI_BIN" run --implementation test-crash --workload $WL
+expect_contains "$OUT" "killed by SIGSEGV" "a crash is a crash with SIGCHLD ignored"
+expect_exit 1 sigchld_ignored "$KI_BIN" run --implementation test-broken --workload $WL
+expect_contains "$OUT" "status       compile_error" "a failed compile is one with SIGCHLD ignored"
 check_status hang timeout --timeout 2
 expect_contains "$OUT" '"logs"' "a timeout keeps its log"
 # A killed ki run (kill -9; or Ctrl-C, which the child in its own process
