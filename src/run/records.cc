@@ -3,9 +3,11 @@
 
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 #include <sstream>
 
 #include "ki/catalog.h"
@@ -104,9 +106,22 @@ Result<HarnessSettings> SettingsFromProtocol(const Json& spec) {
     return Status::InvalidInput("the protocol's harness is not ki's; ki can only repeat its own settings");
   HarnessSettings s;
   const Json& m = spec["measurement"];
-  s.warmup = m.value("warmupIterations", s.warmup);
-  s.iterations = m.value("measuredIterations", s.iterations);
-  int samples = m.value("samples", s.iterations * s.trials);
+  // The schema allows counts up to 2^53; the harness counts in int. Read
+  // with value<int>, 2^32 - 1 iterations became -1: the run ran nothing and
+  // its protocol then failed validation (exit 4 after the build and run).
+  auto count = [&](const char* field, int fallback) -> Result<int> {
+    if (!m.is_object() || !m.contains(field)) return fallback;
+    const Json& v = m[field];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int>::max())
+      return Status::InvalidInput("protocol: measurement." + std::string(field) + " is " + v.dump() +
+                                  ", not a count ki can run (0 to " +
+                                  std::to_string(std::numeric_limits<int>::max()) + ")");
+    return int(v.get<int64_t>());
+  };
+  KI_ASSIGN_OR_RETURN(s.warmup, count("warmupIterations", s.warmup));
+  KI_ASSIGN_OR_RETURN(s.iterations, count("measuredIterations", s.iterations));
+  KI_ASSIGN_OR_RETURN(int samples, count("samples", int(std::min<int64_t>(int64_t(s.iterations) * s.trials,
+                                                                          std::numeric_limits<int>::max()))));
   s.trials = s.iterations > 0 ? std::max(1, samples / s.iterations) : s.trials;
   std::string family = spec.value("/comparability/family"_json_pointer, std::string());
   s.flush_l2 = family != "ki_warm_l2";

@@ -187,4 +187,15 @@ craft crafted-timeout timeoutS 0
 expect_exit 4 ki rerun crafted-timeout
 expect_contains "$ERR" '`timeoutS` is 0, not a positive number of seconds (give --timeout)' "no rerun without a time limit"
 expect_exit 0 ki rerun crafted-timeout --timeout 60
+# A ki protocol whose counts pass int (the schema allows up to 2^53) is
+# refused before anything runs; 2^32 - 1 iterations used to become -1, the
+# run ran nothing and failed validation afterwards.
+ki show BenchmarkProtocol/ki-cpu-host-steady-clock --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin); del j["ki"]; j["metadata"]["name"] = "huge-counts"
+j["spec"]["measurement"]["measuredIterations"] = 4294967295; j["spec"]["measurement"]["samples"] = 3 * 4294967295
+print(json.dumps(j))' >huge-counts.json
+expect_exit 0 ki add huge-counts.json
+expect_exit 4 ki run --implementation test-cpu --workload $WL --protocol huge-counts
+expect_contains "$ERR" "measurement.measuredIterations is 4294967295, not a count ki can run" "a count past int is named"
 finish
