@@ -12,6 +12,31 @@ namespace {
 
 constexpr uint8_t kPoison = 0xFF;  // all-ones: NaN in bf16, f16, f32 and f64; -1 in integers
 
+// Guard zones around each output of a checked call. The ABI hands a kernel
+// preallocated outputs; one that writes past an output's end (or before its
+// start) changes whatever lies next to it, another tensor or nothing that
+// anyone reads, and could still be judged correct. Each output of a checked
+// call sits between two zones of a byte the poison is not, and a changed
+// zone fails the run (runtime_error) saying where.
+constexpr uint64_t kGuardBytes = 4096;  // a multiple of 256: the output keeps its alignment
+constexpr uint8_t kGuardByte = 0x5A;
+
+// "" when both zones of an output are intact, else what the kernel did,
+// naming the changed byte nearest the output (1: adjacent).
+std::string GuardFault(const uint8_t* before, const uint8_t* after, const char* kernel, const std::string& output) {
+  for (uint64_t i = 0; i < kGuardBytes; ++i) {  // nearest the output first
+    if (before[kGuardBytes - 1 - i] != kGuardByte)
+      return std::string(kernel) + " wrote outside its output `" + output + "`: the byte " + std::to_string(i + 1) +
+             " before its start changed";
+  }
+  for (uint64_t i = 0; i < kGuardBytes; ++i) {
+    if (after[i] != kGuardByte)
+      return std::string(kernel) + " wrote outside its output `" + output + "`: the byte " + std::to_string(i + 1) +
+             " past its end changed";
+  }
+  return "";
+}
+
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -142,14 +167,24 @@ const ki_kernel* PickReference(const ki_kernel& kernel, const Definition& def, c
   return CpuReferenceKernel(def.name);
 }
 
-// Runs a CPU kernel on host inputs into fresh outputs.
+// Runs a CPU kernel on host inputs into fresh poisoned outputs, each
+// between guard zones.
 Result<std::vector<HostTensor>> RunOnHost(const ki_kernel& k, const Definition& def,
                                           const std::map<std::string, int64_t>& axes,
                                           std::vector<HostTensor>& inputs) {
   KI_ASSIGN_OR_RETURN(auto outputs, MakeOutputs(def, axes, kPoison));
+  std::vector<std::vector<uint8_t>> guarded;  // zone, output, zone
+  for (const HostTensor& t : outputs) {
+    std::vector<uint8_t> g(t.bytes.size() + 2 * kGuardBytes, kGuardByte);
+    std::memcpy(g.data() + kGuardBytes, t.bytes.data(), t.bytes.size());
+    guarded.push_back(std::move(g));
+  }
   std::vector<ki_tensor> in, out;
   for (auto& t : inputs) in.push_back(Describe(t.name, t.dtype, t.shape, t.bytes.data(), KI_DEVICE_CPU));
-  for (auto& t : outputs) out.push_back(Describe(t.name, t.dtype, t.shape, t.bytes.data(), KI_DEVICE_CPU));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HostTensor& t = outputs[i];
+    out.push_back(Describe(t.name, t.dtype, t.shape, guarded[i].data() + kGuardBytes, KI_DEVICE_CPU));
+  }
   ki_call call = MakeCall(in, out);
   char err[512] = {0};
   call.error = err;
@@ -157,6 +192,13 @@ Result<std::vector<HostTensor>> RunOnHost(const ki_kernel& k, const Definition& 
   const int32_t rc = k.run(&call);
   if (rc != KI_OK)
     return Status::InvalidInput(std::string(k.info.name) + " failed (" + std::to_string(rc) + "): " + err);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    HostTensor& t = outputs[i];
+    const uint8_t* g = guarded[i].data();
+    if (std::string f = GuardFault(g, g + kGuardBytes + t.bytes.size(), k.info.name, t.name); !f.empty())
+      return Status::InvalidInput(f);
+    std::memcpy(t.bytes.data(), g + kGuardBytes, t.bytes.size());
+  }
   return outputs;
 }
 
@@ -186,12 +228,28 @@ void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std:
   }
   auto host_out = MakeOutputs(def, axes, kPoison);
   if (!host_out.ok()) return Fail(r, RunStatus::kInvalidWorkload, host_out.status().message());
-  for (HostTensor& t : *host_out) {
-    auto buf = mem.Alloc(t.bytes.size());
+  for (HostTensor& t : *host_out) {  // each between guard zones
+    auto buf = mem.Alloc(t.bytes.size() + 2 * kGuardBytes);
     if (!buf.ok()) return Fail(r, RunStatus::kRuntimeError, buf.status().message());
-    out.push_back(Describe(t.name, t.dtype, t.shape, *buf, KI_DEVICE_CUDA));
+    uint8_t* base = static_cast<uint8_t*>(*buf);
+    Status s = be->Fill(base, kGuardByte, kGuardBytes);
+    if (s.ok()) s = be->Fill(base + kGuardBytes + t.bytes.size(), kGuardByte, kGuardBytes);
+    if (!s.ok()) return Fail(r, RunStatus::kRuntimeError, s.message());
+    out.push_back(Describe(t.name, t.dtype, t.shape, base + kGuardBytes, KI_DEVICE_CUDA));
   }
   ki_call call = MakeCall(in, out);
+  // "" when every output's zones are intact after the calls so far.
+  auto guard_fault = [&]() -> Result<std::string> {
+    std::vector<uint8_t> before(kGuardBytes), after(kGuardBytes);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const uint8_t* data = static_cast<const uint8_t*>(out[i].data);
+      KI_RETURN_IF_ERROR(be->CopyToHost(before.data(), data - kGuardBytes, kGuardBytes));
+      KI_RETURN_IF_ERROR(be->CopyToHost(after.data(), data + (*host_out)[i].bytes.size(), kGuardBytes));
+      if (std::string f = GuardFault(before.data(), after.data(), kernel.info.name, (*host_out)[i].name); !f.empty())
+        return f;
+    }
+    return std::string();
+  };
 
   auto with_workspace = [&](const ki_kernel& k, ki_call* c) -> Status {
     c->workspace = nullptr;
@@ -257,6 +315,9 @@ void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std:
       }
       const gpu::CallOutcome o = be->Run(kernel, call, opt.timeout_s);
       if (!o.ok()) return Fail(r, FromOutcome(o), o.message);
+      auto fault = guard_fault();
+      if (!fault.ok()) return Fail(r, RunStatus::kRuntimeError, fault.status().message());
+      if (!fault->empty()) return Fail(r, RunStatus::kRuntimeError, *fault);
       auto got = download(out);
       if (!got.ok()) return Fail(r, RunStatus::kRuntimeError, got.status().message());
       if (!Judge(*got, ref_out, opt.tolerance, r)) return;
@@ -268,6 +329,9 @@ void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std:
     topt.timeout_s = opt.timeout_s;
     gpu::TimingSamples ts = be->Time(kernel, call, topt);
     if (!ts.outcome.ok()) return Fail(r, FromOutcome(ts.outcome), "timing: " + ts.outcome.message);
+    auto fault = guard_fault();  // also when nothing was checked (--no-check)
+    if (!fault.ok()) return Fail(r, RunStatus::kRuntimeError, fault.status().message());
+    if (!fault->empty()) return Fail(r, RunStatus::kRuntimeError, "timing: " + *fault);
     FillTiming(topt, std::move(ts.trials_us), ts.timer, &r->timing);
     r->timing.timer_note = ts.timer_note;
     r->timing.l2_flush = topt.flush_l2;

@@ -441,6 +441,40 @@ TEST(GpuFast, RepeatedCallsReuseTheWorkspace) {
   EXPECT_FALSE(r.environment.device.name.empty());
 }
 
+// The fast kernel's right answer, then 4 bytes written just past the end of
+// its first output (`output`), on the call's stream: nothing the comparison
+// sees, so only the harness's guard zones can catch it.
+int32_t FastThenPastTheEnd(const ki_call* c) {
+  const int32_t rc = Fast().run(c);
+  if (rc != KI_OK) return rc;
+  const ki_tensor& o = c->outputs[0];
+  const uint64_t bytes = static_cast<uint64_t>(o.shape[0] * o.shape[1] * o.shape[2]) * 2;
+  return gpu::CudaBackend()->Fill(static_cast<uint8_t*>(o.data) + bytes, 0, 4).ok() ? KI_OK : KI_ERR_LAUNCH;
+}
+
+TEST(GpuHarness, WritesPastAnOutputAreRuntimeErrors) {
+  REQUIRE_GPU();
+  ki_kernel k = Fast();
+  k.info.name = "past-the-end";
+  k.run = FastThenPastTheEnd;
+  const Workload w = MakePagedDecodeWorkload("guard", 3, 100, 0.0883883);
+  RunResult r = RunWorkload(k, Def(), w, CheckOnly(5));
+  EXPECT_EQ(r.status, RunStatus::kRuntimeError) << Describe(r);
+  EXPECT_NE(r.message.find("past-the-end wrote outside its output `output`: the byte 1 past its end changed"),
+            std::string::npos)
+      << r.message;
+  RunOptions timed_only;  // unchecked timing runs are guarded too
+  timed_only.check = false;
+  timed_only.timing.warmup = 1;
+  timed_only.timing.iterations = 2;
+  timed_only.timing.trials = 1;
+  r = RunWorkload(k, Def(), w, timed_only);
+  EXPECT_EQ(r.status, RunStatus::kRuntimeError) << Describe(r);
+  EXPECT_NE(r.message.find("timing: past-the-end wrote outside"), std::string::npos) << r.message;
+  // The kernel itself, unwrapped, passes with the same guards.
+  EXPECT_EQ(RunWorkload(Fast(), Def(), w, CheckOnly(5)).status, RunStatus::kPassed);
+}
+
 TEST(GpuAbi, SharedLibraryKernelsRunThroughDlopen) {
   REQUIRE_GPU();
 #if defined(KI_GQA_KERNELS_SO)

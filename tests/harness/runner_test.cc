@@ -45,6 +45,20 @@ int32_t Perturbs(const ki_call* c) {
   return rc;
 }
 int32_t Refuses(const ki_call*) { return KI_ERR_UNSUPPORTED; }
+// Right answers, and then 4 bytes written just past the end of `output`
+// (or 2 just before the start of `lse`): nothing the comparison sees.
+int32_t WritesPastTheEnd(const ki_call* c) {
+  const int32_t rc = RunReference(c);
+  const ki_tensor& out = c->outputs[0];
+  const size_t bytes = out.shape[0] * out.shape[1] * out.shape[2] * 2;
+  std::memset(static_cast<uint8_t*>(out.data) + bytes, 0, 4);
+  return rc;
+}
+int32_t WritesBeforeTheStart(const ki_call* c) {
+  const int32_t rc = RunReference(c);
+  std::memset(static_cast<uint8_t*>(c->outputs[1].data) - 2, 0, 2);
+  return rc;
+}
 
 ki_kernel Make(const char* name, int32_t (*run)(const ki_call*)) {
   return ki_kernel{{KI_ABI_VERSION, KI_DEVICE_CPU, name, gqa::kDefinitionName, "test"}, nullptr, run};
@@ -86,6 +100,18 @@ TEST(Runner, NumericalErrorReportsMagnitudes) {
   EXPECT_EQ(r.status, RunStatus::kIncorrectNumerical);
   EXPECT_NEAR(r.correctness.max_abs_error, 0.5, 1e-3);
   EXPECT_NEAR(r.correctness.matched_ratio, 1.0 - 1.0 / 96, 1e-9);
+}
+
+TEST(Runner, WritesOutsideAnOutputAreRuntimeErrors) {
+  RunResult r = RunWorkload(Make("past", WritesPastTheEnd), Def(), Tiny(), Quick());
+  EXPECT_EQ(r.status, RunStatus::kRuntimeError);
+  EXPECT_NE(r.message.find("past wrote outside its output `output`: the byte 1 past its end changed"), std::string::npos)
+      << r.message;
+  EXPECT_FALSE(r.timing.measured);
+  r = RunWorkload(Make("before", WritesBeforeTheStart), Def(), Tiny(), Quick());
+  EXPECT_EQ(r.status, RunStatus::kRuntimeError);
+  EXPECT_NE(r.message.find("before wrote outside its output `lse`: the byte 1 before its start changed"), std::string::npos)
+      << r.message;
 }
 
 TEST(Runner, KernelErrorIsARuntimeError) {
