@@ -37,6 +37,10 @@ struct AddedObject {
 // bytes. `ki add --media-type` refuses anything else, and so does a pull (a
 // remote's layer annotations are input like any other).
 bool IsValidMediaType(std::string_view media_type);
+// OK for a valid media type, else InvalidInput "<where>: media type '...'
+// is not ..." (the type shown as printable ASCII, at most 100 bytes): the
+// one message for `ki add` and a pull alike.
+Status CheckMediaType(std::string_view media_type, std::string_view where);
 
 // True when the input would be parsed as a manifest: a .json/.yaml/.yml
 // file, or (for stdin and other names) text starting like a document.

@@ -96,6 +96,13 @@ bool IsValidMediaType(std::string_view s) {
   return true;
 }
 
+Status CheckMediaType(std::string_view media_type, std::string_view where) {
+  if (IsValidMediaType(media_type)) return Status::OK();
+  return Status::InvalidInput(std::string(where) + ": media type '" + Printable(media_type) +
+                              "' is not a type/subtype with optional `; name=value` parameters "
+                              "(RFC 6838, RFC 9110; ASCII, at most 255 bytes)");
+}
+
 bool LooksLikeManifestInput(const AddInput& in) {
   if (in.type == InputType::kBlob) return false;
   std::string ext = Extension(in.source);
@@ -181,11 +188,7 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
   // A media type that push and pull could not carry is refused here, before
   // anything is read, rather than stored and found out at the pull.
   for (const AddInput& in : inputs) {
-    if (!in.media_type.empty() && !IsValidMediaType(in.media_type)) {
-      return Status::InvalidInput(in.source + ": media type '" + Printable(in.media_type) +
-                                  "' is not a type/subtype with optional `; name=value` parameters "
-                                  "(RFC 6838, RFC 9110; ASCII, at most 255 bytes)");
-    }
+    if (!in.media_type.empty()) KI_RETURN_IF_ERROR(CheckMediaType(in.media_type, in.source));
   }
   std::vector<PreparedInput> prepared(inputs.size());
   size_t nthreads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);

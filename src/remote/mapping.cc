@@ -50,14 +50,6 @@ bool SaneMediaType(std::string_view t) {
 
 Status Bad(std::string_view what) { return Status::InvalidInput("remote manifest: " + std::string(what)); }
 
-// At most 100 bytes of remote text for a message, other than printable ASCII as '?'.
-std::string Printable(std::string_view s) {
-  std::string out(s.substr(0, 100));
-  for (char& c : out)
-    if (c < 0x20 || c >= 0x7f) c = '?';
-  return out;
-}
-
 }  // namespace
 
 std::string_view RoleName(Role r) {
@@ -393,10 +385,7 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
   KI_ASSIGN_OR_RETURN(l.media_type, ann_field(kAnnMediaType));
   if (l.media_type.empty()) l.media_type = d["mediaType"].get<std::string>();
   // Exactly what `ki add` accepts (ingest.h), which push carries verbatim.
-  if (!IsValidMediaType(l.media_type)) {
-    return Bad(where + ": unusable media type '" + Printable(l.media_type) +
-               "' (not a type/subtype with optional `; name=value` parameters)");
-  }
+  KI_RETURN_IF_ERROR(CheckMediaType(l.media_type, "remote manifest: " + where));
   KI_ASSIGN_OR_RETURN(std::string kind, ann_field(kAnnKind));
   if (!kind.empty()) {
     auto k = ParseKind(kind);
