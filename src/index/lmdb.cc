@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ki/digest.h"
+#include "util/utf8.h"
 
 namespace ki::lmdb {
 
@@ -29,17 +30,7 @@ std::string FitKey(std::string key) {
 std::string KeyText(std::string_view part) {
   size_t marker = part.find('\xff');
   if (marker == std::string_view::npos) return std::string(part);
-  size_t end = marker;
-  // Back over continuation bytes (10xxxxxx) to the start of the character
-  // the cut went through, then drop that character if it is incomplete.
-  size_t start = end;
-  while (start > 0 && (uint8_t(part[start - 1]) & 0xC0) == 0x80) --start;
-  if (start > 0) {
-    const uint8_t lead = uint8_t(part[start - 1]);
-    const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (end - (start - 1) < need) end = start - 1;
-  }
-  return std::string(part.substr(0, end)) + "\u2026";
+  return std::string(Utf8WholePrefix(part, marker)) + "\u2026";  // the cut may split a character
 }
 
 Environment::~Environment() {

@@ -18,6 +18,7 @@
 #include "json/fields.h"
 #include "run/process.h"
 #include "run/records.h"
+#include "util/utf8.h"
 
 namespace ki::run {
 namespace {
@@ -48,15 +49,6 @@ std::string NameOf(Store& store, const Digest& d) {
 
 // The schemas' maxLength for metadata.name and metadata.title.
 constexpr size_t kMaxNameBytes = 200;
-
-// At most max_bytes of text, cut at a UTF-8 character boundary (a title
-// holds a device's product name, which may be any text).
-std::string Utf8Prefix(const std::string& text, size_t max_bytes) {
-  if (text.size() <= max_bytes) return text;
-  size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // text[end] continues a character
-  return text.substr(0, end);
-}
 
 std::string Lower(std::string s) {
   for (char& c : s)
@@ -453,7 +445,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   const size_t room = kMaxNameBytes - std::string_view("run-").size() - 1 - std::min(digits.size(), size_t(100));
   const std::string run_name = "run-" + impl_part.substr(0, room) + "-" + digits.substr(0, 100);
   Json rundoc = {{"apiVersion", kApiVersion}, {"kind", "BenchmarkRun"},
-                 {"metadata", {{"name", run_name}, {"title", Utf8Prefix(impl_name + " on " + out.device_name, kMaxNameBytes)}}},
+                 {"metadata", {{"name", run_name}, {"title", std::string(Utf8WholePrefix(impl_name + " on " + out.device_name, kMaxNameBytes))}}},
                  {"spec", spec}};
   KI_ASSIGN_OR_RETURN(Manifest rman, ManifestFromJson(rundoc, "run"));
   out.spec = rman.spec;
