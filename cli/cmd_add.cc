@@ -52,7 +52,11 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     if (!o->impl.main.empty()) return AddImplementation(*o, *g);
     if (o->files.empty()) return Status::Usage("ki add: name files to store (or --implementation FILE)");
     if (!o->media_type.empty() && !o->blob) return Status::Usage("--media-type needs --blob");
-    // Read everything first: a bad file means nothing is stored.
+    // Read everything first: a bad file means nothing is stored. Blobs
+    // over kStreamAbove, or from a pipe, are only opened here (a missing
+    // file is found now) and read as they are stored, a piece at a time, so
+    // that their size is not bounded by memory.
+    constexpr uint64_t kStreamAbove = 1 << 20;
     std::vector<AddInput> inputs;
     Env* env = Env::Default();
     for (const auto& f : o->files) {
@@ -60,9 +64,20 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       in.source = f;
       in.type = o->blob ? InputType::kBlob : InputType::kDetect;
       in.media_type = o->media_type;
-      // Manifests are capped at 1 MiB by the parser, with a clear message;
-      // blobs may be large.
-      KI_ASSIGN_OR_RETURN(in.bytes, env->ReadFile(f == "-" ? "/dev/stdin" : f, StoreOptions{}.max_object_size));
+      std::unique_ptr<SequentialFile> file;
+      if (f == "-") {
+        file = env->StandardInput();
+      } else {
+        KI_ASSIGN_OR_RETURN(file, env->NewSequentialFile(f));
+      }
+      if (IsBlobInput(in)) {
+        KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());
+        in.stream = st.regular ? st.size > kStreamAbove : !st.directory;
+      }
+      if (!in.stream) {
+        // Manifests are capped at 1 MiB by the parser, with a clear message.
+        KI_ASSIGN_OR_RETURN(in.bytes, ReadAll(*file, f == "-" ? "standard input" : f, StoreOptions{}.max_object_size));
+      }
       inputs.push_back(std::move(in));
     }
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));

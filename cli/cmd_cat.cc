@@ -12,10 +12,16 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   return [ref, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
     KI_ASSIGN_OR_RETURN(Digest d, store->Resolve(*ref));
-    KI_ASSIGN_OR_RETURN(std::string bytes, store->Read(d));
-    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
-      return Status::IOError("write to standard output failed");
-    }
+    // Streamed: a loose object of any size goes out a piece at a time, and
+    // its hash is checked at the end (docs/cli.md: corrupt bytes may have
+    // been written by then).
+    KI_RETURN_IF_ERROR(store->ReadStream(d, [](std::string_view b) -> Status {
+      if (std::fwrite(b.data(), 1, b.size(), stdout) != b.size()) {
+        return Status::IOError("write to standard output failed");
+      }
+      return Status::OK();
+    }));
+    if (std::fflush(stdout) != 0) return Status::IOError("write to standard output failed");
     return 0;
   };
 }

@@ -51,6 +51,18 @@ struct FileStat {
   uint32_t mode = 0;  // permission bits (07777)
   uint32_t uid = 0;
   uint64_t size = 0;  // as reported: 0 for pipes and procfs files
+  int64_t mtime_ns = 0, ctime_ns = 0;  // a file changed meanwhile shows here
+};
+
+// A whole file mapped read-only (SequentialFile::Map).
+class MappedFile {
+ public:
+  virtual ~MappedFile() = default;
+  virtual std::string_view data() const = 0;
+  // Bytes before `offset` will not be read again soon: their pages leave
+  // this process's memory (a later read maps them in again), so reading a
+  // file front to back keeps a bounded resident set.
+  virtual void Release(uint64_t offset) = 0;
 };
 
 // A file read front to back: an export piped in, a secret key read straight
@@ -61,6 +73,14 @@ class SequentialFile {
   // Reads up to n bytes into buf (retrying EINTR); 0 at the end.
   virtual Result<size_t> Read(char* buf, size_t n) = 0;
   virtual Result<FileStat> Stat() = 0;
+  // The whole file, mapped read-only: for code that needs its bytes
+  // contiguous without holding them in memory (zstd's streaming compression
+  // gives the one-shot bytes only over contiguous input). IOError when it
+  // cannot be mapped (a pipe; this default). A file truncated while mapped
+  // ends the process with SIGBUS when the lost pages are read.
+  virtual Result<std::unique_ptr<MappedFile>> Map() {
+    return Status::IOError("this file cannot be mapped into memory");
+  }
 };
 
 // The rest of `file` (named `what` in errors), read straight into one

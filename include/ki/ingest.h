@@ -20,6 +20,10 @@ struct AddInput {
   std::string bytes;
   InputType type = InputType::kDetect;
   std::string media_type;  // blobs: empty = guessed from the source name
+  // A blob (IsBlobInput) left unread: AddInputs opens `source` itself and
+  // stores it with Batch::PutBlobStream, a piece at a time, so that its
+  // size is not bounded by memory. `bytes` is unused.
+  bool stream = false;
 };
 
 struct AddedObject {
@@ -41,6 +45,10 @@ bool IsValidMediaType(std::string_view media_type);
 // is not ..." (the type shown as printable ASCII, at most 100 bytes): the
 // one message for `ki add` and a pull alike.
 Status CheckMediaType(std::string_view media_type, std::string_view where);
+
+// True when the input is a blob whatever its bytes say: InputType::kBlob,
+// or a name with an extension other than .json/.yaml/.yml.
+bool IsBlobInput(const AddInput& in);
 
 // True when the input would be parsed as a manifest: a .json/.yaml/.yml
 // file, or (for stdin and other names) text starting like a document.

@@ -76,7 +76,12 @@ struct StoreOptions {
   Env* env = nullptr;                    // nullptr: Env::Default()
   uint64_t map_size = 64ull << 30;       // LMDB map (virtual; the file grows as needed)
   uint64_t loose_threshold = 64 << 10;   // frames larger than this are loose files
-  uint64_t max_object_size = 4ull << 30; // refuse to read or write larger objects
+  // Objects held whole in memory are refused past this size: read whole
+  // (Read, ReadManifest, push), written from memory (PutBlob, manifests),
+  // kept in LMDB. Loose blobs written by PutBlobStream and read by
+  // ReadStream, Verify, Audit and Reindex go a piece at a time and have no
+  // cap (docs/format.md, "Where object bytes live").
+  uint64_t max_object_size = 4ull << 30;
   int zstd_level = 3;
   // Read-only opens only. Reads made on the opening thread go through one
   // LMDB read transaction begun at open and ended when the Store is
@@ -118,6 +123,13 @@ class Batch {
  public:
   virtual ~Batch() = default;
   virtual Result<PutResult> PutBlob(std::string_view bytes, std::string_view media_type) = 0;
+  // PutBlob for the bytes of `in`, hashed and compressed front to back
+  // with memory bounded whatever their size, into the frame PutBlob writes
+  // for the same bytes. A regular file is mapped whole (one changed while
+  // it is read is InvalidInput); anything else (a pipe) is first copied to
+  // a scratch file, which is mapped. `where` names the input in errors.
+  virtual Result<PutResult> PutBlobStream(SequentialFile& in, std::string_view media_type,
+                                          const std::string& where) = 0;
   // Stores the manifest object and indexes its kind and references. When
   // `document` is given (the original text, metadata included), it is
   // stored as a blob linked to the manifest, and metadata.name becomes the
@@ -189,7 +201,17 @@ class Store {
   virtual Result<std::optional<AbsentInfo>> StatAbsent(const Digest& d) = 0;
   // Verified bytes. NotFound when the store does not hold them, Corruption
   // when they do not hash to `d`.
+  // Objects over StoreOptions::max_object_size are InvalidInput (ReadStream
+  // reads them).
   virtual Result<std::string> Read(const Digest& d) = 0;
+  // The verified bytes of `d`, passed to `out` in pieces. An object kept in
+  // LMDB is checked whole before its bytes go out; a loose object is
+  // decoded and hashed as it is read, with bounded memory and no size cap,
+  // so when it is corrupt, bytes before the fault (all of them, for a
+  // content hash that does not match) have already gone to `out` when
+  // Corruption is returned. An error `out` returns ends the read and is
+  // returned as it is.
+  virtual Status ReadStream(const Digest& d, const std::function<Status(std::string_view)>& out) = 0;
   virtual Result<Manifest> ReadManifest(const Digest& d) = 0;
   // The original document (metadata included) of a manifest, when stored.
   virtual Result<std::optional<Json>> ReadDocument(const Digest& d) = 0;

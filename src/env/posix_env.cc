@@ -1,6 +1,7 @@
 // The POSIX implementation of Env.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -135,14 +136,49 @@ class PosixSequentialFile final : public SequentialFile {
     f.mode = uint32_t(st.st_mode & 07777);
     f.uid = uint32_t(st.st_uid);
     f.size = uint64_t(st.st_size);
+    f.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    f.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
     return f;
   }
+  Result<std::unique_ptr<MappedFile>> Map() override;
 
  private:
   int fd_;
   std::string path_;
   bool owned_;
 };
+
+class PosixMappedFile final : public MappedFile {
+ public:
+  PosixMappedFile(void* addr, size_t size) : addr_(addr), size_(size) {}
+  ~PosixMappedFile() override {
+    if (size_) ::munmap(addr_, size_);
+  }
+  std::string_view data() const override { return {static_cast<const char*>(addr_), size_}; }
+  void Release(uint64_t offset) override {
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    uint64_t end = std::min<uint64_t>(offset, size_) / page * page;
+    // Unmodified pages of a private read-only mapping: dropping them loses
+    // nothing (advice only; a failure leaves them resident).
+    if (end > released_) (void)::madvise(static_cast<char*>(addr_) + released_, end - released_, MADV_DONTNEED);
+    released_ = std::max(released_, end);
+  }
+
+ private:
+  void* addr_;
+  size_t size_;
+  uint64_t released_ = 0;
+};
+
+Result<std::unique_ptr<MappedFile>> PosixSequentialFile::Map() {
+  KI_ASSIGN_OR_RETURN(FileStat st, Stat());
+  if (!st.regular) return Status::IOError(path_ + " cannot be mapped into memory: not a regular file");
+  if (st.size == 0) return std::unique_ptr<MappedFile>(new PosixMappedFile(nullptr, 0));
+  void* addr = ::mmap(nullptr, size_t(st.size), PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (addr == MAP_FAILED) return ErrnoStatus("mmap", path_, errno);
+  (void)::madvise(addr, size_t(st.size), MADV_SEQUENTIAL);
+  return std::unique_ptr<MappedFile>(new PosixMappedFile(addr, size_t(st.size)));
+}
 
 class PosixEnv final : public Env {
  public:

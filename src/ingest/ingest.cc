@@ -103,11 +103,16 @@ Status CheckMediaType(std::string_view media_type, std::string_view where) {
                               "(RFC 6838, RFC 9110; ASCII, at most 255 bytes)");
 }
 
-bool LooksLikeManifestInput(const AddInput& in) {
-  if (in.type == InputType::kBlob) return false;
+bool IsBlobInput(const AddInput& in) {
+  if (in.type == InputType::kBlob) return true;
   std::string ext = Extension(in.source);
-  if (ext == "json" || ext == "yaml" || ext == "yml") return true;
-  if (!ext.empty()) return false;
+  return !ext.empty() && ext != "json" && ext != "yaml" && ext != "yml";
+}
+
+bool LooksLikeManifestInput(const AddInput& in) {
+  if (IsBlobInput(in)) return false;
+  std::string ext = Extension(in.source);
+  if (!ext.empty()) return true;  // .json, .yaml, .yml
   // No extension (stdin, say): a document if it starts like one.
   size_t i = in.bytes.find_first_not_of(" \t\r\n");
   if (i == std::string::npos) return false;
@@ -189,6 +194,9 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
   // anything is read, rather than stored and found out at the pull.
   for (const AddInput& in : inputs) {
     if (!in.media_type.empty()) KI_RETURN_IF_ERROR(CheckMediaType(in.media_type, in.source));
+    if (in.stream && !IsBlobInput(in)) {
+      return Status::InvalidInput(in.source + ": only a blob can be stored without being read first");
+    }
   }
   std::vector<PreparedInput> prepared(inputs.size());
   size_t nthreads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
@@ -212,7 +220,19 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
     const AddInput& in = inputs[i];
     if (prepared[i].blob) {
       std::string mt = in.media_type.empty() ? GuessMediaType(in.source) : in.media_type;
-      KI_ASSIGN_OR_RETURN(PutResult r, batch->PutBlob(in.bytes, mt));
+      PutResult r;
+      if (in.stream) {
+        Env* env = Env::Default();
+        std::unique_ptr<SequentialFile> file;
+        if (in.source == "-") {
+          file = env->StandardInput();
+        } else {
+          KI_ASSIGN_OR_RETURN(file, env->NewSequentialFile(in.source));
+        }
+        KI_ASSIGN_OR_RETURN(r, batch->PutBlobStream(*file, mt, in.source));
+      } else {
+        KI_ASSIGN_OR_RETURN(r, batch->PutBlob(in.bytes, mt));
+      }
       blobs.push_back(r);
     } else {
       // Moved out element by element: the vector keeps its size, which the

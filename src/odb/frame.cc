@@ -1,5 +1,8 @@
 #include "odb/frame.h"
 
+// ZSTD_c_stableInBuffer (EncodeFrameStream) is in zstd's experimental API
+// (stable since 1.4.6; ki needs 1.5).
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include <cstring>
@@ -36,21 +39,27 @@ ZSTD_DCtx* ThreadDCtx() {
 
 }  // namespace
 
-std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_type,
-                        std::string_view raw, int zstd_level) {
+std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
+                              bool compressed) {
   std::string out;
   size_t mt = std::min<size_t>(media_type.size(), 0xffff);
-  size_t bound = ZSTD_compressBound(raw.size());
-  out.reserve(kFrameHeaderSize + mt + bound);
+  out.reserve(kFrameHeaderSize + mt);
   out.append(kFrameMagic, 4);
   out.push_back(char(kFrameVersion));
   out.push_back(char(type));
   out.push_back(char(kind));
-  out.push_back(0);  // flags, set below
-  PutU64(out, raw.size());
+  out.push_back(compressed ? 1 : 0);  // flags
+  PutU64(out, raw_size);
   out.push_back(char(mt & 0xff));
   out.push_back(char(mt >> 8));
   out.append(media_type.substr(0, mt));
+  return out;
+}
+
+std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_type,
+                        std::string_view raw, int zstd_level) {
+  std::string out = EncodeFrameHeader(type, kind, media_type, raw.size(), false);
+  size_t bound = ZSTD_compressBound(raw.size());
   size_t header = out.size();
   out.resize(header + bound);
   size_t n = ZSTD_compressCCtx(ThreadCCtx(), out.data() + header, bound, raw.data(), raw.size(),
@@ -119,6 +128,166 @@ Result<std::string> DecodeFrame(std::string_view f, const FrameHeader& h, uint64
                               (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output"));
   }
   return out;
+}
+
+namespace {
+
+// Pieces a stream is read and written in: large enough that a syscall per
+// piece costs little, small enough that memory stays a few MiB.
+constexpr size_t kStreamChunk = 1 << 20;
+constexpr size_t kReleaseEvery = 64 << 20;
+
+// Reads until buf is full or the file ends (a pipe may return less).
+Result<size_t> ReadFull(SequentialFile& f, char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    KI_ASSIGN_OR_RETURN(size_t r, f.Read(buf + got, n - got));
+    if (r == 0) break;
+    got += r;
+  }
+  return got;
+}
+
+std::string ZstdError(size_t r) { return ZSTD_getErrorName(r); }
+
+}  // namespace
+
+Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t kind, std::string_view media_type,
+                                        int zstd_level, const std::string& where, const ByteSink& out) {
+  const std::string_view raw = in.data();
+  StreamedFrame s;
+  s.raw_size = raw.size();
+  std::string header = EncodeFrameHeader(type, kind, media_type, raw.size(), true);
+  KI_RETURN_IF_ERROR(out(header));
+  s.written = header.size();
+  // EncodeFrame's ZSTD_compressCCtx sets the level and fits the window to
+  // the source size; the same level with the size pledged gives the same
+  // parameters, and the content size in zstd's frame header. The input
+  // must also be one stable buffer: fed in pieces, zstd copies them into a
+  // ring buffer, and matches across its wrap differ from the one-shot ones
+  // (a 3 MiB input already compresses to other bytes).
+  ZSTD_CCtx* c = ThreadCCtx();
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, zstd_level);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_stableInBuffer, 1);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setPledgedSrcSize(c, raw.size());
+  if (ZSTD_isError(r)) return Status::IOError(where + ": zstd: " + ZstdError(r));
+  std::string outbuf(kStreamChunk, '\0');
+  ZSTD_inBuffer ib{raw.data(), raw.size(), 0};
+  Sha256 hash;
+  size_t hashed = 0, released = 0;
+  for (;;) {
+    ZSTD_outBuffer ob{outbuf.data(), outbuf.size(), 0};
+    size_t left = ZSTD_compressStream2(c, &ob, &ib, ZSTD_e_end);
+    if (ZSTD_isError(left)) return Status::IOError(where + ": zstd: " + ZstdError(left));
+    if (ob.pos) {
+      KI_RETURN_IF_ERROR(out(std::string_view(outbuf.data(), ob.pos)));
+      s.written += ob.pos;
+    }
+    // Hashed right behind zstd, while the pages are resident; pages well
+    // behind both (past any window zstd reads back) leave memory.
+    if (ib.pos > hashed) {
+      hash.Update(raw.substr(hashed, ib.pos - hashed));
+      hashed = ib.pos;
+      if (hashed > released + kReleaseEvery) {
+        released = hashed - kStreamChunk * 16;
+        in.Release(released);
+      }
+    }
+    if (left == 0) break;
+  }
+  if (hashed != raw.size()) hash.Update(raw.substr(hashed));  // zstd said done: all of it was read
+  s.digest = hash.Finish();
+  // EncodeFrame's rule: compressed only when the payload is smaller.
+  s.smaller = s.written - header.size() < raw.size();
+  return s;
+}
+
+Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& where) {
+  std::string buf(kFrameHeaderSize, '\0');
+  KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file, buf.data(), buf.size()));
+  if (n < kFrameHeaderSize) {
+    return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
+  }
+  size_t mt = uint8_t(buf[16]) | size_t(uint8_t(buf[17])) << 8;
+  buf.resize(kFrameHeaderSize + mt);
+  KI_ASSIGN_OR_RETURN(size_t m, ReadFull(file, buf.data() + kFrameHeaderSize, mt));
+  buf.resize(kFrameHeaderSize + m);  // short: ParseFrameHeader says truncated
+  return ParseFrameHeader(buf, where);
+}
+
+Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, const std::string& where,
+                                 const ByteSink& out) {
+  Sha256 hash;
+  std::string inbuf(kStreamChunk, '\0');
+  uint64_t produced = 0;
+  auto wrong_length = [&](const std::string& held) {
+    return Status::Corruption(where + ": frame holds " + held + " bytes, header says " + std::to_string(h.raw_size));
+  };
+  if (!h.compressed) {
+    for (;;) {
+      KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file, inbuf.data(), inbuf.size()));
+      if (n == 0) break;
+      if (n > h.raw_size - produced) return wrong_length("more");
+      produced += n;
+      std::string_view piece(inbuf.data(), n);
+      hash.Update(piece);
+      KI_RETURN_IF_ERROR(out(piece));
+    }
+    if (produced != h.raw_size) return wrong_length(std::to_string(produced));
+    return hash.Finish();
+  }
+  ZSTD_DCtx* d = ThreadDCtx();
+  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  std::string outbuf(ZSTD_DStreamOutSize(), '\0');
+  bool first = true, frame_done = false;
+  // One call of zstd; true when it filled the output buffer (it may hold
+  // more output even with no input left).
+  auto step = [&](ZSTD_inBuffer& ib) -> Result<bool> {
+    ZSTD_outBuffer ob{outbuf.data(), outbuf.size(), 0};
+    size_t r = ZSTD_decompressStream(d, &ob, &ib);
+    if (ZSTD_isError(r)) return Status::Corruption(where + ": cannot decompress: " + ZstdError(r));
+    if (ob.pos > h.raw_size - produced) return Status::Corruption(where + ": decompresses to more than raw-size");
+    produced += ob.pos;
+    std::string_view piece(outbuf.data(), ob.pos);
+    hash.Update(piece);
+    if (!piece.empty()) KI_RETURN_IF_ERROR(out(piece));
+    if (r == 0) frame_done = true;
+    return ob.pos == ob.size;
+  };
+  for (;;) {
+    KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file, inbuf.data(), inbuf.size()));
+    if (first) {
+      // The zstd frame's own content size must agree with ours before a
+      // byte is passed on: a header is untrusted until both say the same.
+      unsigned long long content = ZSTD_getFrameContentSize(inbuf.data(), n);
+      if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
+        return Status::Corruption(where + ": compressed payload does not match the frame header");
+      }
+      first = false;
+    }
+    if (n == 0) break;
+    ZSTD_inBuffer ib{inbuf.data(), n, 0};
+    bool full = false;
+    while (ib.pos < ib.size || full) {
+      if (frame_done) {
+        if (ib.pos < ib.size) return Status::Corruption(where + ": bytes after the compressed payload");
+        break;
+      }
+      KI_ASSIGN_OR_RETURN(full, step(ib));
+    }
+  }
+  // The file is spent; zstd may still hold output of the frame.
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  while (!frame_done) {
+    KI_ASSIGN_OR_RETURN(bool full, step(none));
+    if (!full) break;
+  }
+  if (!frame_done) return Status::Corruption(where + ": cannot decompress: truncated compressed payload");
+  if (produced != h.raw_size) {
+    return Status::Corruption(where + ": cannot decompress: short output");
+  }
+  return hash.Finish();
 }
 
 }  // namespace ki::odb

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "ki/digest.h"
+#include "ki/env.h"
 #include "ki/manifest.h"
 #include "ki/status.h"
 #include "ki/store.h"
@@ -31,6 +34,46 @@ struct FrameHeader {
 // Encodes raw bytes into a frame (zstd when it saves space).
 std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_type,
                         std::string_view raw, int zstd_level);
+
+// The bytes of a frame before its payload, as EncodeFrame writes them.
+std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
+                              bool compressed);
+
+// Where a streamed frame's pieces go (a file being written, standard output).
+using ByteSink = std::function<Status(std::string_view)>;
+
+struct StreamedFrame {
+  Digest digest;              // SHA-256 of the raw bytes
+  uint64_t raw_size = 0;
+  uint64_t written = 0;       // bytes passed to the sink
+  // True: what went to the sink is the frame EncodeFrame writes for these
+  // bytes. False: compression did not make them smaller, so the format
+  // wants them raw; what went to the sink is the compressed frame all the
+  // same (header flag set), the one copy the caller has to rewrite them from.
+  bool smaller = false;
+};
+
+// EncodeFrame for the bytes of a mapped file, with bounded memory: hashed
+// and compressed as one zstd frame front to back, the pages behind both
+// released as it goes. The same level, the size pledged up front and the
+// input one contiguous buffer give exactly the bytes EncodeFrame writes
+// (zstd's frame header carries the content size and a window fitted to it).
+Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t kind, std::string_view media_type,
+                                        int zstd_level, const std::string& where, const ByteSink& out);
+
+// Reads and parses a frame's header (media type included) from the start
+// of `file`, leaving it at the payload.
+Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& where);
+
+// DecodeFrame for the payload that follows ReadFrameHeader, passed to `out`
+// in pieces as it is decoded; returns the SHA-256 of the raw bytes, which
+// the caller compares. Nothing is allocated by raw_size, so there is no
+// cap; the checks are DecodeFrame's (the zstd frame's content size equals
+// raw_size before a byte is decoded, the length is exact) plus: nothing
+// may follow the zstd frame. A failed check is Corruption, found when the
+// bytes before it have already gone to `out`.
+Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, const std::string& where,
+                                 const ByteSink& out);
 
 // Parses and bounds-checks a frame header. `where` names it in errors.
 Result<FrameHeader> ParseFrameHeader(std::string_view frame, const std::string& where);

@@ -27,5 +27,9 @@ bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out);
 
 // objects/<2 hex>/<62 hex>, relative to the store directory.
 std::string LoosePath(const std::string& store_dir, const Digest& d);
+// objects/incoming: scratch files of streamed writes, whose digest (and so
+// loose path) is known only at their end. Not a digest's fan-out folder,
+// so audit notes what a killed write left there and reindex removes it.
+inline constexpr std::string_view kIncomingDir = "incoming";
 
 }  // namespace ki::odb

@@ -1,0 +1,280 @@
+// Batch::PutBlobStream and Store::ReadStream: large blobs stored and read a
+// piece at a time, in the same frames PutBlob writes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "ki/store.h"
+#include "odb/tables.h"
+#include "testutil/fault_env.h"
+#include "testutil/testutil.h"
+
+namespace ki {
+namespace {
+
+using test::TempDir;
+
+// A SequentialFile over a string; `regular` false makes it look like a pipe.
+class StringFile final : public SequentialFile {
+ public:
+  StringFile(std::string data, bool regular) : data_(std::move(data)), regular_(regular) {}
+  Result<size_t> Read(char* buf, size_t n) override {
+    n = std::min(n, data_.size() - pos_);
+    std::memcpy(buf, data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  Result<FileStat> Stat() override {
+    FileStat st;
+    st.regular = regular_;
+    st.size = regular_ ? data_.size() : 0;
+    return st;
+  }
+
+ private:
+  std::string data_;
+  size_t pos_ = 0;
+  bool regular_;
+};
+
+std::string Random(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = char(g());
+  return s;
+}
+
+std::string Words(size_t n, uint32_t seed) {
+  static const char* kWords[] = {"kernel ", "latency ", "0.125 ", "gqa ", "decode ", "\n", "tensor ", "sm_90a "};
+  std::mt19937 g(seed);
+  std::string s;
+  while (s.size() < n) s += kWords[g() % 8];
+  s.resize(n);
+  return s;
+}
+
+std::unique_ptr<Store> OpenStore(const std::string& dir, StoreOptions o = {}) {
+  auto s = Store::Init(dir, o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+Result<PutResult> PutStream(Store& store, const std::string& bytes, bool regular = true) {
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  StringFile in(bytes, regular);
+  KI_ASSIGN_OR_RETURN(PutResult r, batch->PutBlobStream(in, "application/octet-stream", "input.bin"));
+  KI_RETURN_IF_ERROR(batch->Commit());
+  return r;
+}
+
+Result<PutResult> PutWhole(Store& store, const std::string& bytes) {
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  KI_ASSIGN_OR_RETURN(PutResult r, batch->PutBlob(bytes, "application/octet-stream"));
+  KI_RETURN_IF_ERROR(batch->Commit());
+  return r;
+}
+
+std::string ReadStreamed(Store& store, const Digest& d, Status* status) {
+  std::string out;
+  *status = store.ReadStream(d, [&](std::string_view b) {
+    out.append(b);
+    return Status::OK();
+  });
+  return out;
+}
+
+size_t IncomingFiles(const Store& store) {
+  std::string dir = store.path() + "/objects/" + std::string(odb::kIncomingDir);
+  if (!std::filesystem::exists(dir)) return 0;
+  return size_t(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
+}
+
+// The frames on disk are the same bytes whichever path wrote them: loose
+// files compared byte for byte, LMDB frames through their stored size and
+// content.
+TEST(StoreStream, SameFramesAsPutBlob) {
+  TempDir a, b;
+  auto sa = OpenStore(a.path());
+  auto sb = OpenStore(b.path());
+  ASSERT_TRUE(sa && sb);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"small text (LMDB)", Words(5000, 1)},
+      {"compressible to under 64 KiB (LMDB)", std::string(2 << 20, 'z')},
+      {"small random (LMDB, raw)", Random(20000, 2)},
+      {"3 MiB text (loose, zstd)", Words(3 << 20, 3)},
+      {"3 MiB random (loose, raw)", Random(3 << 20, 4)},
+      {"100 KiB random (loose, raw)", Random(100 << 10, 5)},
+  };
+  for (const auto& [name, bytes] : cases) {
+    for (bool regular : {true, false}) {
+      SCOPED_TRACE(name + (regular ? " from a file" : " from a pipe"));
+      TempDir c;
+      auto sc = OpenStore(c.path());
+      auto streamed = PutStream(*sc, bytes, regular);
+      ASSERT_OK(streamed);
+      EXPECT_FALSE(streamed->existed);
+      auto whole = PutWhole(*sb, bytes);
+      ASSERT_OK(whole);
+      ASSERT_EQ(streamed->digest, whole->digest);
+      EXPECT_EQ(streamed->digest, Sha256Of(bytes));
+      auto is = sc->Stat(streamed->digest);
+      auto iw = sb->Stat(whole->digest);
+      ASSERT_OK(is);
+      ASSERT_OK(iw);
+      ASSERT_TRUE(*is && *iw);
+      EXPECT_EQ((*is)->location, (*iw)->location);
+      EXPECT_EQ((*is)->stored_size, (*iw)->stored_size);
+      EXPECT_EQ((*is)->size, bytes.size());
+      EXPECT_EQ((*is)->media_type, "application/octet-stream");
+      if ((*is)->location == Location::kLoose) {
+        std::string fs = test::ReadFileOrDie(odb::LoosePath(sc->path(), streamed->digest));
+        std::string fw = test::ReadFileOrDie(odb::LoosePath(sb->path(), whole->digest));
+        EXPECT_TRUE(fs == fw) << "streamed frame " << fs.size() << " bytes, PutBlob's " << fw.size();
+      }
+      auto back = sc->Read(streamed->digest);
+      ASSERT_OK(back);
+      EXPECT_TRUE(*back == bytes);
+      Status st;
+      EXPECT_TRUE(ReadStreamed(*sc, streamed->digest, &st) == bytes);
+      EXPECT_OK(st);
+      EXPECT_EQ(IncomingFiles(*sc), 0u);  // scratch files are gone
+      auto audit = sc->Audit();
+      ASSERT_OK(audit);
+      EXPECT_FALSE(audit->HasFaults());
+      EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+    }
+  }
+  (void)sa;
+}
+
+TEST(StoreStream, PresentObjectIsNotRewritten) {
+  TempDir dir;
+  auto store = OpenStore(dir.path());
+  std::string bytes = Words(2 << 20, 6);
+  auto first = PutStream(*store, bytes);
+  ASSERT_OK(first);
+  std::string path = odb::LoosePath(store->path(), first->digest);
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  for (bool regular : {true, false}) {
+    auto again = PutStream(*store, bytes, regular);
+    ASSERT_OK(again);
+    EXPECT_TRUE(again->existed);
+    EXPECT_EQ(again->digest, first->digest);
+  }
+  auto whole = PutWhole(*store, bytes);
+  ASSERT_OK(whole);
+  EXPECT_TRUE(whole->existed);
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino);
+  EXPECT_EQ(before.st_mtim.tv_sec, after.st_mtim.tv_sec);
+  EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+  EXPECT_EQ(IncomingFiles(*store), 0u);
+}
+
+// Streamed objects have no size cap; objects read whole keep theirs.
+TEST(StoreStream, NoCapForStreamedLooseBlobs) {
+  TempDir dir;
+  StoreOptions o;
+  o.max_object_size = 1 << 20;
+  auto store = OpenStore(dir.path(), o);
+  std::string bytes = Words(3 << 20, 7);
+  auto put = PutStream(*store, bytes);
+  ASSERT_OK(put);
+  Status st;
+  EXPECT_TRUE(ReadStreamed(*store, put->digest, &st) == bytes);
+  EXPECT_OK(st);
+  auto whole = store->Read(put->digest);
+  EXPECT_TRUE(whole.status().IsInvalidInput()) << whole.status().ToString();
+  EXPECT_NE(whole.status().message().find("over the limit of 1048576"), std::string::npos);
+  auto v = store->Verify(put->digest);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
+  auto re = store->Reindex();
+  ASSERT_OK(re);
+  EXPECT_FALSE(re->HasFaults());
+  EXPECT_EQ(re->objects, 1u);
+  EXPECT_TRUE(re->notes.empty()) << re->notes.front();
+  // PutBlob of the same size from memory is still refused.
+  auto big = PutWhole(*store, Words(3 << 20, 8));
+  EXPECT_TRUE(big.status().IsInvalidInput()) << big.status().ToString();
+}
+
+// A flipped byte in a streamed loose object: ReadStream returns Corruption
+// (after passing on the bytes), Verify and Audit report it.
+TEST(StoreStream, CorruptionIsFound) {
+  for (bool compressible : {true, false}) {
+    SCOPED_TRACE(compressible ? "zstd frame" : "raw frame");
+    TempDir dir;
+    auto store = OpenStore(dir.path());
+    std::string bytes = compressible ? Words(3 << 20, 9) : Random(3 << 20, 10);
+    auto put = PutStream(*store, bytes);
+    ASSERT_OK(put);
+    std::string path = odb::LoosePath(store->path(), put->digest);
+    std::string frame = test::ReadFileOrDie(path);
+    EXPECT_EQ(frame[7], compressible ? 1 : 0);
+    frame[frame.size() / 2] ^= 0x01;
+    ::chmod(path.c_str(), 0644);
+    test::WriteFileOrDie(path, frame);
+    Status st;
+    ReadStreamed(*store, put->digest, &st);
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    auto v = store->Verify(put->digest);
+    ASSERT_OK(v);
+    EXPECT_TRUE(v->HasFaults());
+    auto audit = store->Audit();
+    ASSERT_OK(audit);
+    ASSERT_EQ(audit->faults.size(), 1u);
+    EXPECT_EQ(audit->faults[0].digest, put->digest);
+  }
+}
+
+// A write that fails half way (disk full) stores nothing and leaves no
+// scratch file.
+TEST(StoreStream, DiskFullStoresNothing) {
+  TempDir dir;
+  test::FaultInjectionEnv env;
+  StoreOptions o;
+  o.env = &env;
+  auto store = OpenStore(dir.path(), o);
+  for (bool regular : {true, false}) {
+    env.SetWriteBudget(1 << 20);
+    auto r = PutStream(*store, Random(3 << 20, 11), regular);
+    EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+    env.SetWriteBudget(-1);
+    EXPECT_EQ(IncomingFiles(*store), 0u);
+    size_t n = 0;
+    ASSERT_OK(store->ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
+    EXPECT_EQ(n, 0u);
+    auto audit = store->Audit();
+    ASSERT_OK(audit);
+    EXPECT_FALSE(audit->HasFaults());
+    EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+  }
+}
+
+// A batch dropped without Commit removes the loose file it streamed.
+TEST(StoreStream, UncommittedBatchStoresNothing) {
+  TempDir dir;
+  auto store = OpenStore(dir.path());
+  Digest d;
+  {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    StringFile in(Words(2 << 20, 12), true);
+    auto r = (*batch)->PutBlobStream(in, "text/plain", "x");
+    ASSERT_OK(r);
+    d = r->digest;
+    EXPECT_TRUE(std::filesystem::exists(odb::LoosePath(store->path(), d)));
+  }
+  EXPECT_FALSE(std::filesystem::exists(odb::LoosePath(store->path(), d)));
+  EXPECT_EQ(IncomingFiles(*store), 0u);
+}
+
+}  // namespace
+}  // namespace ki
