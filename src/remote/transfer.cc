@@ -337,6 +337,18 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     closures.push_back(std::move(c));
   }
   cache.nodes.clear();
+  // Push reads each object whole (and a pull takes no larger layer): an
+  // object over the transfer's cap is refused before anything is sent.
+  for (size_t i = 0; i < closures.size(); ++i) {
+    for (const Layer& l : closures[i].layers) {
+      if (l.size > opts.max_blob_size) {
+        return Status::InvalidInput("push " + report.refs[i].ref + ": " + l.digest.str() + " is " +
+                                    std::to_string(l.size) + " bytes, over the limit of " +
+                                    std::to_string(opts.max_blob_size) +
+                                    " for an object pushed or pulled (both hold it whole in memory); nothing was sent");
+      }
+    }
+  }
   // A bundle: the union of the closures, each object once, in closure
   // order, listed by parts that a pull accepts (before anything is sent).
   std::vector<Layer> all;
