@@ -20,8 +20,9 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     std::optional<Kind> kind;
     bool blobs_only = o->kind == "blob";
     if (!o->kind.empty() && !blobs_only) {
-      kind = ParseKind(o->kind);
-      if (!kind) return Status::Usage("unknown kind '" + o->kind + "'");
+      // Any capitalisation, as a REF's <Kind>/<name> takes it.
+      kind = ParseKindAnyCase(o->kind);
+      if (!kind) return Status::Usage("unknown kind '" + o->kind + "' (--kind takes a manifest kind, e.g. BenchmarkRun, or 'blob')");
     }
     struct Row {
       Digest d;

@@ -43,6 +43,10 @@ enum class Kind : uint8_t {
 
 std::string_view KindName(Kind k);
 std::optional<Kind> ParseKind(std::string_view name);  // exact, case-sensitive
+// A kind as a user names it: any capitalisation ("benchmarkrun"). What a
+// REF's `<Kind>/<name>` and `ki ls --kind` accept; manifests themselves must
+// spell their kind exactly (ParseKind).
+std::optional<Kind> ParseKindAnyCase(std::string_view name);
 const std::vector<Kind>& AllKinds();
 
 struct Manifest {

@@ -231,6 +231,16 @@ std::optional<Kind> ParseKind(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Kind> ParseKindAnyCase(std::string_view name) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+  for (const auto& e : kKinds) {
+    if (e.name.size() != name.size()) continue;
+    if (std::equal(name.begin(), name.end(), e.name.begin(), [&](char a, char b) { return lower(a) == lower(b); }))
+      return e.kind;
+  }
+  return std::nullopt;
+}
+
 const std::vector<Kind>& AllKinds() {
   static const std::vector<Kind> kAll = [] {
     std::vector<Kind> v;

@@ -67,4 +67,16 @@ expect_rc 4 "records of a serving cohort" K records mlperf-v5-1-5-1-0001
 grep -q "is a serving cohort" "$T/err" || fail "records of a serving cohort says so: $(cat "$T/err")"
 expect_rc 3 "diff unknown" K diff "$FIRST" "sha256:$(printf 'f%.0s' {1..64})"
 expect_rc 3 "rank unknown" K rank deadbeefdead
+
+# ki ls --kind takes a kind in any capitalisation, as a REF's <Kind>/<name>
+# does (it was exit 2 for "benchmarkrun").
+expect_rc 0 "ls --kind BenchmarkRun" K ls --kind BenchmarkRun
+cp "$T/out" "$T/ls.exact"
+[ "$(wc -l <"$T/ls.exact")" = 8 ] || fail "8 runs: $(cat "$T/ls.exact")"
+expect_rc 0 "ls --kind benchmarkrun" K ls --kind benchmarkrun
+cmp -s "$T/out" "$T/ls.exact" || fail "ls --kind benchmarkrun differs from BenchmarkRun: $(head -3 "$T/out")"
+expect_rc 0 "ls --kind BENCHMARKRUN --json" K ls --kind BENCHMARKRUN --json
+[ "$(grep -c '"kind": "BenchmarkRun"' "$T/out")" = 8 ] || fail "ls --kind BENCHMARKRUN --json"
+expect_rc 2 "ls --kind unknown" K ls --kind benchmarkruns
+grep -q "unknown kind 'benchmarkruns'" "$T/err" || fail "unknown kind named: $(cat "$T/err")"
 echo "ok"

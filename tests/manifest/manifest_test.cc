@@ -1,5 +1,6 @@
 // Manifest parsing: envelope, schema errors, duration normalisation, input
 // forms, references, limits.
+#include <cctype>
 #include <string>
 
 #include "ki/manifest.h"
@@ -300,6 +301,21 @@ TEST(Kinds, NamesRoundTrip) {
   }
   EXPECT_FALSE(ParseKind("benchmarkrun").has_value());
   EXPECT_EQ(static_cast<int>(Kind::kBenchmarkRun), 8);  // persisted: never renumber
+}
+
+// How a user names a kind (a REF's <Kind>/<name>, ki ls --kind): any
+// capitalisation, nothing more.
+TEST(Kinds, AnyCaseIsHowUsersNameThem) {
+  for (Kind k : AllKinds()) {
+    std::string lower(KindName(k)), upper(KindName(k));
+    for (auto& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    for (auto& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+    EXPECT_EQ(ParseKindAnyCase(KindName(k)), k);
+    EXPECT_EQ(ParseKindAnyCase(lower), k) << lower;
+    EXPECT_EQ(ParseKindAnyCase(upper), k) << upper;
+  }
+  for (const char* bad : {"", "benchmarkruns", "benchmark-run", "BenchmarkRu", "blob"})
+    EXPECT_FALSE(ParseKindAnyCase(bad).has_value()) << bad;
 }
 
 }  // namespace
