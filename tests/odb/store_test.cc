@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -337,6 +339,139 @@ TEST_F(StoreTest, ReindexAdoptsOrphanLooseFileAndDropsTemporaries) {
   EXPECT_FALSE(re->HasFaults());
   EXPECT_TRUE(re->notes.empty());
   EXPECT_EQ(*store_->Read(d), big);
+}
+
+// A full disk (or another write error) at each step of writing a loose
+// object: the data, its fsync, its rename, the directory fsync. The batch
+// fails with an IOError that names the step, the objects stored before are
+// intact, the audit is clean with nothing left behind, and a retry stores it.
+TEST_F(StoreTest, WriteErrorAtEachStepOfALooseObjectStoresNothingAndARetryWorks) {
+  using Fault = test::FaultInjectionEnv::CommitFault;
+  const std::string small = "already here", earlier_big = RandomText(60000, 11);
+  Digest keep_small = PutBlob(small), keep_big = PutBlob(earlier_big);
+  test::FaultInjectionEnv env;
+  Reopen(&env);
+  struct Step {
+    const char* name;
+    std::function<void()> arm;
+    const char* message;  // the step and its error, as the IOError says them
+  } steps[] = {
+      {"data", [&] { env.SetWriteBudget(100); }, "No space left on device"},
+      {"fsync", [&] { env.FailCommits(Fault::kFsync); }, ".tmp: No space left on device"},
+      {"rename", [&] { env.FailCommits(Fault::kRename); }, "rename "},
+      {"directory fsync", [&] { env.FailSyncDir(true); }, "Input/output error"},
+  };
+  size_t held = 2;
+  uint32_t seed = 20;
+  for (const auto& step : steps) {
+    SCOPED_TRACE(step.name);
+    const std::string big = RandomText(80000, seed++);
+    const Digest d = Sha256Of(big);
+    step.arm();
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      ASSERT_OK((*b)->PutBlob("fits in the index " + std::string(step.name), "text/plain"));
+      auto put = (*b)->PutBlob(big, "text/plain");
+      Status s = put.ok() ? (*b)->Commit() : put.status();
+      EXPECT_TRUE(s.IsIOError()) << s.ToString();
+      EXPECT_NE(s.message().find(step.message), std::string::npos) << s.message();
+    }
+    env.SetWriteBudget(-1);
+    env.FailCommits(Fault::kNone);
+    env.FailSyncDir(false);
+    EXPECT_EQ(CountObjects(), held);
+    EXPECT_FALSE(std::filesystem::exists(odb::LoosePath(store_->path(), d)));
+    EXPECT_EQ(*store_->Read(keep_small), small);
+    EXPECT_EQ(*store_->Read(keep_big), earlier_big);
+    auto audit = store_->Audit();
+    ASSERT_OK(audit);
+    EXPECT_FALSE(audit->HasFaults());
+    EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+    // The retry, with the disk writable again.
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+    ASSERT_OK((*b)->Commit());
+    b->reset();
+    ++held;
+    EXPECT_EQ(*store_->Read(d), big);
+  }
+}
+
+// A loose file a killed writer renamed into place, adopted by a later
+// batch that stores the same object, is synced into its directory before
+// the index names it: the batch used to skip the directory fsync for a file
+// it found already there, so a crash after its commit could leave the index
+// naming a file whose directory entry was never made durable.
+TEST_F(StoreTest, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
+  const std::string big = RandomText(70000, 9);
+  const Digest d = Sha256Of(big);
+  const std::string path = odb::LoosePath(store_->path(), d);
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+    std::string frame = test::ReadFileOrDie(path);
+    b->reset();
+    test::WriteFileOrDie(path, frame);  // as a kill -9 before the commit leaves it
+  }
+  test::FaultInjectionEnv env;
+  Reopen(&env);
+  env.FailSyncDir(true);
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+    EXPECT_TRUE((*b)->Commit().IsIOError());
+  }
+  EXPECT_EQ(CountObjects(), 0u);
+  env.FailSyncDir(false);
+  auto b = store_->NewBatch();
+  ASSERT_OK(b);
+  ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+  ASSERT_OK((*b)->Commit());
+  const auto synced = env.synced_dirs();
+  EXPECT_NE(std::find(synced.begin(), synced.end(), path.substr(0, path.rfind('/'))), synced.end());
+  EXPECT_EQ(*store_->Read(d), big);
+}
+
+// ki init on a full disk: FORMAT's write, fsync or rename, or the store
+// directory's fsync fails; the error is an IOError and init run again
+// (the disk writable) makes a store that works.
+TEST(StoreInit, WriteErrorAtEachStepThenARetryWorks) {
+  using Fault = test::FaultInjectionEnv::CommitFault;
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE(step);
+    TempDir dir;
+    test::FaultInjectionEnv env;
+    StoreOptions o;
+    o.env = &env;
+    if (step == 0) env.SetWriteBudget(0);
+    if (step == 1) env.FailCommits(Fault::kFsync);
+    if (step == 2) env.FailCommits(Fault::kRename);
+    if (step == 3) env.FailSyncDir(true);
+    auto failed = Store::Init(dir.path(), o);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_TRUE(failed.status().IsIOError()) << failed.status().ToString();
+    if (step < 3) {
+      EXPECT_NE(failed.status().message().find("No space left on device"), std::string::npos);
+      // No FORMAT: the directory is not a store, and says so.
+      EXPECT_FALSE(Store::Open(dir.Join(".ki"), OpenMode::kReadOnly).ok());
+    }
+    env.SetWriteBudget(-1);
+    env.FailCommits(Fault::kNone);
+    env.FailSyncDir(false);
+    auto s = Store::Init(dir.path(), o);
+    ASSERT_OK(s);
+    auto b = (*s)->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->PutBlob("after the retry", "text/plain"));
+    ASSERT_OK((*b)->Commit());
+    auto audit = (*s)->Audit();
+    ASSERT_OK(audit);
+    EXPECT_FALSE(audit->HasFaults());
+  }
 }
 
 TEST_F(StoreTest, AbsentObjectsAreKnownButNotReadable) {

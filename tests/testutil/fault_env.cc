@@ -13,7 +13,16 @@ class FaultFile final : public AtomicFile {
     KI_RETURN_IF_ERROR(env_->Charge(data.size(), path_));
     return base_->Append(data);
   }
-  Status Commit(Durability d) override { return base_->Commit(d); }
+  Status Commit(Durability d) override {
+    // The base file is not committed: its destructor removes the temporary
+    // file, which is what a failed fsync or rename leaves behind.
+    switch (env_->commit_fault()) {
+      case FaultInjectionEnv::CommitFault::kFsync: return ErrnoStatus("fsync", path_ + ".tmp", env_->commit_fault_err());
+      case FaultInjectionEnv::CommitFault::kRename: return ErrnoStatus("rename", path_, env_->commit_fault_err());
+      case FaultInjectionEnv::CommitFault::kNone: break;
+    }
+    return base_->Commit(d);
+  }
 
  private:
   FaultInjectionEnv* env_;

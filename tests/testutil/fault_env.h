@@ -1,13 +1,16 @@
 // FaultInjectionEnv: an Env that forwards to the real one and fails on
-// demand, as leveldb's fault-injection tests do: the Nth write reports a
-// full disk, or every write does once the budget of bytes is spent; reads
-// of a chosen file fail with EIO after a number of bytes.
+// demand, as leveldb's fault-injection tests do: every write reports a full
+// disk once the budget of bytes is spent; an atomic file's commit fails at
+// its fsync or at its rename; a directory fsync fails; reads of a chosen
+// file fail with EIO after a number of bytes.
 #pragma once
 
 #include <atomic>
 #include <cerrno>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "ki/env.h"
 
@@ -21,6 +24,23 @@ class FaultInjectionEnv : public Env {
   void SetWriteBudget(int64_t bytes) { budget_ = bytes; }
   // The next SyncDir calls fail with EIO.
   void FailSyncDir(bool fail) { fail_sync_dir_ = fail; }
+  // Where an atomic file's Commit fails: its fsync, or its rename (link when
+  // it may not replace). Either way the file never reaches its name and its
+  // temporary file is removed, as a real failure there leaves it.
+  enum class CommitFault { kNone, kFsync, kRename };
+  // Every Commit fails at `step` with `err` (ENOSPC: a full disk) until
+  // reset with kNone.
+  void FailCommits(CommitFault step, int err = ENOSPC) {
+    commit_fault_err_ = err;
+    commit_fault_ = step;
+  }
+  CommitFault commit_fault() const { return commit_fault_; }
+  int commit_fault_err() const { return commit_fault_err_; }
+  // Directories passed to SyncDir (successful or not), in order.
+  std::vector<std::string> synced_dirs() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return synced_dirs_;
+  }
   int64_t bytes_written() const { return written_; }
   // Reads of files whose path contains `path_part` fail with EIO once
   // `after_bytes` of that file have been read ("" turns it off).
@@ -39,6 +59,10 @@ class FaultInjectionEnv : public Env {
   bool IsDirectory(const std::string& p) override { return base_->IsDirectory(p); }
   Status CreateDirs(const std::string& p) override { return base_->CreateDirs(p); }
   Status SyncDir(const std::string& p) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      synced_dirs_.push_back(p);
+    }
     if (fail_sync_dir_) return ErrnoStatus("fsync", p, EIO);
     return base_->SyncDir(p);
   }
@@ -65,6 +89,10 @@ class FaultInjectionEnv : public Env {
   std::atomic<int64_t> budget_{-1};
   std::atomic<int64_t> written_{0};
   std::atomic<bool> fail_sync_dir_{false};
+  std::atomic<CommitFault> commit_fault_{CommitFault::kNone};
+  std::atomic<int> commit_fault_err_{ENOSPC};
+  mutable std::mutex mu_;
+  std::vector<std::string> synced_dirs_;
   std::string read_fault_path_;  // set before the reads it affects
   uint64_t read_fault_after_ = 0;
 };
