@@ -65,10 +65,13 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
         KI_ASSIGN_OR_RETURN(subject, store->Resolve(o->ref));
       }
       std::string bytes;
+      // One limit for a file and a pipe: an endless pipe fails at 1 MiB
+      // instead of filling memory.
+      constexpr uint64_t kMaxEnvelope = 1 << 20;
       if (o->envelope == "-") {
-        bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        KI_ASSIGN_OR_RETURN(bytes, ReadAll(*Env::Default()->StandardInput(), "standard input", kMaxEnvelope));
       } else {
-        KI_ASSIGN_OR_RETURN(bytes, Env::Default()->ReadFile(o->envelope, 1 << 20));
+        KI_ASSIGN_OR_RETURN(bytes, Env::Default()->ReadFile(o->envelope, kMaxEnvelope));
       }
       KI_ASSIGN_OR_RETURN(KeySources keys, KeySources::LoadDefault());
       KI_ASSIGN_OR_RETURN(auto res, ImportAttestation(*store, bytes, subject, keys));

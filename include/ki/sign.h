@@ -127,11 +127,15 @@ Result<std::string> KiHome();
 // `<name>.key`, mode 0600, in a directory of mode 0700.
 class Keyring {
  public:
-  explicit Keyring(std::string dir) : dir_(std::move(dir)) {}
+  // `env` (nullptr: Env::Default()) writes and reads the key files.
+  explicit Keyring(std::string dir, Env* env = nullptr)
+      : dir_(std::move(dir)), env_(env ? env : Env::Default()) {}
   static Result<Keyring> Default();
   const std::string& dir() const { return dir_; }
 
-  // A new key pair. InvalidInput for a bad name or an existing key.
+  // A new key pair. InvalidInput for a bad name or an existing key. A
+  // failed write (a full disk, a failed fsync or rename) is IOError and
+  // leaves no key file, so the same name can be generated again.
   Result<KeyInfo> Generate(std::string_view name, KeyProtection protection, const PassphraseSource& pass);
   Result<std::vector<KeyInfo>> List();
   // Public facts of one key (no passphrase needed). NotFound when absent.
@@ -145,6 +149,7 @@ class Keyring {
  private:
   std::string PathOf(std::string_view name) const { return dir_ + "/" + std::string(name) + ".key"; }
   std::string dir_;
+  Env* env_;
 };
 
 bool IsValidKeyName(std::string_view name);
@@ -173,8 +178,11 @@ struct TrustEntry {
 class TrustStore {
  public:
   // Loads the file; a missing file is an empty trust list. IOError when the
-  // file is writable by group or others.
-  static Result<TrustStore> Load(const std::string& path);
+  // file is writable by group or others, or belongs to a user other than
+  // this one or root; InvalidInput when it is malformed or lists one key
+  // twice (also as trusted and revoked) or one trusted name for two keys.
+  // `env` (nullptr: Env::Default()) also writes it on Save.
+  static Result<TrustStore> Load(const std::string& path, Env* env = nullptr);
   static Result<TrustStore> LoadDefault();  // $KI_HOME/trust.json; empty when no home
   static std::string DefaultPath(const std::string& ki_home) { return ki_home + "/trust.json"; }
 
@@ -189,11 +197,15 @@ class TrustStore {
   // Removes by name, full key id, or a key id prefix of at least 8 hex
   // digits; the entry moves to the revoked list. NotFound / Ambiguous.
   Result<TrustEntry> Remove(std::string_view who);
-  Status Save() const;  // atomically (temp file, fsync, rename, fsync dir)
+  // Atomically: temporary file, fsync, rename, fsync of the directory. A
+  // failure before the rename leaves the old list as it was; a failed
+  // directory fsync comes after it, and the new list is then in place.
+  Status Save() const;
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
+  Env* env_ = nullptr;
   std::vector<TrustEntry> trusted_, revoked_;
 };
 
@@ -257,8 +269,8 @@ struct AttestationRequest {
 
 // What BuildAttestation checks of the request itself, needing no store or
 // key: a `reproduced` carries a re-run result, a `disputed` some evidence,
-// re-run facts are well-formed. InvalidInput naming what is wrong. Callers
-// that ask for a passphrase run it first.
+// re-run facts and signed_at are well-formed. InvalidInput naming what is
+// wrong. Callers that ask for a passphrase run it first.
 Status CheckAttestationRequest(const AttestationRequest& req);
 
 // Builds the statement and the signed envelope bytes, without storing.

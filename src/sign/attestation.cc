@@ -104,9 +104,40 @@ Json RerunJson(const RerunResult& r) {
   return j;
 }
 
+// An RFC 3339 date-time in UTC, as ki writes it: YYYY-MM-DDTHH:MM:SS, an
+// optional fraction of a second, then Z (a leap second's :60 allowed).
+bool IsRfc3339Utc(std::string_view t) {
+  auto num = [&](size_t at, size_t n, int lo, int hi) {
+    if (at + n > t.size()) return false;
+    int v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (t[i] < '0' || t[i] > '9') return false;
+      v = v * 10 + (t[i] - '0');
+    }
+    return v >= lo && v <= hi;
+  };
+  if (t.size() < 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':') return false;
+  if (!num(0, 4, 0, 9999) || !num(5, 2, 1, 12) || !num(8, 2, 1, 31) || !num(11, 2, 0, 23) || !num(14, 2, 0, 59) ||
+      !num(17, 2, 0, 60)) {
+    return false;
+  }
+  size_t i = 19;
+  if (t[i] == '.') {
+    size_t digits = 0;
+    while (++i < t.size() && t[i] >= '0' && t[i] <= '9') ++digits;
+    if (digits == 0) return false;
+  }
+  return i + 1 == t.size() && t[i] == 'Z';
+}
+
 // Checks the predicate of a ki predicate type; "" when it is well-formed.
 std::string PredicateProblem(PredicateKind kind, const Json& p) {
   if (!p.is_object()) return "the predicate is not an object";
+  // Every ki predicate says when it was signed (docs/format.md, "Predicates");
+  // it is shown and passed on by verify --json, so it is one thing only.
+  if (!p.contains("signedAt")) return "`signedAt` is missing";
+  if (!p["signedAt"].is_string() || !IsRfc3339Utc(p["signedAt"].get<std::string>()))
+    return "`signedAt` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)";
   if (p.contains("note") && !p["note"].is_string()) return "`note` is not a string";
   if (p.contains("rerun") || kind == PredicateKind::kReproduced) {
     if (!p.contains("rerun") || !p["rerun"].is_object()) return "a `reproduced` predicate needs a `rerun` object";
@@ -141,6 +172,9 @@ Status CheckAttestationRequest(const AttestationRequest& req) {
   }
   if (req.predicate == PredicateKind::kDisputed && req.note.empty() && req.evidence.empty() && !req.rerun) {
     return Status::InvalidInput("a `disputed` attestation needs evidence: a note, evidence objects, or a re-run result");
+  }
+  if (!req.signed_at.empty() && !IsRfc3339Utc(req.signed_at)) {
+    return Status::InvalidInput("signedAt `" + req.signed_at + "` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
   }
   if (req.rerun) return ValidateRerun(*req.rerun);
   return Status::OK();

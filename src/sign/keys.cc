@@ -1,9 +1,11 @@
-// Ed25519 key pairs and the local key directory (docs/format.md, "Key files").
+// Ed25519 key pairs and the local key directory (docs/format.md, "Secret
+// key file").
 //
-// Secret key files are written and read with plain POSIX calls rather than
-// through Env: Env's atomic files are created with mode 0644 and read into a
-// std::string, and a secret must neither be readable by others for an
-// instant nor pass through ordinary heap memory.
+// Secret key files go through Env like every other file, with what a secret
+// needs: created with mode 0600 (AtomicFileOptions), never replacing a file,
+// and read in pieces straight into sodium_malloc memory (SequentialFile), so
+// that a secret is neither readable by others for an instant nor passes
+// through ordinary heap memory.
 #include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
@@ -134,11 +136,11 @@ class SecretText {
   bool overflow_ = false;
 };
 
-Status MakePrivateDir(const std::string& dir) {
+Status MakePrivateDir(Env* env, const std::string& dir) {
   // The home may be shared with other programs; only the keys directory is 0700.
   size_t slash = dir.rfind('/');
   if (slash != std::string::npos && slash > 0) {
-    KI_RETURN_IF_ERROR(Env::Default()->CreateDirs(dir.substr(0, slash)));
+    KI_RETURN_IF_ERROR(env->CreateDirs(dir.substr(0, slash)));
   }
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoStatus("mkdir", dir, errno);
   struct stat st{};
@@ -149,15 +151,22 @@ Status MakePrivateDir(const std::string& dir) {
 
 // Creates `path` with mode 0600 from the first byte on, durably, refusing
 // to replace an existing file (Env: temporary file, fsync, link, dir fsync).
-Status WriteNewSecretFile(const std::string& path, std::string_view data) {
-  Env* env = Env::Default();
+// Any failure leaves no file at `path`: one whose name may not survive a
+// crash (its directory's fsync failed) is removed again, so that the failed
+// command has made no key and a retry is not told the key already exists.
+Status WriteNewSecretFile(Env* env, const std::string& path, std::string_view data) {
   KI_ASSIGN_OR_RETURN(auto file, env->NewAtomicFile(path, AtomicFileOptions{.mode = 0600, .replace = false}));
   KI_RETURN_IF_ERROR(file->Append(data));
   Status st = file->Commit(Durability::kSync);
   if (st.code() == Code::kInvalidInput) return Status::InvalidInput("a key file already exists at " + path);
   KI_RETURN_IF_ERROR(st);
   size_t slash = path.rfind('/');
-  return env->SyncDir(slash == std::string::npos ? "." : path.substr(0, slash));
+  Status synced = env->SyncDir(slash == std::string::npos ? "." : path.substr(0, slash));
+  if (!synced.ok()) {
+    (void)env->RemoveFile(path);
+    return synced.WithContext("the key was not kept");
+  }
+  return Status::OK();
 }
 
 // A key file read into secret memory; the fields view into `text`.
@@ -169,8 +178,8 @@ struct KeyFile {
 
 enum class PermissionCheck { kEnforce, kSkip };
 
-Result<KeyFile> ReadKeyFile(const std::string& path, PermissionCheck check) {
-  auto opened = Env::Default()->NewSequentialFile(path, SequentialFileOptions{.no_follow = true, .regular_only = true});
+Result<KeyFile> ReadKeyFile(Env* env, const std::string& path, PermissionCheck check) {
+  auto opened = env->NewSequentialFile(path, SequentialFileOptions{.no_follow = true, .regular_only = true});
   if (!opened.ok()) {
     if (opened.status().IsNotFound()) return Status::NotFound("no key file " + path);
     return opened.status();
@@ -281,7 +290,7 @@ Result<KeyInfo> Keyring::Generate(std::string_view name, KeyProtection protectio
                                 "`: use 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-'");
   }
   std::string path = PathOf(name);
-  if (Env::Default()->Exists(path)) {
+  if (env_->Exists(path)) {
     return Status::InvalidInput("a key named `" + std::string(name) + "` already exists (" + path + ")");
   }
   SecretBytes seed(crypto_sign_SEEDBYTES);
@@ -318,14 +327,14 @@ Result<KeyInfo> Keyring::Generate(std::string_view name, KeyProtection protectio
   }
   text.Add("\n");
   if (text.overflow()) return Status::InvalidInput("key file too large");
-  KI_RETURN_IF_ERROR(MakePrivateDir(dir_));
-  KI_RETURN_IF_ERROR(WriteNewSecretFile(path, text.view()));
+  KI_RETURN_IF_ERROR(MakePrivateDir(env_, dir_));
+  KI_RETURN_IF_ERROR(WriteNewSecretFile(env_, path, text.view()));
   return KeyInfo{std::string(name), key.public_key(), protection, path};
 }
 
 Result<KeyInfo> Keyring::Info(std::string_view name) {
   if (!IsValidKeyName(name)) return Status::NotFound("no key named `" + std::string(name) + "`");
-  auto kf = ReadKeyFile(PathOf(name), PermissionCheck::kSkip);
+  auto kf = ReadKeyFile(env_, PathOf(name), PermissionCheck::kSkip);
   if (!kf.ok() && kf.status().IsNotFound()) {
     return Status::NotFound("no key named `" + std::string(name) + "` in " + dir_ + " (see `ki key list`)");
   }
@@ -335,8 +344,8 @@ Result<KeyInfo> Keyring::Info(std::string_view name) {
 
 Result<std::vector<KeyInfo>> Keyring::List() {
   std::vector<KeyInfo> out;
-  if (!Env::Default()->IsDirectory(dir_)) return out;
-  KI_ASSIGN_OR_RETURN(auto names, Env::Default()->ListDir(dir_));
+  if (!env_->IsDirectory(dir_)) return out;
+  KI_ASSIGN_OR_RETURN(auto names, env_->ListDir(dir_));
   for (const auto& f : names) {
     if (f.size() <= 4 || f.substr(f.size() - 4) != ".key") continue;
     std::string name = f.substr(0, f.size() - 4);
@@ -358,7 +367,7 @@ Result<std::optional<KeyInfo>> Keyring::FindByKeyId(std::string_view keyid) {
 Result<SigningKey> Keyring::Load(std::string_view name, const PassphraseSource& pass) {
   EnsureSodium();
   if (!IsValidKeyName(name)) return Status::NotFound("no key named `" + std::string(name) + "`");
-  auto read = ReadKeyFile(PathOf(name), PermissionCheck::kEnforce);
+  auto read = ReadKeyFile(env_, PathOf(name), PermissionCheck::kEnforce);
   if (!read.ok() && read.status().IsNotFound()) {
     return Status::NotFound("no key named `" + std::string(name) + "` in " + dir_ + " (see `ki key list`)");
   }

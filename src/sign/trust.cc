@@ -1,8 +1,9 @@
 // The local trust list ($KI_HOME/trust.json; docs/format.md, "Trust").
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
+#include <map>
 
 #include "json/fields.h"
 #include "ki/sign.h"
@@ -69,31 +70,62 @@ Json EntryToJson(const TrustEntry& e, bool revoked) {
 
 }  // namespace
 
-Result<TrustStore> TrustStore::Load(const std::string& path) {
+Result<TrustStore> TrustStore::Load(const std::string& path, Env* env) {
   TrustStore ts;
   ts.path_ = path;
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) return ts;  // no file yet: nothing is trusted
-  // Whoever can write the trust list decides what counts as verified.
-  if ((st.st_mode & 022) != 0) {
+  ts.env_ = env ? env : Env::Default();
+  auto opened = ts.env_->NewSequentialFile(path, SequentialFileOptions{.regular_only = true});
+  if (!opened.ok()) {
+    if (opened.status().IsNotFound()) return ts;  // no file yet: nothing is trusted
+    // Anything else (no permission, not a regular file) is not "no trust
+    // list": `ki trust add` would otherwise replace a list it could not read.
+    return opened.status();
+  }
+  // Checked on the open file, so the file checked is the file read.
+  KI_ASSIGN_OR_RETURN(FileStat st, (*opened)->Stat());
+  // Whoever can write the trust list decides what counts as verified: its
+  // owner (root aside) and, through the mode, its group and others. A list
+  // someone else made where ours was expected (a shared or world-writable
+  // KI_HOME) is refused, as a secret key file of theirs is.
+  if ((st.mode & 022) != 0) {
     return Status::IOError("refusing to use the trust list " + path +
                            ": it is writable by group or others; run `chmod go-w " + path + "`");
   }
-  KI_ASSIGN_OR_RETURN(std::string text, Env::Default()->ReadFile(path, 16 << 20));
+  if (st.uid != uint32_t(::geteuid()) && st.uid != 0) {
+    return Status::IOError("refusing to use the trust list " + path + ": it belongs to another user (uid " +
+                           std::to_string(st.uid) + "), who decides what it trusts");
+  }
+  KI_ASSIGN_OR_RETURN(std::string text, ReadAll(**opened, path, 16 << 20));
   ParseLimits limits;
   limits.max_bytes = 16 << 20;
   KI_ASSIGN_OR_RETURN(Json doc, ParseDocument(text, DocFormat::kJson, path, limits));
   if (!doc.is_object() || !doc.contains("format") || doc["format"] != kTrustFormat) {
     return Status::InvalidInput(path + ": not a ki trust list, or a version this ki does not know");
   }
+  // Where each key id and trusted name was first seen: a key listed twice
+  // (two roles, or trusted and revoked at once) has no one meaning, and
+  // which entry won would depend on the order of the file.
+  std::map<std::string, std::string> seen_keyid, seen_name;
   for (const char* list : {"keys", "revoked"}) {
     if (!doc.contains(list)) continue;
     if (!doc[list].is_array()) return Status::InvalidInput(path + ": `" + list + "` is not an array");
+    const bool revoked = list[0] == 'r';
     size_t i = 0;
     for (const Json& j : doc[list]) {
-      const std::string where = path + ": " + list + "[" + std::to_string(i++) + "]";
-      KI_ASSIGN_OR_RETURN(TrustEntry e, EntryFromJson(j, where, list[0] == 'r'));
-      (list[0] == 'r' ? ts.revoked_ : ts.trusted_).push_back(std::move(e));
+      const std::string entry = std::string(list) + "[" + std::to_string(i++) + "]";
+      const std::string where = path + ": " + entry;
+      KI_ASSIGN_OR_RETURN(TrustEntry e, EntryFromJson(j, where, revoked));
+      if (auto [it, fresh] = seen_keyid.emplace(e.keyid, entry); !fresh) {
+        return Status::InvalidInput(where + ": key " + ShortKeyId(e.keyid) + " is also listed at " + it->second +
+                                    " (a key is trusted once, or revoked)");
+      }
+      if (!revoked) {
+        if (auto [it, fresh] = seen_name.emplace(e.name, entry); !fresh) {
+          return Status::InvalidInput(where + ": the name `" + e.name + "` is also trusted at " + it->second +
+                                      " for another key");
+        }
+      }
+      (revoked ? ts.revoked_ : ts.trusted_).push_back(std::move(e));
     }
   }
   return ts;
@@ -177,7 +209,7 @@ Status TrustStore::Save() const {
   Json doc = {{"format", kTrustFormat}, {"keys", keys}, {"revoked", revoked}};
   size_t slash = path_.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash);
-  Env* env = Env::Default();
+  Env* env = env_ ? env_ : Env::Default();
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));
   KI_RETURN_IF_ERROR(env->WriteFileAtomic(path_, doc.dump(2) + "\n", Durability::kSync));
   return env->SyncDir(dir);

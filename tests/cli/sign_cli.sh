@@ -157,6 +157,8 @@ expect 4 "payload.* base64" -- ki sign --envelope "$T/truncated-payload.json"
 expect 4 "no signatures" -- ki sign --envelope "$T/no-sigs.json"
 echo '{"payload": "e30=", "payload": "e30=", "payloadType": "x", "signatures": []}' >"$T/dup.json"
 expect 4 "duplicate" -- ki sign --envelope "$T/dup.json"
+# an envelope on standard input is limited as a file is (it was read whole, without end)
+expect 4 "standard input: over the limit of 1048576 bytes" -- bash -c 'head -c 3000000 /dev/zero | "$0" sign --envelope -' "$KI_BIN"
 after=$(objects)
 [ "$before" = "$after" ] && echo "ok   nothing stored by failed imports" ||
   { echo "FAIL objects $before -> $after"; fails=$((fails + 1)); }

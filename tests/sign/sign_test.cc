@@ -1,9 +1,16 @@
 // Keys, trust, DSSE envelopes and attestation checks (src/sign/).
 #include "ki/sign.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <optional>
+
+#include "testutil/fault_env.h"
 #include "testutil/testutil.h"
 
 namespace ki {
@@ -187,6 +194,46 @@ TEST(Keyring, DamagedKeyFiles) {
   EXPECT_TRUE(ring.Load("k", Fixed("")).status().IsInvalidInput());
 }
 
+// ki key generate on a full disk, at each step of writing the key file:
+// its data, fsync, link into place, the directory's fsync. The error is an
+// IOError naming the step; no key file (nor temporary file) is left, the
+// keys made before still load, and generating the same name again works.
+// A failed directory fsync used to leave the linked key file in place after
+// reporting the failure, so the retry was refused: "already exists".
+TEST(Keyring, WriteErrorAtEachStepLeavesNoKeyAndARetryWorks) {
+  using Fault = test::FaultInjectionEnv::CommitFault;
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE(step);
+    TempDir dir;
+    test::FaultInjectionEnv env;
+    Keyring ring(dir.Join("keys"), &env);
+    ASSERT_OK(ring.Generate("before", KeyProtection::kNone, Fixed("")));
+    if (step == 0) env.SetWriteBudget(10);
+    if (step == 1) env.FailCommits(Fault::kFsync);
+    if (step == 2) env.FailCommits(Fault::kRename);
+    if (step == 3) env.FailSyncDir(true);
+    auto r = ring.Generate("k", KeyProtection::kNone, Fixed(""));
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(step < 3 ? "No space left on device" : "the key was not kept"),
+              std::string::npos)
+        << r.status().message();
+    env.SetWriteBudget(-1);
+    env.FailCommits(Fault::kNone);
+    env.FailSyncDir(false);
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(ring.dir())) files.push_back(e.path().filename());
+    EXPECT_EQ(files, std::vector<std::string>{"before.key"});
+    EXPECT_TRUE(ring.Info("k").status().IsNotFound());
+    EXPECT_OK(ring.Load("before", Fixed("")));
+    auto retry = ring.Generate("k", KeyProtection::kNone, Fixed(""));
+    ASSERT_OK(retry);
+    auto loaded = ring.Load("k", Fixed(""));
+    ASSERT_OK(loaded);
+    EXPECT_TRUE(loaded->public_key() == retry->key);
+  }
+}
+
 // ---------------------------------------------------------------- trust
 
 TEST(Trust, AddRemoveRevokeAndPersist) {
@@ -220,6 +267,147 @@ TEST(Trust, AddRemoveRevokeAndPersist) {
 
   ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
   EXPECT_TRUE(TrustStore::Load(path).status().IsIOError());
+}
+
+
+// ki trust add on a full disk: a failure before the rename (data, fsync,
+// rename) leaves the old list byte for byte, and the same add again works.
+// A failed directory fsync comes after the rename: the new list is then in
+// place (include/ki/sign.h, TrustStore::Save), and adding again says so.
+TEST(Trust, WriteErrorAtEachStepKeepsTheOldListAndARetryWorks) {
+  using Fault = test::FaultInjectionEnv::CommitFault;
+  SigningKey a = SigningKey::Generate("a"), b = SigningKey::Generate("b");
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE(step);
+    TempDir dir;
+    const std::string path = dir.Join("trust.json");
+    test::FaultInjectionEnv env;
+    {
+      auto ts = TrustStore::Load(path, &env);
+      ASSERT_OK(ts);
+      ASSERT_OK(ts->Add(a.public_key(), "alice", Role::kRunner));
+      ASSERT_OK(ts->Save());
+    }
+    const std::string before = test::ReadFileOrDie(path);
+    if (step == 0) env.SetWriteBudget(10);
+    if (step == 1) env.FailCommits(Fault::kFsync);
+    if (step == 2) env.FailCommits(Fault::kRename);
+    if (step == 3) env.FailSyncDir(true);
+    {
+      auto ts = TrustStore::Load(path, &env);
+      ASSERT_OK(ts);
+      ASSERT_OK(ts->Add(b.public_key(), "bob", Role::kRunner));
+      Status s = ts->Save();
+      EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    }
+    env.SetWriteBudget(-1);
+    env.FailCommits(Fault::kNone);
+    env.FailSyncDir(false);
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) files.push_back(e.path().filename());
+    EXPECT_EQ(files, std::vector<std::string>{"trust.json"});  // no temporary file left
+    auto now = TrustStore::Load(path, &env);
+    ASSERT_OK(now);
+    ASSERT_NE(now->FindTrusted(a.public_key().KeyId()), nullptr);
+    if (step < 3) {
+      EXPECT_EQ(test::ReadFileOrDie(path), before);
+      EXPECT_EQ(now->FindTrusted(b.public_key().KeyId()), nullptr);
+    }
+    auto added = now->Add(b.public_key(), "bob", Role::kRunner);
+    ASSERT_OK(added);
+    EXPECT_EQ(*added, step < 3);  // new, or (after the rename) an update
+    ASSERT_OK(now->Save());
+    auto after = TrustStore::Load(path);
+    ASSERT_OK(after);
+    EXPECT_NE(after->FindTrusted(b.public_key().KeyId()), nullptr);
+  }
+}
+
+// A trust list that names one key twice, or one trusted name for two keys,
+// has no single meaning: FindTrusted took the first entry, so a key both
+// trusted and revoked counted as trusted, and a key listed as reviewer then
+// runner was a reviewer. Such a list (hand-edited, merged) is refused,
+// naming both entries.
+TEST(Trust, ConflictingEntriesAreRefused) {
+  TempDir dir;
+  const std::string path = dir.Join("trust.json");
+  SigningKey a = SigningKey::Generate("a"), b = SigningKey::Generate("b");
+  auto entry = [](const SigningKey& k, const std::string& name, const std::string& role, const char* when) {
+    return Json{{"publicKey", k.public_key().ToString()}, {"name", name}, {"role", role}, {when, "2026-08-16T12:00:00Z"}};
+  };
+  struct Case {
+    const char* what;
+    Json keys, revoked;
+    const char* message;
+  } cases[] = {
+      {"a key twice",
+       Json::array({entry(a, "alice", "reviewer", "addedAt"), entry(a, "alice2", "runner", "addedAt")}),
+       Json::array(), "keys[1]: key " },
+      {"trusted and revoked", Json::array({entry(a, "alice", "runner", "addedAt")}),
+       Json::array({entry(a, "alice", "runner", "removedAt")}), "revoked[0]: key "},
+      {"a key revoked twice", Json::array(),
+       Json::array({entry(a, "alice", "runner", "removedAt"), entry(a, "alice", "runner", "removedAt")}),
+       "revoked[1]: key "},
+      {"a name for two keys",
+       Json::array({entry(a, "alice", "runner", "addedAt"), entry(b, "alice", "reviewer", "addedAt")}),
+       Json::array(), "keys[1]: the name `alice` is also trusted at keys[0]"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    test::WriteFileOrDie(path, Json{{"format", "ki-trust/v1"}, {"keys", c.keys}, {"revoked", c.revoked}}.dump());
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+    auto ts = TrustStore::Load(path);
+    ASSERT_FALSE(ts.ok());
+    EXPECT_TRUE(ts.status().IsInvalidInput()) << ts.status().ToString();
+    EXPECT_NE(ts.status().message().find(c.message), std::string::npos) << ts.status().message();
+  }
+  // A revoked name reused by another, trusted key is fine (a new key for alice).
+  test::WriteFileOrDie(path, Json{{"format", "ki-trust/v1"},
+                                  {"keys", Json::array({entry(b, "alice", "runner", "addedAt")})},
+                                  {"revoked", Json::array({entry(a, "alice", "runner", "removedAt")})}}
+                                 .dump());
+  EXPECT_OK(TrustStore::Load(path));
+}
+
+// Whoever owns the trust list can rewrite it. One that belongs to another
+// user (made where ours was expected, in a shared or world-writable
+// KI_HOME) is refused, as another user's secret key file is. It was read as
+// long as its mode was not group- or other-writable.
+TEST(Trust, AListOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making a file of another user needs root";
+  TempDir dir;
+  const std::string path = dir.Join("trust.json");
+  auto ts = TrustStore::Load(path);
+  ASSERT_OK(ts);
+  ASSERT_OK(ts->Add(SigningKey::Generate("a").public_key(), "alice", Role::kRunner));
+  ASSERT_OK(ts->Save());
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  auto r = TrustStore::Load(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("belongs to another user (uid 65534)"), std::string::npos)
+      << r.status().message();
+  ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);  // root's own list is the user's here
+  EXPECT_OK(TrustStore::Load(path));
+}
+
+// A FIFO where trust.json should be is refused at once: the list was read
+// by path after a stat, and the read waited for a writer forever.
+TEST(Trust, AFifoIsRefusedWithoutWaiting) {
+  TempDir dir;
+  const std::string path = dir.Join("trust.json");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto loaded = std::async(std::launch::async, [&] { return TrustStore::Load(path); });
+  if (loaded.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Unblock the reader so that the test can end, then fail.
+    int fd = ::open(path.c_str(), O_WRONLY);
+    if (fd >= 0) ::close(fd);
+    FAIL() << "TrustStore::Load waited on a FIFO";
+  }
+  auto r = loaded.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos) << r.status().message();
 }
 
 // ---------------------------------------------------------------- attestations
@@ -535,6 +723,55 @@ TEST_F(AttestationTest, StatementTypeThatIsNotAStringIsAFaultNotAnException) {
   auto sign = test::RunKi(store + "sign " + subject_b_.str() + " --envelope " + home.Join("env.json"), env_prefix);
   EXPECT_EQ(sign.exit_code, 4) << sign.err;
   EXPECT_NE(sign.err.find("statement"), std::string::npos) << sign.err;
+}
+
+// Every ki predicate says when it was signed, as an RFC 3339 UTC time.
+// signedAt was not checked: a statement with none, a number or "yesterday"
+// counted like any other, and verify --json passed whatever it held on.
+TEST_F(AttestationTest, SignedAtMustBeAnRfc3339UtcTime) {
+  auto envelope_with = [&](const std::optional<Json>& signed_at) {
+    Json predicate = {{"note", "fine"}};
+    if (signed_at) predicate["signedAt"] = *signed_at;
+    Json statement = {{"_type", kInTotoStatementType},
+                      {"subject", Json::array({{{"name", "a"}, {"digest", {{"sha256", subject_a_.hex()}}}}})},
+                      {"predicateType", PredicateTypeUri(PredicateKind::kReviewed)},
+                      {"predicate", predicate}};
+    DsseEnvelope env;
+    env.payload_type = std::string(kInTotoPayloadType);
+    env.payload = *Canonicalize(statement);
+    env.signatures.push_back(
+        {runner_.public_key().KeyId(), runner_.Sign(PreAuthEncoding(env.payload_type, env.payload))});
+    return SerializeEnvelope(env);
+  };
+  for (const std::optional<Json>& bad :
+       {std::optional<Json>(), std::optional<Json>(Json(1786881600)), std::optional<Json>(Json("yesterday")),
+        std::optional<Json>(Json("2026-13-01T00:00:00Z")), std::optional<Json>(Json("2026-08-16T24:00:00Z")),
+        std::optional<Json>(Json("2026-08-16 12:00:00Z")), std::optional<Json>(Json("2026-08-16T12:00:00")),
+        std::optional<Json>(Json("2026-08-16T12:00:00+02:00")), std::optional<Json>(Json("2026-08-16T12:00:00.Z")),
+        std::optional<Json>(Json("2026-08-16T12:00:00Zjunk"))}) {
+    SCOPED_TRACE(bad ? bad->dump() : "absent");
+    std::string bytes = envelope_with(bad);
+    AttestationReport r = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+    EXPECT_TRUE(r.fault());
+    EXPECT_EQ(r.problem().rfind("predicate: `signedAt`", 0), 0u) << r.problem();
+    EXPECT_FALSE(r.TrustedBy());
+    EXPECT_TRUE(ImportAttestation(*store_, bytes, subject_a_, keys_).status().IsInvalidInput());
+  }
+  for (const char* good : {"2026-08-16T12:00:00Z", "2026-08-16T12:00:00.123456Z", "2016-12-31T23:59:60Z"}) {
+    SCOPED_TRACE(good);
+    std::string bytes = envelope_with(Json(good));
+    AttestationReport r = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+    EXPECT_FALSE(r.fault()) << r.problem();
+    EXPECT_TRUE(r.TrustedBy());
+  }
+  // What ki writes passes, with its own clock and with a given time.
+  AttestationRequest req = Reviewed(subject_a_);
+  EXPECT_OK(CreateAttestation(*store_, runner_, req));
+  req.signed_at = "2026-08-16T12:00:00Z";
+  EXPECT_OK(CreateAttestation(*store_, runner_, req));
+  req.signed_at = "noon";
+  EXPECT_TRUE(CheckAttestationRequest(req).IsInvalidInput());
+  EXPECT_TRUE(CreateAttestation(*store_, runner_, req).status().IsInvalidInput());
 }
 
 TEST_F(AttestationTest, AuditNotesUnfiledEnvelopes) {
