@@ -19,9 +19,23 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_flag("--json", *json, "print the history as JSON");
   return [ref, json, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
-    KI_ASSIGN_OR_RETURN(Digest cohort, catalog::ResolveCohort(*store, *ref));
-    KI_ASSIGN_OR_RETURN(catalog::RecordHistory h, catalog::Records(*store, cohort));
-    KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(*store, cohort));
+    // Exit 1 here means "an export event is not reproduced". A damaged
+    // catalog or index entry would be 1 by the common table, and a script
+    // would take damage for a finding about the export: it is trouble,
+    // exit 5, as for ki diff (docs/cli.md).
+    auto damaged = [](const Status& s, const std::string& where) {
+      return s.IsCorruption() ? Status::IOError(where + s.message() + " (the store is damaged)") : s;
+    };
+    auto resolved = catalog::ResolveCohort(*store, *ref);
+    if (!resolved.ok()) return damaged(resolved.status(), "");
+    const Digest cohort = *resolved;
+    const std::string where = "comparison group " + cohort.str() + ": ";
+    auto history = catalog::Records(*store, cohort);
+    if (!history.ok()) return damaged(history.status(), where);
+    auto ranking = catalog::RankCohort(*store, cohort);
+    if (!ranking.ok()) return damaged(ranking.status(), where);
+    const catalog::RecordHistory& h = *history;
+    const catalog::Ranking& r = *ranking;
     std::string unit = r.ranked.empty() ? "" : r.ranked[0].unit;
     std::map<Digest, std::string> names;
     for (const auto& e : r.ranked) names[e.run] = e.name;

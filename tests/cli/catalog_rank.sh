@@ -79,4 +79,26 @@ expect_rc 0 "ls --kind BENCHMARKRUN --json" K ls --kind BENCHMARKRUN --json
 [ "$(grep -c '"kind": "BenchmarkRun"' "$T/out")" = 8 ] || fail "ls --kind BENCHMARKRUN --json"
 expect_rc 2 "ls --kind unknown" K ls --kind benchmarkruns
 grep -q "unknown kind 'benchmarkruns'" "$T/err" || fail "unknown kind named: $(cat "$T/err")"
+
+# A damaged catalog entry (the cohort's catalog.cohorts value, made not
+# JSON): rank exits 1 (a corrupt entry, as verify's 1); records exits 5, not
+# 1, which for records means "an export event is not reproduced".
+COHORT=$(K rank ae5aacaf --json | grep -o '"cohort": "sha256:[0-9a-f]*"' | cut -d'"' -f4)
+[ -n "$COHORT" ] || fail "cohort of ae5aacaf"
+python3 - "$T/s/.ki/index/data.mdb" "$COHORT" <<'PY' || fail "could not damage the cohort's entry"
+import sys
+path, cohort = sys.argv[1], sys.argv[2]
+key = bytes.fromhex(cohort[7:])
+b = bytearray(open(path, "rb").read())
+i = b.find(key + b"{")
+assert i >= 0 and b.find(key + b"{", i + 1) < 0, "one catalog.cohorts value of the cohort in data.mdb"
+b[i + 32] = ord("X")
+open(path, "wb").write(bytes(b))
+PY
+expect_rc 1 "rank of a damaged group" K rank ae5aacaf
+grep -q "malformed catalog entry in catalog.cohorts" "$T/err" || fail "rank names the damaged table: $(cat "$T/err")"
+expect_rc 5 "records of a damaged group" K records ae5aacaf
+grep -q "comparison group $COHORT: malformed catalog entry in catalog.cohorts" "$T/err" ||
+  fail "records names the group and the table: $(cat "$T/err")"
+expect_rc 5 "records --json of a damaged group" K records "$LAST" --json
 echo "ok"
