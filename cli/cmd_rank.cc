@@ -52,6 +52,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     std::optional<Digest> marked;
     if (auto d = store->Resolve(*ref); d.ok()) marked = *d;
     KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(*store, cohort));
+    // Imports that skipped malformed lines (--keep-going): a run on such a
+    // line is missing here, and the ranking cannot say which.
+    KI_ASSIGN_OR_RETURN(auto imports, catalog::StoredImports(*store));
+    std::erase_if(imports, [](const catalog::ImportSummary& i) { return i.malformed.value_or(0) == 0; });
     if (*json) {
       Json ranked = Json::array(), inel = Json::array();
       for (const auto& e : r.ranked) ranked.push_back(EntryJson(e));
@@ -63,7 +67,11 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                   {"parts", r.description},
                   {"ranked", ranked},
                   {"ineligible", inel},
-                  {"ref", marked ? Json(marked->str()) : Json(nullptr)}};
+                  {"ref", marked ? Json(marked->str()) : Json(nullptr)},
+                  {"incompleteImports", Json::array()}};
+      for (const auto& i : imports)
+        out["incompleteImports"].push_back(
+            {{"source", i.source}, {"content", i.content.str()}, {"malformedLines", *i.malformed}});
       PrintJson(out);
       return 0;
     }
@@ -81,7 +89,13 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       }
     }
     out += "  " + std::to_string(r.ranked.size()) + " ranked, " + std::to_string(r.ineligible.size()) +
-           " ineligible\n\n";
+           " ineligible\n";
+    for (const auto& i : imports) {
+      out += "  note: the import of " + i.source + " (" + Short(i.content) + ") skipped " +
+             std::to_string(*i.malformed) + " malformed line" + (*i.malformed == 1 ? "" : "s") +
+             "; a run on such a line is missing here\n";
+    }
+    out += "\n";
     char line[512];
     std::snprintf(line, sizeof line, "  %5s  %-14s %-26s %-13s %-10s %s\n", "rank", "value", "95% interval",
                   "evidence", "observed", "run");

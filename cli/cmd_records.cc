@@ -34,8 +34,15 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     if (!history.ok()) return damaged(history.status(), where);
     auto ranking = catalog::RankCohort(*store, cohort);
     if (!ranking.ok()) return damaged(ranking.status(), where);
+    auto stored_imports = catalog::StoredImports(*store);
+    if (!stored_imports.ok()) return damaged(stored_imports.status(), "");
     const catalog::RecordHistory& h = *history;
     const catalog::Ranking& r = *ranking;
+    // Imports that skipped malformed lines (--keep-going): a run on such a
+    // line is missing from the history, and it cannot say which.
+    std::vector<catalog::ImportSummary> incomplete;
+    for (const auto& i : *stored_imports)
+      if (i.malformed.value_or(0) > 0) incomplete.push_back(i);
     std::string unit = r.ranked.empty() ? "" : r.ranked[0].unit;
     std::map<Digest, std::string> names;
     for (const auto& e : r.ranked) names[e.run] = e.name;
@@ -52,10 +59,19 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                           {"policyVersion", catalog::kRankingPolicy},
                           {"inExport", e.in_export}});
       }
-      PrintJson({{"cohort", cohort.str()}, {"events", events}, {"notReproduced", h.not_reproduced}, {"unchecked", h.unchecked}});
+      Json skipped = Json::array();
+      for (const auto& i : incomplete)
+        skipped.push_back({{"source", i.source}, {"content", i.content.str()}, {"malformedLines", *i.malformed}});
+      PrintJson({{"cohort", cohort.str()}, {"events", events}, {"notReproduced", h.not_reproduced},
+                 {"unchecked", h.unchecked}, {"incompleteImports", skipped}});
       return h.not_reproduced.empty() ? 0 : 1;
     }
     std::string out = "Record history of " + cohort.str() + " (" + std::string(catalog::kRankingPolicy) + ")\n";
+    for (const auto& i : incomplete) {
+      out += "  note: the import of " + i.source + " (" + Short(i.content) + ") skipped " +
+             std::to_string(*i.malformed) + " malformed line" + (*i.malformed == 1 ? "" : "s") +
+             "; a run on such a line is missing here\n";
+    }
     for (const auto& e : h.events) {
       out += "  " + e.at + "  " + Val(e.value, unit) + "  " + Short(e.run) + " " + names[e.run];
       if (e.previous) {

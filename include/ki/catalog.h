@@ -197,6 +197,19 @@ struct RecordHistory {
 
 // True when the store holds an imported catalog.
 Result<bool> HasCatalog(Store& store);
+
+// What catalog.imports keeps of one stored import (docs/format.md).
+struct ImportSummary {
+  std::string source;  // file name or "-", as given to the import
+  Digest content;      // SHA-256 of the decompressed export (the table's key)
+  uint64_t lines = 0, keys_checked = 0, mismatches = 0, cohorts = 0, serving_cohorts = 0;
+  // Malformed lines skipped (--keep-going). nullopt for a summary written
+  // before ki recorded it: such an import counted them among `mismatches`.
+  std::optional<uint64_t> malformed;
+};
+// Every stored import, by content digest. A summary that is not the JSON
+// format.md describes is Corruption naming its content digest.
+Result<std::vector<ImportSummary>> StoredImports(Store& store);
 // The cohort a run belongs to, when it was imported from a catalog.
 Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run);
 // REF is a cohort key (full or a prefix of at least 4 hex digits) or any

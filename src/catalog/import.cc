@@ -385,6 +385,7 @@ class Importer {
                     {"lines", report_->lines},
                     {"keysChecked", report_->keys_checked},
                     {"mismatches", report_->mismatches.size()},
+                    {"malformed", report_->malformed.size()},
                     {"cohorts", report_->cohorts},
                     {"servingCohorts", report_->serving_cohorts}};
     KI_RETURN_IF_ERROR(batch_->Put(tables::kImports, content.raw(), summary.dump()));

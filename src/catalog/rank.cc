@@ -331,6 +331,43 @@ Result<bool> HasCatalog(Store& store) {
   return any;
 }
 
+Result<std::vector<ImportSummary>> StoredImports(Store& store) {
+  std::vector<ImportSummary> out;
+  Status bad;
+  KI_RETURN_IF_ERROR(store.Scan(tables::kImports, "", [&](std::string_view k, std::string_view v) {
+    Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+    const std::string where = std::string(tables::kImports) + " entry " +
+                              (k.size() == 32 ? Digest::FromRaw(k).str() : "of a malformed key");
+    auto count = [&](const char* field) -> std::optional<uint64_t> {
+      auto it = j.find(field);
+      if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+      return it->get<uint64_t>();
+    };
+    bool ok = k.size() == 32 && j.is_object() && j.contains("source") && j["source"].is_string();
+    for (const char* f : {"lines", "keysChecked", "mismatches", "cohorts", "servingCohorts"}) ok = ok && count(f);
+    // `malformed` is additive (format.md): absent in older summaries, a
+    // count when present.
+    if (ok && j.contains("malformed") && !count("malformed")) ok = false;
+    if (!ok) {
+      bad = Status::Corruption(where + " is not an import summary (docs/format.md, \"Catalog tables\")");
+      return false;
+    }
+    ImportSummary s;
+    s.source = j["source"].get<std::string>();
+    s.content = Digest::FromRaw(k);
+    s.lines = *count("lines");
+    s.keys_checked = *count("keysChecked");
+    s.mismatches = *count("mismatches");
+    s.cohorts = *count("cohorts");
+    s.serving_cohorts = *count("servingCohorts");
+    s.malformed = count("malformed");
+    out.push_back(std::move(s));
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(bad);
+  return out;
+}
+
 namespace {
 
 // A run's catalog.runs entry: the stored value, its cohort and kind.

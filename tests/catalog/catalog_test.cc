@@ -265,6 +265,69 @@ TEST(CatalogImport, WorkerExceptionKeepsItsLine) {
   }
 }
 
+// catalog.imports records the malformed lines an import skipped
+// (--keep-going); a summary written before that field existed still reads,
+// its count unknown; a summary that is not one is Corruption naming its key.
+TEST(CatalogImport, StoredSummaryCountsMalformedLinesAndOlderOnesRead) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  const std::string text = "{\"table\":\"sources\",\"row\":{\"id\":\"x\"}}\n{not json\n[1]\n";
+  ImportOptions opts;
+  opts.keep_going = true;
+  auto r = ImportKernelIndex(*store, text, "bad.jsonl", opts);
+  ASSERT_OK(r);
+  ASSERT_TRUE(r->stored);
+  auto imports = StoredImports(*store);
+  ASSERT_OK(imports);
+  ASSERT_EQ(imports->size(), 1u);
+  const ImportSummary& s = (*imports)[0];
+  EXPECT_EQ(s.source, "bad.jsonl");
+  EXPECT_EQ(s.content, Sha256Of(text));
+  EXPECT_EQ(s.lines, 3u);
+  EXPECT_EQ(s.mismatches, 0u);
+  ASSERT_TRUE(s.malformed.has_value());
+  EXPECT_EQ(*s.malformed, 2u);
+
+  // A summary as ki wrote it before `malformed` (format.md).
+  const Digest older = Sha256Of("an older export");
+  {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->Put(tables::kImports, older.raw(),
+                            R"({"cohorts":3,"keysChecked":40,"lines":72,"mismatches":1,"servingCohorts":0,"source":"old.jsonl"})"));
+    ASSERT_OK((*batch)->Commit());
+  }
+  imports = StoredImports(*store);
+  ASSERT_OK(imports);
+  ASSERT_EQ(imports->size(), 2u);
+  bool seen = false;
+  for (const auto& i : *imports) {
+    if (i.content != older) continue;
+    seen = true;
+    EXPECT_EQ(i.source, "old.jsonl");
+    EXPECT_EQ(i.lines, 72u);
+    EXPECT_EQ(i.keys_checked, 40u);
+    EXPECT_EQ(i.mismatches, 1u);
+    EXPECT_EQ(i.cohorts, 3u);
+    EXPECT_FALSE(i.malformed.has_value());
+  }
+  EXPECT_TRUE(seen);
+
+  // `malformed` of another type, or no summary at all: Corruption.
+  for (const char* bad : {R"({"cohorts":3,"keysChecked":40,"lines":72,"malformed":"2","mismatches":1,"servingCohorts":0,"source":"x"})",
+                          "not json"}) {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->Put(tables::kImports, older.raw(), bad));
+    ASSERT_OK((*batch)->Commit());
+    auto damaged = StoredImports(*store);
+    ASSERT_FALSE(damaged.ok()) << bad;
+    EXPECT_TRUE(damaged.status().IsCorruption());
+    EXPECT_NE(damaged.status().message().find("catalog.imports entry " + older.str()), std::string::npos)
+        << damaged.status().message();
+  }
+}
+
 TEST(CatalogRead, ZstdAndPlainExportsReadTheSame) {
   TempDir dir;
   std::string text = test::ReadFileOrDie(DataPath(kSlice));

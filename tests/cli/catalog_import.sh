@@ -61,6 +61,17 @@ grep -qF "1 malformed line (first: $T/malformed.jsonl:4:" "$T/err" || fail "malf
 [ -z "$("$KI" --store "$T/m" ls)" ] || fail "an import with a malformed line stored something"
 expect_rc 1 "malformed --keep-going" "$KI" --store "$T/m" import kernelindex --keep-going "$T/malformed.jsonl"
 [ "$("$KI" --store "$T/m" ls --kind BenchmarkRun | wc -l)" = 8 ] || fail "--keep-going stores the other lines"
+# The stored import summary counts the skipped line (catalog.imports), and
+# rank and records say that a group may lack a run (they could not know).
+expect_rc 0 "rank after a skipped line" "$KI" --store "$T/m" rank ae5aacaf
+grep -qF "note: the import of $T/malformed.jsonl (sha256:" "$T/out" || fail "rank names the import: $(head -12 "$T/out")"
+grep -qF "skipped 1 malformed line; a run on such a line is missing here" "$T/out" || fail "rank note: $(head -12 "$T/out")"
+expect_rc 0 "records --json after a skipped line" "$KI" --store "$T/m" records ae5aacaf --json
+grep -q '"malformedLines": 1' "$T/out" || fail "records --json incompleteImports: $(cat "$T/out")"
+expect_rc 0 "rank --json, clean import" "$KI" --store "$T/a" rank ae5aacaf --json
+grep -q '"incompleteImports": \[\]' "$T/out" || fail "a clean import is no incomplete one: $(tail -5 "$T/out")"
+expect_rc 0 "rank, clean import" "$KI" --store "$T/a" rank ae5aacaf
+! grep -q "note:" "$T/out" || fail "a clean import has no note: $(head -12 "$T/out")"
 
 # A row id longer than LMDB's key limit is imported, not refused at the end
 # of the import with "index put: MDB_BAD_VALSIZE" (exit 5).
