@@ -12,67 +12,39 @@ namespace ki::fib {
 namespace {
 
 namespace fs = std::filesystem;
-using OJson = nlohmann::ordered_json;
+using OJson = OrderedJson;
 
-// Type checks before nlohmann's value()/get(): those throw type_error for a
-// field of another type (a workload's "uuid": 12345, a line `[1,2]`), which
-// ended the import with exit 5 and no file or line. Dataset files are local
-// input: a wrong type is InvalidInput naming `where` (file:line) and the field.
-template <class J>
-Status WrongType(std::string_view where, std::string_view field, const J& v, std::string_view want) {
-  return Status::InvalidInput(std::string(where) + ": " + std::string(field) + " must be " + std::string(want) +
-                              ", not " + std::string(JsonTypeName(v.type())));
-}
-
-template <class J>
-Status CheckObject(const J& v, std::string_view where, std::string_view field) {
-  return v.is_object() ? Status::OK() : WrongType(where, field, v, "an object");
-}
-
-// o[key] as a string, "" when absent. `o` is an object.
-template <class J>
-Result<std::string> OptString(const J& o, const std::string& key, std::string_view where, std::string_view field) {
-  auto it = o.find(key);
-  if (it == o.end()) return std::string();
-  if (!it->is_string()) return WrongType(where, field, *it, "a string");
-  return it->template get<std::string>();
-}
-
-// o[key] when present must be an object; each of its members an object too.
-template <class J>
-Status CheckObjectOfObjects(const J& o, const std::string& key, std::string_view where, std::string_view field) {
-  auto it = o.find(key);
-  if (it == o.end()) return Status::OK();
-  KI_RETURN_IF_ERROR(CheckObject(*it, where, field));
-  for (auto m = it->begin(); m != it->end(); ++m)
-    KI_RETURN_IF_ERROR(CheckObject(m.value(), where, std::string(field) + "." + m.key()));
-  return Status::OK();
-}
+// Type checks before nlohmann's value()/get() (json/fields.h): those throw
+// type_error for a field of another type (a workload's "uuid": 12345, a line
+// `[1,2]`), which ended the import with exit 5 and no file or line. Dataset
+// files are local input: a wrong type is InvalidInput naming `where`
+// (file:line), the place in the document and the field.
 
 // A definition's shape, checked once so the mapping below may read it with
 // value()/get() without throwing.
 Status CheckDefinition(const OJson& def, std::string_view where) {
   if (!def.is_object() || !def.contains("name") || !def["name"].is_string())
     return Status::InvalidInput(std::string(where) + ": a definition needs a \"name\"");
-  KI_RETURN_IF_ERROR(OptString(def, "op_type", where, "op_type").status());
-  KI_RETURN_IF_ERROR(CheckObjectOfObjects(def, "axes", where, "axes"));
+  const std::string at(where);
+  KI_RETURN_IF_ERROR(GetString(def, "op_type", at).status());
+  KI_RETURN_IF_ERROR(CheckObjectOfObjects(def, "axes", at));
   if (def.contains("axes"))
     for (const auto& [k, a] : def["axes"].items()) {
-      KI_ASSIGN_OR_RETURN(std::string type, OptString(a, "type", where, "axes." + k + ".type"));
+      KI_ASSIGN_OR_RETURN(std::string type, GetString(a, "type", at + ": axes." + k));
       if (type == "const" && !(a.contains("value") && a["value"].is_number_integer()))
         return Status::InvalidInput(std::string(where) + ": constant axis " + k + " needs an integer value");
     }
   for (const char* list : {"inputs", "outputs"}) {
-    KI_RETURN_IF_ERROR(CheckObjectOfObjects(def, list, where, list));
+    KI_RETURN_IF_ERROR(CheckObjectOfObjects(def, list, at));
     if (!def.contains(list)) continue;
     for (const auto& [k, t] : def[list].items()) {
-      const std::string field = std::string(list) + "." + k;
-      KI_RETURN_IF_ERROR(OptString(t, "dtype", where, field + ".dtype").status());
+      const std::string tensor = at + ": " + list + "." + k;
+      KI_RETURN_IF_ERROR(GetString(t, "dtype", tensor).status());
       auto sh = t.find("shape");
       if (sh == t.end() || sh->is_null()) continue;
-      if (!sh->is_array()) return WrongType(where, field + ".shape", *sh, "an array of axis names");
+      if (!sh->is_array()) return WrongType(tensor, "shape", *sh, "an array of axis names");
       for (const auto& a : *sh)
-        if (!a.is_string()) return WrongType(where, field + ".shape[]", a, "an axis name (a string)");
+        if (!a.is_string()) return WrongType(tensor, "shape[]", a, "an axis name (a string)");
     }
   }
   return Status::OK();
@@ -80,15 +52,15 @@ Status CheckDefinition(const OJson& def, std::string_view where) {
 
 // A workload (the line's "workload", or the line itself): the fields the
 // mapping and the import read, with their types.
-template <class J>
-Status CheckWorkload(const J& w, std::string_view where) {
-  KI_RETURN_IF_ERROR(CheckObject(w, where, "workload"));
-  KI_RETURN_IF_ERROR(OptString(w, "uuid", where, "workload.uuid").status());
-  KI_RETURN_IF_ERROR(CheckObjectOfObjects(w, "inputs", where, "workload.inputs"));
+Status CheckWorkload(const Json& w, std::string_view where) {
+  const std::string at = std::string(where) + ": workload";
+  KI_RETURN_IF_ERROR(CheckObject(w, at));
+  KI_RETURN_IF_ERROR(GetString(w, "uuid", at).status());
+  KI_RETURN_IF_ERROR(CheckObjectOfObjects(w, "inputs", at));
   if (!w.contains("inputs")) return Status::OK();
   for (const auto& [k, in] : w["inputs"].items())
     for (const char* f : {"type", "path", "tensor_key"})
-      KI_RETURN_IF_ERROR(OptString(in, f, where, "workload.inputs." + k + "." + f).status());
+      KI_RETURN_IF_ERROR(GetString(in, f, at + ".inputs." + k).status());
   return Status::OK();
 }
 
@@ -210,7 +182,7 @@ Result<Json> WorkloadDocument(std::string_view definition_json, std::string_view
   KI_ASSIGN_OR_RETURN(OJson def, ParseOrdered(definition_json, source));
   KI_RETURN_IF_ERROR(CheckDefinition(def, source));
   KI_ASSIGN_OR_RETURN(Json line, ParseDocument(line_json, DocFormat::kJson, source));
-  KI_RETURN_IF_ERROR(CheckObject(line, source, "a workload line"));
+  KI_RETURN_IF_ERROR(CheckObject(line, std::string(source) + ": a workload line"));
   const Json& w = line.contains("workload") ? line["workload"] : line;
   KI_RETURN_IF_ERROR(CheckWorkload(w, source));
   if (!w.contains("axes") || !w["axes"].is_object())
@@ -371,10 +343,10 @@ Result<ImportReport> ImportDatasetAt(Store& store, const std::string& root, std:
       const std::string where = src + ":" + std::to_string(lineno);
       *at = where;
       KI_ASSIGN_OR_RETURN(Json j, ParseDocument(line, DocFormat::kJson, where));
-      KI_RETURN_IF_ERROR(CheckObject(j, where, "a workload line"));
+      KI_RETURN_IF_ERROR(CheckObject(j, where + ": a workload line"));
       if (trace) rep.traces++;
       else rep.workloads++;
-      KI_ASSIGN_OR_RETURN(std::string defname, OptString(j, "definition", where, "definition"));
+      KI_ASSIGN_OR_RETURN(std::string defname, GetString(j, "definition", where));
       auto d = by_name.find(defname);
       if (d == by_name.end()) {
         rep.skipped_lines++;

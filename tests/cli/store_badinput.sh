@@ -182,25 +182,25 @@ fib_case() {  # fib_case LINE: a dataset whose one workload line is LINE
 }
 fib_case '{"definition":"gqa_paged_decode_h32_kv4_d128_ps1","workload":{"uuid":12345,"axes":{"batch_size":1,"num_pages":8,"len_indptr":2,"num_kv_indices":7}}}'
 expect_exit 4 ki import flashinfer-bench fib
-expect_contains "$ERR" "workloads/w.jsonl:2: workload.uuid must be a string, not a number" "fib: wrong-typed uuid names file:line and field"
+expect_contains "$ERR" "workloads/w.jsonl:2: workload: \`uuid\` is a number, not a string" "fib: wrong-typed uuid names file:line and field"
 unchanged "fib uuid"
 fib_case '[1,2]'
 expect_exit 4 ki import flashinfer-bench fib
-expect_contains "$ERR" "workloads/w.jsonl:2: a workload line must be an object, not an array" "fib: a line that is not an object names file:line"
+expect_contains "$ERR" "workloads/w.jsonl:2: a workload line is an array, not an object" "fib: a line that is not an object names file:line"
 unchanged "fib array line"
 fib_case '{"definition":7}'
 expect_exit 4 ki import flashinfer-bench fib
-expect_contains "$ERR" "workloads/w.jsonl:2: definition must be a string" "fib: wrong-typed definition name"
+expect_contains "$ERR" "workloads/w.jsonl:2: \`definition\` is a number, not a string" "fib: wrong-typed definition name"
 fib_case '{"definition":"gqa_paged_decode_h32_kv4_d128_ps1","workload":{"axes":{"batch_size":1,"num_pages":8,"len_indptr":2,"num_kv_indices":7},"inputs":{"q":{"type":"safetensors","path":5}}}}'
 expect_exit 4 ki import flashinfer-bench fib
-expect_contains "$ERR" "workloads/w.jsonl:2: workload.inputs.q.path must be a string" "fib: wrong-typed input path"
+expect_contains "$ERR" "workloads/w.jsonl:2: workload.inputs.q: \`path\` is a number, not a string" "fib: wrong-typed input path"
 fib_case '{"definition":"gqa_paged_decode_h32_kv4_d128_ps1","workload":{"axes":{"batch_size":1,"num_pages":8,"len_indptr":2,"num_kv_indices":7},"inputs":{"q":"random"}}}'
 expect_exit 4 ki import flashinfer-bench fib
-expect_contains "$ERR" "workloads/w.jsonl:2: workload.inputs.q must be an object" "fib: an input that is not an object"
+expect_contains "$ERR" "workloads/w.jsonl:2: workload: \`inputs.q\` is a string, not an object" "fib: an input that is not an object"
 fib_case '{}'
 sed -i 's/"dtype": "bfloat16"/"dtype": 16/' fib/definitions/*.json
 expect_exit 4 ki import flashinfer-bench fib
-expect_contains "$ERR" ".json: inputs.q.dtype must be a string, not a number" "fib: wrong-typed definition dtype"
+expect_contains "$ERR" ".json: inputs.q: \`dtype\` is a number, not a string" "fib: wrong-typed definition dtype"
 unchanged "fib definitions"
 
 finish

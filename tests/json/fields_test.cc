@@ -43,5 +43,38 @@ TEST(Fields, StringOrNeverThrows) {
   EXPECT_EQ(StringOr(Json(), "a"), "");
 }
 
+// The flashinfer-bench import reads ordered_json (a definition keeps its key
+// order): the same functions serve it, with the same messages. It had its own
+// copies, worded "workload.uuid must be a string, not a number".
+TEST(Fields, OrderedJsonReadsWithTheSameMessages) {
+  const OrderedJson o = {{"uuid", 12345}, {"name", "gqa"}, {"size", 7}};
+  EXPECT_EQ(*GetString(o, "name", "w.jsonl:2: workload"), "gqa");
+  EXPECT_EQ(GetString(o, "uuid", "w.jsonl:2: workload").status().message(),
+            "w.jsonl:2: workload: `uuid` is a number, not a string");
+  EXPECT_EQ(GetString(Json{{"uuid", 12345}}, "uuid", "w.jsonl:2: workload").status().message(),
+            GetString(o, "uuid", "w.jsonl:2: workload").status().message());
+  EXPECT_EQ(*GetUnsigned(o, "size", "d"), 7u);
+  EXPECT_EQ(StringOr(o, "uuid", "none"), "none");
+  EXPECT_EQ(JsonTypeName(o), "an object");
+  EXPECT_EQ(CheckObject(OrderedJson::array({1, 2}), "w.jsonl:2: a workload line").message(),
+            "w.jsonl:2: a workload line is an array, not an object");
+  EXPECT_EQ(WrongType("d.json: inputs.q", "shape", OrderedJson("x"), "an array of axis names").message(),
+            "d.json: inputs.q: `shape` is a string, not an array of axis names");
+}
+
+TEST(Fields, CheckObjectOfObjectsNamesTheMember) {
+  for (bool ordered : {false, true}) {
+    const Json j = {{"inputs", {{"q", {{"type", "random"}}}, {"k", "random"}}}, {"axes", 3}};
+    auto check = [&](std::string_view key) {
+      return ordered ? CheckObjectOfObjects(OrderedJson::parse(j.dump()), key, "w.jsonl:2: workload")
+                     : CheckObjectOfObjects(j, key, "w.jsonl:2: workload");
+    };
+    EXPECT_EQ(check("inputs").message(), "w.jsonl:2: workload: `inputs.k` is a string, not an object");
+    EXPECT_EQ(check("axes").message(), "w.jsonl:2: workload: `axes` is a number, not an object");
+    EXPECT_TRUE(check("absent").ok());
+  }
+  EXPECT_TRUE(CheckObjectOfObjects(Json{{"inputs", {{"q", Json::object()}}}}, "inputs", "d").ok());
+}
+
 }  // namespace
 }  // namespace ki
