@@ -9,8 +9,8 @@
 //                 spec.evidence.logs / spec.evidence.rawSamples;
 //   verified      at least one valid `reproduced` attestation, signed by a
 //                 trusted key of role runner, whose re-run passed;
-//   replicated    two or more such attestations from different runner keys
-//                 on different machines.
+//   replicated    two or more such attestations on different machines whose
+//                 trusted runner keys are disjoint (no runner signed both).
 // A valid `disputed` attestation by any trusted key is reported beside the
 // level (disputed()), never hidden. Because the level is recomputed from what
 // the store and the trust list hold now, it goes down when a runner key is

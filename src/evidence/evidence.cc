@@ -100,14 +100,19 @@ Result<Evidence> EvidenceEvaluator::Evaluate(Store& store, const Digest& d) cons
     counted.push_back(std::move(r));
     ev.reproductions.push_back(i);
   }
-  // Replicated: two reproductions that share neither runner key nor machine.
+  // Replicated: two reproductions that share neither a trusted runner key
+  // nor the machine. An envelope may carry several runners' signatures, so
+  // "different keys" means disjoint key sets: one runner who co-signed both
+  // re-runs has vouched for both, and that is not independent replication.
+  auto share_a_key = [](const Reproduction& x, const Reproduction& y) {
+    for (const auto& k : x.keyids)
+      if (y.keyids.count(k)) return true;
+    return false;
+  };
   bool replicated = false;
   for (size_t i = 0; i < counted.size() && !replicated; ++i) {
     for (size_t j = i + 1; j < counted.size() && !replicated; ++j) {
-      if (counted[i].machine == counted[j].machine) continue;
-      for (const auto& a : counted[i].keyids)
-        for (const auto& b : counted[j].keyids)
-          if (a != b) replicated = true;
+      replicated = counted[i].machine != counted[j].machine && !share_a_key(counted[i], counted[j]);
     }
   }
   if (replicated) {

@@ -121,6 +121,60 @@ TEST_F(EvidenceTest, ReplicationNeedsDifferentKeysAndMachines) {
   EXPECT_EQ(Level(other), EvidenceLevel::kVerified);
 }
 
+// A reproduction whose envelope carries the signatures of all `keys` (the
+// first builds the statement; the others sign the same PAE).
+void ReproduceSignedByAll(Store& store, const std::vector<const SigningKey*>& keys, const Digest& run,
+                          const std::string& machine) {
+  AttestationRequest req;
+  req.subject = run;
+  req.predicate = PredicateKind::kReproduced;
+  req.rerun = RerunResult{run, 8100, 0.997, true, machine, std::nullopt};
+  auto bytes = BuildAttestation(store, *keys[0], req);
+  ASSERT_OK(bytes);
+  auto env = ParseEnvelope(*bytes);
+  ASSERT_OK(env);
+  for (size_t i = 1; i < keys.size(); ++i) {
+    env->signatures.push_back(
+        {keys[i]->public_key().KeyId(), keys[i]->Sign(PreAuthEncoding(env->payload_type, env->payload))});
+  }
+  KeySources none;
+  auto imported = ImportAttestation(store, SerializeEnvelope(*env), run, none);
+  ASSERT_OK(imported);
+}
+
+// Regression: replication counted any two different keys across two
+// reproductions, so two re-runs co-signed by one runner counted as two
+// independent ones.
+TEST_F(EvidenceTest, ReplicationNeedsDisjointRunnerKeysWhenEnvelopesHaveSeveral) {
+  SigningKey runner3 = SigningKey::Generate("runner3");
+  KeySources keys = eval_->keys();
+  ASSERT_OK(keys.trust.Add(runner3.public_key(), "runner3", Role::kRunner));
+  EvidenceEvaluator eval(std::move(keys));
+  auto level = [&](const Digest& d) {
+    auto l = eval.Level(*store_, d);
+    EXPECT_OK(l);
+    return l.ok() ? *l : EvidenceLevel::kReported;
+  };
+
+  Digest run = AddRun(false, false);
+  ReproduceSignedByAll(*store_, {&runner1_, &runner2_}, run, "m1");
+  ReproduceSignedByAll(*store_, {&runner2_}, run, "m2");  // runner2 vouched for both
+  EXPECT_EQ(level(run), EvidenceLevel::kVerified);
+  ReproduceSignedByAll(*store_, {&runner2_, &runner3}, run, "m3");  // still runner2 in each
+  EXPECT_EQ(level(run), EvidenceLevel::kVerified);
+  // An untrusted co-signer does not make keys overlap: only trusted runners count.
+  Digest other = AddRun(false, false);
+  ReproduceSignedByAll(*store_, {&runner1_, &stranger_}, other, "m1");
+  ReproduceSignedByAll(*store_, {&runner3, &stranger_}, other, "m2");
+  EXPECT_EQ(level(other), EvidenceLevel::kReplicated);
+  // Disjoint key sets on different machines replicate.
+  ReproduceSignedByAll(*store_, {&runner3}, run, "m4");
+  auto ev = eval.Evaluate(*store_, run);
+  ASSERT_OK(ev);
+  EXPECT_EQ(ev->reproductions.size(), 4u);
+  EXPECT_EQ(ev->level, EvidenceLevel::kReplicated);  // {runner1, runner2} on m1 and {runner3} on m4
+}
+
 TEST_F(EvidenceTest, DisputesAreShownBesideTheLevel) {
   Digest run = AddRun(false, false);
   Reproduce(runner1_, run, "m1");
