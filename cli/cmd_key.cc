@@ -24,6 +24,13 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
 
   return [=]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(Keyring ring, Keyring::Default());
+    if (gen->parsed() || list->parsed()) {
+      // A generate killed before it linked its key left a temporary (for
+      // --no-passphrase, the secret in clear): remove it and say so.
+      KI_ASSIGN_OR_RETURN(auto stale, ring.RemoveStaleTemporaries());
+      for (const auto& path : stale)
+        std::cerr << "ki: note: removed " << path << ", left by a ki key generate that did not finish\n";
+    }
     if (gen->parsed()) {
       KI_ASSIGN_OR_RETURN(KeyInfo info, ring.Generate(*name, *no_pass ? KeyProtection::kNone : KeyProtection::kPassphrase,
                                                       DefaultPassphrase));

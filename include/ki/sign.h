@@ -145,6 +145,13 @@ class Keyring {
   Result<SigningKey> Load(std::string_view name, const PassphraseSource& pass);
   // The public key with this key id, when one of the local keys has it.
   Result<std::optional<KeyInfo>> FindByKeyId(std::string_view keyid);
+  // Removes the temporary files (`<name>.key.tmp-<pid>-<n>`) of key writes
+  // whose process is gone: a Generate killed before it linked its key leaves
+  // one, and for an unencrypted key it holds the secret in clear. A file is
+  // removed only when its name is exactly that pattern and no process with
+  // that pid exists; a live writer's, or this process's, is left alone.
+  // Returns the paths removed; IOError when one cannot be removed.
+  Result<std::vector<std::string>> RemoveStaleTemporaries();
 
  private:
   std::string PathOf(std::string_view name) const { return dir_ + "/" + std::string(name) + ".key"; }

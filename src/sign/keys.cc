@@ -7,6 +7,7 @@
 // that a secret is neither readable by others for an instant nor passes
 // through ordinary heap memory.
 #include <fcntl.h>
+#include <signal.h>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -354,6 +355,41 @@ Result<std::vector<KeyInfo>> Keyring::List() {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+Result<std::vector<std::string>> Keyring::RemoveStaleTemporaries() {
+  std::vector<std::string> removed;
+  if (!env_->IsDirectory(dir_)) return removed;
+  KI_ASSIGN_OR_RETURN(auto names, env_->ListDir(dir_));
+  for (const auto& f : names) {
+    // <key name>.key.tmp-<pid>-<counter>: what Env::NewAtomicFile names the
+    // temporary of <key name>.key. Nothing else in the directory is touched.
+    constexpr std::string_view kInfix = ".key.tmp-";
+    const size_t at = f.rfind(kInfix);
+    if (at == std::string::npos || !IsValidKeyName(std::string_view(f).substr(0, at))) continue;
+    std::string_view rest = std::string_view(f).substr(at + kInfix.size());
+    const size_t dash = rest.find('-');
+    uint64_t pid = 0, counter = 0;
+    if (dash == std::string_view::npos || !ParseU64(rest.substr(0, dash), &pid) ||
+        !ParseU64(rest.substr(dash + 1), &counter) || pid == 0 || pid > uint64_t(INT32_MAX)) {
+      continue;
+    }
+    // Only a writer that is gone: kill(pid, 0) fails with ESRCH. EPERM (a
+    // process of another user has the pid) or success means it may still be
+    // writing, so its file stays. One KI_HOME, one pid namespace: a writer in
+    // another namespace would be taken for dead (its key write then fails,
+    // leaving no key), as LMDB's lock file assumes one machine too.
+    if (pid_t(pid) == ::getpid() || ::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;
+    const std::string path = dir_ + "/" + f;
+    Status st = env_->RemoveFile(path);
+    if (!st.ok()) return st.WithContext("a temporary key file left by a ki that did not finish");
+    removed.push_back(path);
+  }
+  if (!removed.empty()) {
+    // The removal must last: the file may hold a secret in clear.
+    KI_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  }
+  return removed;
 }
 
 Result<std::optional<KeyInfo>> Keyring::FindByKeyId(std::string_view keyid) {

@@ -63,6 +63,23 @@ grep -q "^secret: " "$KI_HOME/keys/bob.key" && ! grep -q "correct-horse" "$KI_HO
 expect 0 "^alice	[0-9a-f]{64}	none	ed25519:" -- ki key list
 expect 0 "^ed25519:[A-Za-z0-9+/]{43}=$" -- ki key export alice
 expect 3 "no key named" -- ki key export nobody
+# A key generate killed between creating its temporary and linking it left
+# keys/NAME.key.tmp-PID-N, for --no-passphrase the secret in clear, for
+# ever. The next ki key list / generate removes it once its pid is gone,
+# saying so; a live writer's temporary stays.
+sleep 60 & live=$!
+sleep 0 & dead=$!
+wait "$dead"
+printf 'ki-secret-key v1\nsecret: in clear\n' >"$KI_HOME/keys/zed.key.tmp-$dead-0"
+printf 'x' >"$KI_HOME/keys/zed.key.tmp-$live-0"
+expect 0 "removed .*/zed\.key\.tmp-$dead-0, left by a ki key generate" -- ki key list
+[ ! -e "$KI_HOME/keys/zed.key.tmp-$dead-0" ] && [ -e "$KI_HOME/keys/zed.key.tmp-$live-0" ] &&
+  echo "ok   the dead writer's temporary is gone, the live one's kept" ||
+  { echo "FAIL temporaries: $(ls "$KI_HOME/keys")"; fails=$((fails + 1)); }
+printf 'x' >"$KI_HOME/keys/zed.key.tmp-$dead-1"
+expect 0 "removed .*/zed\.key\.tmp-$dead-1" -- ki key generate zed --no-passphrase
+kill "$live"; wait "$live" 2>/dev/null
+expect 0 "removed .*/zed\.key\.tmp-$live-0" -- ki key list
 
 # --- trust
 expect 0 "trusted alice" -- ki trust add "$(ki key export alice)" --name alice --role runner

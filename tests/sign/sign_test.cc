@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -232,6 +234,61 @@ TEST(Keyring, WriteErrorAtEachStepLeavesNoKeyAndARetryWorks) {
     ASSERT_OK(loaded);
     EXPECT_TRUE(loaded->public_key() == retry->key);
   }
+}
+
+// A ki key generate killed between creating its temporary file and linking
+// it left keys/<name>.key.tmp-<pid>-<n> (for --no-passphrase, the secret in
+// clear) for ever: nothing reported or removed it. Only a temporary whose
+// writer is gone is removed; a live writer's and other files are kept.
+TEST(Keyring, RemovesTheTemporaryOfAKilledWriterOnly) {
+  TempDir dir;
+  Keyring ring(dir.Join("keys"));
+  ASSERT_OK(ring.Generate("kept", KeyProtection::kNone, Fixed("")));
+  // A writer killed mid-way: the child creates the temporary through Env,
+  // as Generate does, and dies without committing or cleaning up.
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto f = Env::Default()->NewAtomicFile(ring.dir() + "/k.key", AtomicFileOptions{.mode = 0600, .replace = false});
+    if (!f.ok() || !(*f)->Append("ki-secret-key v1\nsecret: in clear\n").ok()) ::_exit(1);
+    ::_exit(0);  // no destructor: the temporary stays, as after kill -9
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  const std::string dead = std::to_string(child);
+  std::vector<std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator(ring.dir())) before.push_back(e.path().filename());
+  std::sort(before.begin(), before.end());
+  ASSERT_EQ(before.size(), 2u);
+  const std::string stale = before[0];  // k.key.tmp-<child>-<n> sorts before kept.key
+  ASSERT_EQ(stale.rfind("k.key.tmp-" + dead + "-", 0), 0u) << stale;
+
+  // A live writer (this process), pid 1 (alive, maybe another user's), and
+  // names that are not a key's temporary all stay.
+  auto live = Env::Default()->NewAtomicFile(ring.dir() + "/live.key", AtomicFileOptions{.mode = 0600, .replace = false});
+  ASSERT_OK(live);
+  ASSERT_OK((*live)->Append("x"));
+  const std::vector<std::string> others = {"init.key.tmp-1-0", "k.key.tmp-" + dead + "-x", "notes.tmp-" + dead + "-0",
+                                           ".hidden.key.tmp-" + dead + "-0", "k.key.tmp-" + dead};
+  for (const auto& n : others) test::WriteFileOrDie(ring.dir() + "/" + n, "x");
+
+  auto removed = ring.RemoveStaleTemporaries();
+  ASSERT_OK(removed);
+  EXPECT_EQ(*removed, std::vector<std::string>{ring.dir() + "/" + stale});
+  EXPECT_FALSE(std::filesystem::exists(ring.dir() + "/" + stale));
+  for (const auto& n : others) EXPECT_TRUE(std::filesystem::exists(ring.dir() + "/" + n)) << n;
+  size_t live_temporaries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(ring.dir()))
+    live_temporaries += e.path().filename().string().rfind("live.key.tmp-" + std::to_string(::getpid()) + "-", 0) == 0;
+  EXPECT_EQ(live_temporaries, 1u);
+  EXPECT_OK((*live)->Commit(Durability::kSync));  // the live writer was not disturbed
+  EXPECT_OK(ring.Load("kept", Fixed("")));
+  // Nothing left to remove the second time; a missing directory is no error.
+  removed = ring.RemoveStaleTemporaries();
+  ASSERT_OK(removed);
+  EXPECT_TRUE(removed->empty());
+  EXPECT_OK(Keyring(dir.Join("none")).RemoveStaleTemporaries());
 }
 
 // ---------------------------------------------------------------- trust
