@@ -70,7 +70,9 @@ class SecretBytes {
 // Where a passphrase comes from: KI_PASSPHRASE when set (automation), else a
 // prompt on the controlling terminal with echo off. `confirm` asks twice (for
 // a new key). InvalidInput when no terminal is available and KI_PASSPHRASE
-// is unset, or the two entries differ.
+// is unset, or the two entries differ. While echo is off, SIGINT, SIGQUIT,
+// SIGTERM and SIGHUP (unless ignored) first restore the terminal, then end
+// the process as they would have.
 using PassphraseSource = std::function<Result<SecretBytes>(std::string_view prompt, bool confirm)>;
 Result<SecretBytes> DefaultPassphrase(std::string_view prompt, bool confirm);
 

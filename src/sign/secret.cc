@@ -1,10 +1,13 @@
 // Secret memory, base64, and passphrases.
 #include <fcntl.h>
+#include <signal.h>
 #include <sodium.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -109,31 +112,93 @@ namespace {
 
 constexpr size_t kMaxPassphrase = 1024;
 
-// Reads one line from the terminal with echo off, into secret memory.
-Result<SecretBytes> ReadTerminalLine(int fd, std::string_view prompt) {
-  std::string p(prompt);
-  (void)!::write(fd, p.data(), p.size());
-  termios old{};
-  bool restore = ::tcgetattr(fd, &old) == 0;
-  if (restore) {
+// Echo off on the terminal for as long as it lives, and back on however
+// the prompt ends: on return, and on the signals that end a process at a
+// prompt (Ctrl-C, Ctrl-\, kill, a closed terminal). Without the handlers a
+// Ctrl-C at the passphrase prompt left the user's shell typing blind.
+// Only one prompt is open at a time in a process (ki asks sequentially);
+// the saved state lives in statics because a signal handler can reach
+// nothing else.
+constexpr int kRestoreSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+volatile sig_atomic_t g_echo_fd = -1;
+termios g_saved_termios{};
+struct sigaction g_previous[std::size(kRestoreSignals)];
+
+void RestoreTerminalAndReraise(int sig) {
+  // Async-signal-safe only: tcsetattr, sigaction, raise.
+  const int saved_errno = errno;
+  if (g_echo_fd >= 0) {
+    ::tcsetattr(g_echo_fd, TCSANOW, &g_saved_termios);
+    (void)!::write(g_echo_fd, "\n", 1);  // the prompt line stays unfinished otherwise
+  }
+  for (size_t i = 0; i < std::size(kRestoreSignals); ++i) {
+    if (kRestoreSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
+  }
+  // Delivered, now with the previous disposition, as soon as this handler
+  // returns: the process ends by the signal, as the shell expects.
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+class EchoOff {
+ public:
+  explicit EchoOff(int fd) {
+    termios old{};
+    if (::tcgetattr(fd, &old) != 0) return;  // not a terminal: nothing to restore
+    g_saved_termios = old;
+    g_echo_fd = fd;
+    // Handlers first, then echo off: no moment with echo off and no handler.
+    struct sigaction sa{};
+    sa.sa_handler = RestoreTerminalAndReraise;
+    sigemptyset(&sa.sa_mask);
+    for (int s : kRestoreSignals) sigaddset(&sa.sa_mask, s);  // one restore at a time
+    for (size_t i = 0; i < std::size(kRestoreSignals); ++i) {
+      ::sigaction(kRestoreSignals[i], nullptr, &g_previous[i]);
+      // An ignored signal (nohup's SIGHUP) stays ignored: it ends nothing.
+      if (g_previous[i].sa_handler != SIG_IGN) ::sigaction(kRestoreSignals[i], &sa, nullptr);
+    }
     termios quiet = old;
     quiet.c_lflag &= ~tcflag_t(ECHO);
     quiet.c_lflag |= ECHONL;
     ::tcsetattr(fd, TCSAFLUSH, &quiet);
+    fd_ = fd;
   }
+  ~EchoOff() {
+    if (fd_ < 0) return;
+    ::tcsetattr(fd_, TCSAFLUSH, &g_saved_termios);
+    // Echo is on again before the handlers go, so a signal in between still
+    // finds a terminal as the user had it.
+    g_echo_fd = -1;
+    for (size_t i = 0; i < std::size(kRestoreSignals); ++i) {
+      if (g_previous[i].sa_handler != SIG_IGN) ::sigaction(kRestoreSignals[i], &g_previous[i], nullptr);
+    }
+  }
+  EchoOff(const EchoOff&) = delete;
+  EchoOff& operator=(const EchoOff&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Reads one line from the terminal with echo off, into secret memory.
+Result<SecretBytes> ReadTerminalLine(int fd, std::string_view prompt) {
+  std::string p(prompt);
+  (void)!::write(fd, p.data(), p.size());
   SecretBytes buf(kMaxPassphrase);
   size_t n = 0;
   bool too_long = false;
-  for (;;) {
-    char c;
-    ssize_t r = ::read(fd, &c, 1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0 || c == '\n' || c == '\r') break;
-    if (n < buf.size()) buf.data()[n++] = uint8_t(c);
-    else too_long = true;
-    c = 0;
+  {
+    EchoOff quiet(fd);
+    for (;;) {
+      char c;
+      ssize_t r = ::read(fd, &c, 1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0 || c == '\n' || c == '\r') break;
+      if (n < buf.size()) buf.data()[n++] = uint8_t(c);
+      else too_long = true;
+      c = 0;
+    }
   }
-  if (restore) ::tcsetattr(fd, TCSAFLUSH, &old);
   if (too_long) return Status::InvalidInput("passphrase longer than 1024 bytes");
   buf.Truncate(n);
   return buf;

@@ -80,6 +80,53 @@ printf 'x' >"$KI_HOME/keys/zed.key.tmp-$dead-1"
 expect 0 "removed .*/zed\.key\.tmp-$dead-1" -- ki key generate zed --no-passphrase
 kill "$live"; wait "$live" 2>/dev/null
 expect 0 "removed .*/zed\.key\.tmp-$live-0" -- ki key list
+# Ctrl-C (or kill, or a closed terminal) at the passphrase prompt left the
+# terminal with echo off. The prompt now restores it and ends by the signal.
+python3 - "$KI_BIN" "$KI_HOME" <<'PY' || fails=$((fails + 1))
+# Runs ki key generate on a new pseudo-terminal (its controlling terminal)
+# and ends it at the passphrase prompt as a user would; echo must be on again.
+import os, signal, subprocess, sys, termios, time, fcntl
+ki, home = sys.argv[1], sys.argv[2]
+def case(how):
+    master, slave = os.openpty()
+    def child():
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    env = dict(os.environ, KI_HOME=home)
+    env.pop("KI_PASSPHRASE", None)
+    p = subprocess.Popen([ki, "key", "generate", "tty-" + how], stdin=slave, stdout=slave, stderr=slave,
+                         preexec_fn=child, env=env, close_fds=True)
+    out = b""
+    deadline = time.time() + 20
+    while b"passphrase for the new key" not in out and time.time() < deadline:
+        out += os.read(master, 1024)
+    # The prompt is written before echo goes off: wait until it is off.
+    while termios.tcgetattr(slave)[3] & termios.ECHO and time.time() < deadline:
+        time.sleep(0.01)
+    off = not termios.tcgetattr(slave)[3] & termios.ECHO
+    if how == "typed":
+        os.write(master, b"pw\n")
+        while b"again" not in out and time.time() < deadline:
+            out += os.read(master, 1024)
+        while termios.tcgetattr(slave)[3] & termios.ECHO and time.time() < deadline:
+            time.sleep(0.01)
+        os.write(master, b"pw\n")
+        sig = 0
+    elif how == "ctrl-c":
+        os.write(master, b"\x03")
+        sig = signal.SIGINT
+    else:
+        sig = {"term": signal.SIGTERM, "hup": signal.SIGHUP}[how]
+        os.kill(p.pid, sig)
+    rc = p.wait(timeout=20)
+    on = bool(termios.tcgetattr(slave)[3] & termios.ECHO)
+    os.close(master); os.close(slave)
+    ok = off and on and rc == -sig
+    print(("ok  " if ok else "FAIL") + " %s at the passphrase prompt: echo off while asking %s, on after %s, exit %s"
+          % (how, off, on, rc))
+    return ok
+sys.exit(0 if all([case(h) for h in ("typed", "ctrl-c", "term", "hup")]) else 1)
+PY
 
 # --- trust
 expect 0 "trusted alice" -- ki trust add "$(ki key export alice)" --name alice --role runner
