@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "ki/digest.h"
+#include "ki/env.h"
 #include "ki/run.h"
 #include "run/process.h"
 
@@ -35,6 +37,27 @@ std::string FindNvcc() {
   }
   if (::access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
   return "nvcc";
+}
+
+// The largest library ki caches (it is read whole, to sync and to hash it).
+// A CUDA library for a few architectures is tens of MiB.
+constexpr uint64_t kMaxLibraryBytes = 1ull << 30;
+
+// The `ok` marker: the compiler's version line, then the digest of
+// libkernel.so. Written last, after everything it vouches for is synced.
+std::string OkMarker(const std::string& compiler, const Digest& library) {
+  return compiler + "\n" + library.str() + "\n";
+}
+
+// Whether `dir` is a whole cache entry: an `ok` marker that reads exactly
+// as this build would write it, naming the library that is there. A power
+// loss could leave an entry without its marker, with an empty or partial
+// one, or (before markers carried the digest) with a truncated library.
+bool EntryIsWhole(Env* env, const std::string& dir, const std::string& compiler) {
+  auto ok = env->ReadFile(dir + "/ok", 64 << 10);
+  if (!ok.ok()) return false;
+  auto lib = env->ReadFile(dir + "/libkernel.so", kMaxLibraryBytes);
+  return lib.ok() && *ok == OkMarker(compiler, Sha256Of(*lib));
 }
 
 std::string Joined(const std::vector<std::string>& v) {
@@ -68,7 +91,7 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
   out.key = Sha256Of(keytext).hex();
   const std::string dir = cache_dir + "/build/" + out.key;
   const std::string lib = dir + "/libkernel.so";
-  if (env->Exists(lib) && env->Exists(dir + "/ok")) {
+  auto cached = [&] {
     out.ok = true;
     out.cached = true;
     out.library = lib;
@@ -76,11 +99,22 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
     auto cmd = env->ReadFile(dir + "/command", 1 << 20);
     out.command = cmd.ok() ? *cmd : "";
     return out;
-  }
+  };
+  if (EntryIsWhole(env, dir, out.compiler)) return cached();
   // Build in a private directory, then rename it into place: a concurrent
   // build of the same key, or an interrupted one, never leaves half a cache entry.
   const std::string tmp = cache_dir + "/build/tmp-" + out.key.substr(0, 16) + "-" + std::to_string(::getpid());
   KI_RETURN_IF_ERROR(env->RemoveTree(tmp));
+  if (env->Exists(dir)) {
+    if (EntryIsWhole(env, dir, out.compiler)) return cached();  // another ki run just built it
+    // An entry that is not whole (see EntryIsWhole) is discarded and built
+    // again: left in place, it made every later rename onto it fail until
+    // .ki/cache/build was deleted by hand. Moved aside under this build's
+    // temporary name first: the rename is atomic, so of two ki runs finding
+    // it only one moves it, and what a killed ki leaves there is swept
+    // with its other leftovers (RemoveLeftovers in run.cc).
+    if (env->Rename(dir, tmp).ok()) KI_RETURN_IF_ERROR(env->RemoveTree(tmp));
+  }
   KI_RETURN_IF_ERROR(env->CreateDirs(tmp + "/src"));
   for (const auto& [path, bytes] : req.sources.files) {
     fs::path p = fs::path(tmp) / "src" / path;
@@ -95,7 +129,7 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
   argv.push_back("-o");
   argv.push_back("libkernel.so");
   out.command = Joined(argv);
-  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/command", out.command, Durability::kNone));
+  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/command", out.command, Durability::kSync));
   const std::string log_path = tmp + "/build.log";
   KI_ASSIGN_OR_RETURN(internal::ProcessEnd end, internal::RunCommand(argv, log_path, tmp, req.timeout_s));
   out.log = internal::ReadLog(log_path, internal::kMaxStoredLogBytes);
@@ -104,10 +138,22 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
     (void)env->RemoveTree(tmp);  // a failed build is not kept; its log is in `out`
     return out;
   }
-  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/ok", out.compiler + "\n", Durability::kNone));
-  if (!env->Rename(tmp, dir).ok()) {
+  // Durable before the marker, the marker before the rename: after a power
+  // loss an entry is whole or has no valid marker, never a marker that
+  // vouches for a library or log the disk never got. The compiler and the
+  // child wrote libkernel.so and build.log outside Env, so both are written
+  // again through it, synced (the log as stored: what ReadLog kept).
+  KI_ASSIGN_OR_RETURN(std::string library, env->ReadFile(tmp + "/libkernel.so", kMaxLibraryBytes));
+  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/libkernel.so", library, Durability::kSync));
+  KI_RETURN_IF_ERROR(env->WriteFileAtomic(log_path, out.log, Durability::kSync));
+  KI_RETURN_IF_ERROR(env->SyncDir(tmp));
+  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/ok", OkMarker(out.compiler, Sha256Of(library)), Durability::kSync));
+  KI_RETURN_IF_ERROR(env->SyncDir(tmp));
+  if (env->Rename(tmp, dir).ok()) {
+    KI_RETURN_IF_ERROR(env->SyncDir(cache_dir + "/build"));
+  } else {
     (void)env->RemoveTree(tmp);  // another process won the race: use its build
-    if (!env->Exists(dir + "/ok")) return Status::IOError("cannot move the build into " + dir);
+    if (!EntryIsWhole(env, dir, out.compiler)) return Status::IOError("cannot move the build into " + dir);
   }
   out.ok = true;
   out.library = lib;

@@ -109,6 +109,15 @@ expect_exit 0 ki run --implementation test-cpu --workload $WL
 [ -z "$(ls "$CACHE/runs" | grep "^run-$KIPID-")" ] || fail "a killed run's log is removed by the next run"
 [ ! -e "$CACHE/build/tmp-0123456789abcdef-$KIPID" ] || fail "a killed run's build directory is removed by the next run"
 
+# A build cache entry that lost its `ok` marker (a power loss before the
+# marker reached the disk) is built again; the rename onto it used to fail
+# (exit 5, "cannot move the build into") until .ki/cache/build was deleted.
+for e in "$CACHE"/build/*/; do rm -f "$e/ok"; done
+expect_exit 0 ki run --implementation test-cpu --workload $WL
+expect_contains "$OUT" "build        compiled" "an entry without its ok marker is built again"
+expect_exit 0 ki run --implementation test-cpu --workload $WL
+expect_contains "$OUT" "build        cached" "the rebuilt entry is used"
+
 # A kernel's output past the 16 MiB a log blob keeps: the log holds its head
 # and its tail, and says how much it left out (it used to hold none of it).
 add_impl noisy

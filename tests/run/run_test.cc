@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "ki/env.h"
@@ -251,6 +252,57 @@ TEST_F(RunOnCpu, MissingWorkloadIsNotFound) {
   auto r = run::Run(*store_, req);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsNotFound());
+}
+
+// A build cache entry a power loss damaged: its `ok` marker gone, empty or
+// cut short, or its library cut short under an intact marker. Each used to
+// make the next build's rename onto the entry fail ("cannot move the build
+// into ...") until .ki/cache/build was deleted by hand, or (the library)
+// be loaded as it was; each is now discarded and built again.
+TEST(BuildCache, DamagedEntryIsDiscardedAndRebuilt) {
+  const std::filesystem::path cache =
+      std::filesystem::path(::testing::TempDir()) / ("ki-build-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  std::filesystem::create_directories(cache / "build");
+  run::BuildRequest req;
+  req.language = run::Language::kCpp;
+  req.sources.main = "k.cc";
+  req.sources.units = {"k.cc"};
+  req.sources.files["k.cc"] = "extern \"C\" int ki_build_cache_test() { return 7; }\n";
+  req.source_digest = Sha256Of(req.sources.files["k.cc"]);
+  req.timeout_s = 120;
+  auto first = run::Build(cache.string(), req);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE(first->ok) << first->log;
+  ASSERT_FALSE(first->cached);
+  const std::filesystem::path entry = cache / "build" / first->key;
+  const std::string marker = Slurp((entry / "ok").string());
+  EXPECT_EQ(marker.substr(marker.find('\n') + 1), Sha256Of(Slurp(first->library)).str() + "\n")
+      << "the marker names the library it vouches for";
+  auto again = run::Build(cache.string(), req);
+  ASSERT_TRUE(again.ok() && again->ok && again->cached) << "a whole entry is used";
+
+  const std::string library = Slurp((entry / "libkernel.so").string());
+  auto damage_and_rebuild = [&](const char* what, const std::function<void()>& damage) {
+    damage();
+    auto b = run::Build(cache.string(), req);
+    ASSERT_TRUE(b.ok()) << what << ": " << b.status().message();
+    EXPECT_TRUE(b->ok) << what;
+    EXPECT_FALSE(b->cached) << what << ": built again, not taken from the damaged entry";
+    EXPECT_EQ(Slurp((entry / "ok").string()), marker) << what;
+    EXPECT_EQ(Slurp((entry / "libkernel.so").string()), library) << what;
+    auto c = run::Build(cache.string(), req);
+    ASSERT_TRUE(c.ok() && c->ok) << what;
+    EXPECT_TRUE(c->cached) << what << ": the rebuilt entry is whole";
+  };
+  damage_and_rebuild("no ok marker", [&] { std::filesystem::remove(entry / "ok"); });
+  damage_and_rebuild("an empty ok marker", [&] { std::ofstream(entry / "ok", std::ios::trunc); });
+  damage_and_rebuild("a partial ok marker", [&] { std::ofstream(entry / "ok", std::ios::trunc) << marker.substr(0, 5); });
+  damage_and_rebuild("a library cut short", [&] {
+    std::filesystem::resize_file(entry / "libkernel.so", library.size() / 2);
+  });
+  damage_and_rebuild("no library", [&] { std::filesystem::remove(entry / "libkernel.so"); });
+  std::filesystem::remove_all(cache);
 }
 
 // A log past the cap once came back empty (Env::ReadFile refuses a file over
