@@ -124,6 +124,13 @@ struct HostTensor {
   std::vector<uint8_t> bytes;
   int64_t numel() const;
 };
+// The element count of a tensor of the definition (`role`: "input" or
+// "output") for these axes, checked: a negative axis, or a count or byte
+// size past 2^63 - 1, is InvalidInput naming the tensor, its shape and the
+// axis values ("input k_cache [num_pages, ...] = [1099511627776, ...]: ...").
+// PlanInputs and MakeOutputs check every tensor through it.
+Result<int64_t> TensorElements(std::string_view role, const TensorSpec& spec,
+                               const std::map<std::string, int64_t>& axes);
 HostTensor Materialize(const TensorPlan& plan);  // random contents computed on the CPU
 // Output tensors of the right shapes and dtypes, filled with `byte`.
 Result<std::vector<HostTensor>> MakeOutputs(const Definition& def, const std::map<std::string, int64_t>& axes,
@@ -132,6 +139,39 @@ Result<std::vector<HostTensor>> MakeOutputs(const Definition& def, const std::ma
 // that a paged cache (first axis num_pages) counts only the pages that
 // num_kv_indices * page_size addresses.
 uint64_t MinimumBytes(const Definition& def, const std::map<std::string, int64_t>& axes);
+
+// What RunWorkload allocates at its peak for one workload, so that a
+// workload larger than the machine is refused before anything is generated
+// (it was std::bad_alloc, or a child killed by the OOM killer). Counted from
+// the harness's own buffers (runner.cc), not MinimumBytes: whole tensors
+// (a paged cache's unaddressed pages too), the index generator's scratch,
+// the outputs held several times while checking (reference, result, the
+// guard-zoned copy with its 2 x 4 KiB zones), and on a GPU the L2 flush
+// buffers. What a kernel allocates itself (a CUDA workspace included) is not
+// known beforehand and not counted.
+struct MemoryNeed {
+  uint64_t host_bytes = 0;
+  uint64_t device_bytes = 0;  // CUDA kernels only
+  std::string host_parts;     // "inputs 1.0 GiB, outputs 3 x 16.0 MiB, ..."
+  std::string device_parts;
+};
+struct MemoryNeedOptions {
+  bool cuda_kernel = false;
+  bool cuda_reference = false;   // the reference runs on the device (else on the host)
+  bool check = true;             // RunOptions::check
+  bool flush_l2 = false;         // RunOptions::time && timing.flush_l2
+  int flush_buffers = 1;         // 2 for FlushKind::kRead and kZeroThenRead
+  uint64_t l2_bytes = 0;
+};
+// InvalidInput (from TensorElements) when a tensor's size passes int64.
+Result<MemoryNeed> EstimateMemoryNeed(const Definition& def, const std::map<std::string, int64_t>& axes,
+                                      const MemoryNeedOptions& options);
+// Host memory this process can still use: MemAvailable of /proc/meminfo,
+// lowered to what the cgroup v2 limit (memory.max less memory.current)
+// leaves, read through `env`.
+Result<uint64_t> AvailableHostMemory(Env& env);
+// "1.5 GiB": a byte count for messages.
+std::string FormatBytes(uint64_t bytes);
 
 // ----------------------------------------------------------- correctness
 struct Tolerance {
@@ -227,6 +267,9 @@ enum class RunStatus {
   kRuntimeError,
   kTimeout,
   kInvalidWorkload,
+  // The workload needs more memory than the machine has (MemoryNeed): refused
+  // before any input was generated; not a result of the kernel.
+  kInsufficientMemory,
 };
 const char* RunStatusName(RunStatus status);  // "passed", "incorrect_numerical", ...
 

@@ -8,6 +8,7 @@
 // [0, num_pages). flashinfer-bench's recorded safetensors index files are not
 // shipped with the dataset, so ki always generates its own valid ones.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "ki/counter_rng.h"
@@ -41,6 +42,8 @@ Result<std::vector<int32_t>> MakeIndptr(const TensorPlan& plan, const InputSourc
   const int64_t n = plan.shape.empty() ? 0 : plan.shape[0];
   if (n < 1) return Status::InvalidInput(plan.name + ": an offsets tensor needs at least one element");
   const int64_t batch = n - 1;
+  if (total > INT32_MAX)
+    return Status::InvalidInput(plan.name + ": int32 offsets cannot count " + std::to_string(total) + " entries");
   std::vector<int32_t> ptr(static_cast<size_t>(n), 0);
   if (src && src->kind == InputSource::Kind::kValues) {
     if (static_cast<int64_t>(src->values.size()) != n)
@@ -102,18 +105,61 @@ Result<std::vector<int32_t>> MakePageIndices(const TensorPlan& plan, const Input
 
 }  // namespace
 
-int64_t TensorPlan::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-uint64_t TensorPlan::nbytes() const { return static_cast<uint64_t>(numel()) * DtypeSize(dtype); }
+namespace {
 
-int64_t HostTensor::numel() const {
+// Saturating: a product past int64 is INT64_MAX, never a wrapped (possibly
+// small or negative) count. Tensors made by PlanInputs and MakeOutputs were
+// checked by TensorElements and never get here; hand-made ones might.
+int64_t SaturatingNumel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0) return 0;
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
   return n;
 }
+
+std::string ShapeText(const std::vector<std::string>& names) {
+  std::string s = "[";
+  for (const std::string& a : names) s += (s.size() > 1 ? ", " : "") + a;
+  return s + "]";
+}
+
+}  // namespace
+
+Result<int64_t> TensorElements(std::string_view role, const TensorSpec& spec,
+                               const std::map<std::string, int64_t>& axes) {
+  std::string values = "[";
+  std::vector<int64_t> dims;
+  for (const std::string& a : spec.shape) {
+    auto it = axes.find(a);
+    if (it == axes.end())
+      return Status::InvalidInput(std::string(role) + " " + spec.name + ": unresolved axis " + a);
+    dims.push_back(it->second);
+    values += (values.size() > 1 ? ", " : "") + std::to_string(it->second);
+  }
+  values += "]";
+  auto where = [&] { return std::string(role) + " " + spec.name + " " + ShapeText(spec.shape) + " = " + values; };
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return Status::InvalidInput(where() + ": a negative axis");
+    if (__builtin_mul_overflow(n, d, &n))
+      return Status::InvalidInput(where() + ": the element count passes 2^63 - 1");
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(DtypeSize(spec.dtype)), &bytes))
+    return Status::InvalidInput(where() + ": " + std::to_string(n) + " elements of " +
+                                std::to_string(DtypeSize(spec.dtype)) + " bytes pass 2^63 - 1 bytes");
+  return n;
+}
+
+int64_t TensorPlan::numel() const { return SaturatingNumel(shape); }
+uint64_t TensorPlan::nbytes() const {
+  uint64_t b = 0;
+  return __builtin_mul_overflow(static_cast<uint64_t>(numel()), DtypeSize(dtype), &b) ? UINT64_MAX : b;
+}
+
+int64_t HostTensor::numel() const { return SaturatingNumel(shape); }
 
 Result<std::vector<TensorPlan>> PlanInputs(const Definition& def, const Workload& workload,
                                            const GeneratorOptions& options) {
@@ -123,6 +169,9 @@ Result<std::vector<TensorPlan>> PlanInputs(const Definition& def, const Workload
   // Offsets first: the indices they describe are checked against them below.
   std::map<std::string, int64_t> totals;  // prefix -> total from the indices tensor's length
   for (const TensorSpec& spec : def.inputs) {
+    // Sizes from the workload are untrusted: a product past int64 is refused
+    // here, naming the tensor, not wrapped into a small or negative size.
+    KI_RETURN_IF_ERROR(TensorElements("input", spec, axes).status());
     TensorPlan p;
     p.name = spec.name;
     p.dtype = spec.dtype;
@@ -214,14 +263,11 @@ Result<std::vector<HostTensor>> MakeOutputs(const Definition& def, const std::ma
                                             uint8_t byte) {
   std::vector<HostTensor> out;
   for (const TensorSpec& spec : def.outputs) {
+    KI_RETURN_IF_ERROR(TensorElements("output", spec, axes).status());
     HostTensor t;
     t.name = spec.name;
     t.dtype = spec.dtype;
-    for (const std::string& a : spec.shape) {
-      auto it = axes.find(a);
-      if (it == axes.end()) return Status::InvalidInput("output " + spec.name + ": unresolved axis " + a);
-      t.shape.push_back(it->second);
-    }
+    for (const std::string& a : spec.shape) t.shape.push_back(axes.at(a));
     t.bytes.assign(static_cast<size_t>(t.numel()) * DtypeSize(t.dtype), byte);
     out.push_back(std::move(t));
   }
@@ -239,11 +285,14 @@ uint64_t MinimumBytes(const Definition& def, const std::map<std::string, int64_t
     for (size_t i = 0; i < s.shape.size(); ++i) {
       int64_t d = get(s.shape[i]);
       // A paged cache: only the pages the indices address are read.
-      if (i == 0 && s.shape[i] == "num_pages" && axes.count("num_kv_indices") && axes.count("page_size"))
-        d = std::min<int64_t>(d, (get("num_kv_indices") + get("page_size") - 1) / std::max<int64_t>(1, get("page_size")));
-      n *= static_cast<uint64_t>(d);
+      if (i == 0 && s.shape[i] == "num_pages" && axes.count("num_kv_indices") && axes.count("page_size")) {
+        const int64_t ps = std::max<int64_t>(1, get("page_size")), nk = get("num_kv_indices");
+        d = std::min<int64_t>(d, nk / ps + (nk % ps != 0));  // ceil(nk / ps), without nk + ps overflowing
+      }
+      // Saturating: this is a figure for reports, and axes are untrusted.
+      if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) n = d < 0 ? 0 : UINT64_MAX;
     }
-    total += n;
+    if (__builtin_add_overflow(total, n, &total)) total = UINT64_MAX;
   };
   for (const TensorSpec& s : def.inputs) add(s);
   for (const TensorSpec& s : def.outputs) add(s);

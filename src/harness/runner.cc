@@ -3,8 +3,10 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
+#include "ki/env.h"
 #include "ki/harness.h"
 
 namespace ki::harness {
@@ -204,13 +206,7 @@ Result<std::vector<HostTensor>> RunOnHost(const ki_kernel& k, const Definition& 
 
 void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std::string, int64_t>& axes,
              std::vector<TensorPlan>& plans, const RunOptions& opt, RunResult* r) {
-  gpu::Backend* be = gpu::CudaBackend();
-  if (!be) return Fail(r, RunStatus::kRuntimeError, "ki was built without CUDA");
-  if (be->DeviceCount() == 0) return Fail(r, RunStatus::kRuntimeError, "no CUDA device");
-  auto env = be->Environment();
-  if (!env.ok()) return Fail(r, RunStatus::kRuntimeError, env.status().message());
-  r->environment.gpu = true;
-  r->environment.device = *env;
+  gpu::Backend* be = gpu::CudaBackend();  // present: RunWorkload checked it
 
   DeviceBuffers mem(be);
   std::vector<ki_tensor> in, out;
@@ -395,6 +391,90 @@ void RunCpu(const ki_kernel& kernel, const Definition& def, const std::map<std::
 
 }  // namespace
 
+std::string FormatBytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) v /= 1024, ++u;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+// Keep in step with RunCpu, RunCuda, RunOnHost and PlanInputs: each term
+// below is a buffer one of them holds at the peak.
+Result<MemoryNeed> EstimateMemoryNeed(const Definition& def, const std::map<std::string, int64_t>& axes,
+                                      const MemoryNeedOptions& o) {
+  // Saturating: the sums are compared with what the machine has, and each
+  // tensor is already known to fit in int64.
+  auto add = [](uint64_t a, uint64_t b) {
+    uint64_t c = 0;
+    return __builtin_add_overflow(a, b, &c) ? UINT64_MAX : c;
+  };
+  auto times = [](uint64_t k, uint64_t a) {
+    uint64_t c = 0;
+    return __builtin_mul_overflow(k, a, &c) ? UINT64_MAX : c;
+  };
+  uint64_t inputs = 0, device_inputs = 0, generated = 0, scratch = 0, outputs = 0;
+  for (const TensorSpec& spec : def.inputs) {
+    KI_ASSIGN_OR_RETURN(int64_t n, TensorElements("input", spec, axes));
+    const uint64_t b = static_cast<uint64_t>(n) * DtypeSize(spec.dtype);
+    inputs = add(inputs, b);
+    if (!spec.shape.empty()) device_inputs = add(device_inputs, b);  // scalars stay on the host
+    const bool random = spec.dtype == KI_DTYPE_BF16 || spec.dtype == KI_DTYPE_F16 || spec.dtype == KI_DTYPE_F32;
+    if (!random || spec.shape.empty()) generated = add(generated, b);  // a plan holds their bytes beside the tensor
+    auto pages = axes.find("num_pages");
+    if (spec.name.size() > 8 && spec.name.ends_with("_indices") && pages != axes.end() && pages->second > 0)
+      scratch = add(scratch, times(sizeof(int32_t), static_cast<uint64_t>(pages->second)));  // the permutation drawn from
+  }
+  uint64_t guards = 0;
+  for (const TensorSpec& spec : def.outputs) {
+    KI_ASSIGN_OR_RETURN(int64_t n, TensorElements("output", spec, axes));
+    outputs = add(outputs, static_cast<uint64_t>(n) * DtypeSize(spec.dtype));
+    guards = add(guards, 2 * kGuardBytes);
+  }
+  MemoryNeed need;
+  std::string& hp = need.host_parts;
+  auto part = [](std::string* text, const std::string& what, uint64_t bytes) {
+    if (bytes == 0) return;
+    *text += (text->empty() ? "" : ", ") + what + " " + FormatBytes(bytes);
+  };
+  if (!o.cuda_kernel) {
+    // Inputs materialised; while checking, the reference's outputs, the
+    // kernel's and their guard-zoned copy; timing, one set of outputs.
+    const uint64_t held = o.check ? add(times(3, outputs), guards) : outputs;
+    need.host_bytes = add(add(add(inputs, generated), scratch), held);
+    part(&hp, "inputs", inputs);
+    part(&hp, "generated index tensors (a second copy)", generated);
+    part(&hp, "index generation", scratch);
+    part(&hp, o.check ? "outputs x 3 (reference, result, guard-zoned copy)" : "outputs", held);
+    return need;
+  }
+  // On a GPU the host holds the poisoned outputs' template and, while
+  // checking, the downloaded result and the reference's (a CPU reference
+  // also needs the inputs materialised and its own guard-zoned outputs).
+  uint64_t checking = 0;
+  if (o.check) checking = o.cuda_reference ? times(2, outputs) : add(add(inputs, times(2, outputs)), guards);
+  need.host_bytes = add(add(add(generated, scratch), outputs), checking);
+  part(&hp, "generated index tensors", generated);
+  part(&hp, "index generation", scratch);
+  part(&hp, "outputs", outputs);
+  part(&hp, o.cuda_reference ? "result and reference outputs" : "CPU reference: inputs and outputs", checking);
+  const uint64_t flush = o.flush_l2 ? times(static_cast<uint64_t>(std::max(1, o.flush_buffers)),
+                                            (2 * o.l2_bytes + 15) / 16 * 16)
+                                    : 0;
+  const uint64_t dev_outputs = add(outputs, guards);
+  const uint64_t dev_reference = o.check && o.cuda_reference ? outputs : 0;
+  need.device_bytes = add(add(add(device_inputs, dev_outputs), dev_reference), flush);
+  std::string& dp = need.device_parts;
+  part(&dp, "inputs", device_inputs);
+  part(&dp, "outputs with guard zones", dev_outputs);
+  part(&dp, "reference outputs", dev_reference);
+  part(&dp, "L2 flush", flush);
+  return need;
+}
+
 const char* RunStatusName(RunStatus s) {
   switch (s) {
     case RunStatus::kPassed: return "passed";
@@ -404,6 +484,7 @@ const char* RunStatusName(RunStatus s) {
     case RunStatus::kRuntimeError: return "runtime_error";
     case RunStatus::kTimeout: return "timeout";
     case RunStatus::kInvalidWorkload: return "invalid_workload";
+    case RunStatus::kInsufficientMemory: return "insufficient_memory";
   }
   return "unknown";
 }
@@ -431,13 +512,57 @@ RunResult RunWorkload(const ki_kernel& kernel, const Definition& def, const Work
     return r;
   }
   r.axes = *axes;
+  const bool cuda = kernel.info.device == KI_DEVICE_CUDA;
+  if (cuda) {
+    gpu::Backend* be = gpu::CudaBackend();
+    if (!be) return Fail(&r, RunStatus::kRuntimeError, "ki was built without CUDA"), r;
+    if (be->DeviceCount() == 0) return Fail(&r, RunStatus::kRuntimeError, "no CUDA device"), r;
+    auto env = be->Environment();
+    if (!env.ok()) return Fail(&r, RunStatus::kRuntimeError, env.status().message()), r;
+    r.environment.gpu = true;
+    r.environment.device = *env;
+  }
+  // Sizes, then memory, before any input exists: a workload whose axes ask
+  // for more than the machine has (2^40 pages) is refused saying so, instead
+  // of ending in std::bad_alloc, an allocation the OOM killer answers, or a
+  // size that wrapped around.
+  MemoryNeedOptions mo;
+  mo.cuda_kernel = cuda;
+  mo.check = opt.check;
+  if (cuda) {
+    const ki_kernel* ref = opt.check ? PickReference(kernel, def, opt) : nullptr;
+    mo.cuda_reference = ref && ref->info.device == KI_DEVICE_CUDA;
+    mo.flush_l2 = opt.time && opt.timing.flush_l2;
+    mo.flush_buffers = opt.timing.flush_kind == gpu::FlushKind::kZero ? 1 : 2;
+    mo.l2_bytes = r.environment.device.l2_bytes;
+  }
+  auto need = EstimateMemoryNeed(def, *axes, mo);
+  if (!need.ok()) return Fail(&r, RunStatus::kInvalidWorkload, need.status().message()), r;
   r.minimum_bytes = MinimumBytes(def, *axes);
+  const std::string who = "workload " + (workload.uuid.empty() ? std::string("(no uuid)") : workload.uuid);
+  // An unreadable /proc/meminfo leaves the host unchecked: the run child
+  // still contains what follows.
+  if (auto avail = AvailableHostMemory(*Env::Default()); avail.ok() && need->host_bytes > *avail) {
+    Fail(&r, RunStatus::kInsufficientMemory,
+         who + " needs " + FormatBytes(need->host_bytes) + " of host memory (" + need->host_parts +
+             "), more than the " + FormatBytes(*avail) + " this machine has available");
+    return r;
+  }
+  if (cuda && need->device_bytes > r.environment.device.memory_bytes) {
+    // The backend reports the device's total memory, not what is free: a
+    // workload within it can still fail to allocate (a runtime_error then).
+    Fail(&r, RunStatus::kInsufficientMemory,
+         who + " needs " + FormatBytes(need->device_bytes) + " of device memory (" + need->device_parts +
+             "), more than the " + FormatBytes(r.environment.device.memory_bytes) + " of cuda:" +
+             std::to_string(r.environment.device.device) + " (" + r.environment.device.name + ")");
+    return r;
+  }
   auto plans = PlanInputs(def, workload, opt.generator);
   if (!plans.ok()) {
     Fail(&r, RunStatus::kInvalidWorkload, plans.status().message());
     return r;
   }
-  if (kernel.info.device == KI_DEVICE_CUDA) RunCuda(kernel, def, *axes, *plans, opt, &r);
+  if (cuda) RunCuda(kernel, def, *axes, *plans, opt, &r);
   else if (kernel.info.device == KI_DEVICE_CPU) RunCpu(kernel, def, *axes, *plans, opt, &r);
   else Fail(&r, RunStatus::kRuntimeError, "unknown kernel device");
   return r;

@@ -285,6 +285,18 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   }
   KI_RETURN_IF_ERROR(task.status());
   KI_ASSIGN_OR_RETURN(Device dev, ParseDevice(req.device, *lang));
+  {
+    // A workload whose axes are missing, negative, or whose tensors pass
+    // int64 bytes is invalid input, refused before anything is built (the
+    // child would only store it as a runtime_error). Whether it fits in
+    // memory is the child's question: only it may ask the GPU.
+    auto fail = [&](const Status& st) {
+      return Status::InvalidInput("workload " + req.workload + " (" + out.workload.str() + "): " + st.message());
+    };
+    auto axes = harness::ResolveAxes(task->def, task->workload);
+    if (!axes.ok()) return fail(axes.status());
+    if (auto need = harness::EstimateMemoryNeed(task->def, *axes, {}); !need.ok()) return fail(need.status());
+  }
   out.device = dev.str();
   HarnessSettings settings = req.settings;
   if (!req.protocol.empty()) {
@@ -362,6 +374,12 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
       if (!hres.is_object()) return Status::Corruption("the run's child wrote an unreadable result");
       status = hres.value("status", "runtime_error");
       message = hres.value("message", "");
+      // More memory than this machine has: no result of the kernel, which
+      // never ran, so nothing is stored. An environment error (exit 5), as a
+      // full disk is: the same run fits on a larger machine.
+      if (status == "insufficient_memory")
+        return Status::IOError("cannot run " + req.implementation + " on " + dev.str() + ": " + message +
+                               " (nothing was stored)");
       if (status == "invalid_workload") status = "runtime_error";  // not a KernelIndex status
     }
   }

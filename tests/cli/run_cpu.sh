@@ -148,6 +148,37 @@ expect_exit 3 ki run --implementation nosuch --workload $WL
 expect_exit 2 ki add --implementation "$RUN/gqa_decode_cpu.cc"
 expect_exit 4 ki add --implementation "$RUN/../SOURCES.md" --operation $OP
 
+# A workload whose axes ask for more than any machine has (2^40 pages of
+# 1 KiB: 2 PiB): refused before any input is generated, naming the workload,
+# what it needs and what there is, and nothing is stored (it ended in
+# std::bad_alloc, stored as a runtime_error). Sizes past int64 cannot come
+# through a WorkloadCase (its axes stop at 2^53 - 1) but can through a
+# definition's const axes: head_dim 2^40 and 2^30 pages make K 2^72 elements,
+# refused before the build naming the tensor and its axes (they wrapped).
+mkdir -p huge/definitions/gqa_paged huge/workloads/gqa_paged
+cp "$RUN/flashinfer-trace/definitions/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.json" huge/definitions/gqa_paged/
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); d["name"] = "gqa_paged_decode_overflow"; d["axes"]["head_dim"]["value"] = 2**40
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+base = json.loads(open(sys.argv[3]).readline())
+for name, uuid, pages in (("gqa_paged_decode_h32_kv4_d128_ps1", "a0000000-0000-4000-8000-000000000001", 2**40),
+                          ("gqa_paged_decode_overflow", "b0000000-0000-4000-8000-000000000002", 2**30)):
+    base["definition"] = name; base["workload"]["uuid"] = uuid; base["workload"]["axes"]["num_pages"] = pages
+    with open(sys.argv[4] + "/" + name + ".jsonl", "a") as f: f.write(json.dumps(base) + "\n")
+' "$RUN/flashinfer-trace/definitions/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.json" huge/definitions/gqa_paged/overflow.json \
+  "$RUN/flashinfer-trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl" huge/workloads/gqa_paged
+expect_exit 0 ki import flashinfer-bench huge
+expect_exit 0 ki add --implementation "$RUN/gqa_decode_cpu.cc" -I "$ROOT/include" --operation gqa-paged-decode-overflow \
+  --symbol test.gqa_decode.cpu --name test-overflow
+RUNS_BEFORE=$(ki ls --kind BenchmarkRun | wc -l)
+expect_exit 5 ki run --implementation test-cpu --workload $OP-a0000000
+expect_contains "$ERR" "workload a0000000-0000-4000-8000-000000000001 needs 2.0 PiB of host memory (inputs 2.0 PiB" "a workload larger than the machine says what it needs"
+expect_contains "$ERR" "this machine has available (nothing was stored)" "and what the machine has"
+expect_exit 4 ki run --implementation test-overflow --workload gqa-paged-decode-overflow-b0000000
+expect_contains "$ERR" "input k_cache [num_pages, page_size, num_kv_heads, head_dim] = [1073741824, 1, 4, 1099511627776]: the element count passes 2^63 - 1" "a size past int64 names the tensor and its axes"
+[ "$(ki ls --kind BenchmarkRun | wc -l)" = "$RUNS_BEFORE" ] || fail "a refused workload stores no run"
+
 # The seed record: its kernel source was never published, so a rerun says
 # exactly what is missing (exit 3); --implementation runs ours instead and
 # places it in the seed's comparison group.

@@ -2,6 +2,8 @@
 // fixture instead of the machine's /proc/cpuinfo.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "ki/harness.h"
 #include "testutil/fault_env.h"
 #include "testutil/testutil.h"
@@ -103,6 +105,57 @@ TEST_F(CpuInfoTest, ReadErrorAndMissingFileAreReturned) {
   info = ReadCpuInfo(missing);
   ASSERT_FALSE(info.ok());
   EXPECT_TRUE(info.status().IsNotFound()) << info.status().ToString();
+}
+
+// An Env in which the files AvailableHostMemory reads are the test's; any
+// other path (the machine's own /sys) is absent.
+class MemoryEnv : public test::FaultInjectionEnv {
+ public:
+  explicit MemoryEnv(const test::TempDir& dir) : dir_(dir) {}
+  using Env::NewSequentialFile;
+  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path,
+                                                            const SequentialFileOptions& options) override {
+    auto it = files_.find(path);
+    return FaultInjectionEnv::NewSequentialFile(it == files_.end() ? dir_.Join("absent") : it->second, options);
+  }
+  void Set(const std::string& path, const std::string& text) {
+    const std::string fixture = dir_.Join(std::to_string(next_++) + ".txt");  // a fresh one: no alias
+    test::WriteFileOrDie(fixture, text);
+    files_[path] = fixture;
+  }
+
+ private:
+  const test::TempDir& dir_;
+  std::map<std::string, std::string> files_;
+  int next_ = 0;
+};
+
+// MemAvailable, lowered to what a cgroup limit leaves (v2 and v1, at the
+// process's cgroup or above it): what the harness compares a workload's
+// memory need with before generating its inputs.
+TEST(AvailableHostMemory, MemAvailableAndCgroupLimits) {
+  test::TempDir dir;
+  MemoryEnv env(dir);
+  env.Set("/proc/meminfo", "MemTotal:       32768000 kB\nMemFree:  1000 kB\nMemAvailable:   22446212 kB\n");
+  auto avail = AvailableHostMemory(env);
+  ASSERT_OK(avail);
+  EXPECT_EQ(*avail, 22446212ull * 1024) << "no cgroup files: MemAvailable";
+  env.Set("/proc/self/cgroup", "0::/user.slice/job\n");
+  env.Set("/sys/fs/cgroup/user.slice/job/memory.max", "max\n");
+  env.Set("/sys/fs/cgroup/user.slice/job/memory.current", "100\n");
+  env.Set("/sys/fs/cgroup/user.slice/memory.max", "1073741824\n");
+  env.Set("/sys/fs/cgroup/user.slice/memory.current", "73741824\n");
+  avail = AvailableHostMemory(env);
+  ASSERT_OK(avail);
+  EXPECT_EQ(*avail, 1000000000u) << "v2: the parent's limit less its usage";
+  env.Set("/proc/self/cgroup", "4:memory:/box\n1:cpu:/\n0::/\n");
+  env.Set("/sys/fs/cgroup/memory/box/memory.limit_in_bytes", "5000\n");
+  env.Set("/sys/fs/cgroup/memory/box/memory.usage_in_bytes", "7000\n");
+  avail = AvailableHostMemory(env);
+  ASSERT_OK(avail);
+  EXPECT_EQ(*avail, 0u) << "v1: usage past the limit leaves nothing";
+  env.Set("/proc/meminfo", "MemTotal: 1 kB\n");
+  EXPECT_FALSE(AvailableHostMemory(env).ok()) << "no MemAvailable: unknown, not 0";
 }
 
 }  // namespace

@@ -129,6 +129,64 @@ TEST(Runner, WrongDefinitionAndMissingAxis) {
             RunStatus::kInvalidWorkload);
 }
 
+// Axes far past any machine (2^40 pages of 1 KiB) ended in std::bad_alloc
+// (a runtime_error saying only that) or a child the OOM killer took: the
+// harness now refuses before generating anything, saying what the workload
+// needs and what the machine has.
+TEST(Runner, WorkloadLargerThanTheMachineIsRefusedBeforeGenerating) {
+  Workload w = Tiny();
+  w.uuid = "absurd";
+  w.axes["num_pages"] = int64_t{1} << 40;
+  const RunResult r = RunWorkload(*CpuReferenceKernel(gqa::kDefinitionName), Def(), w, Quick());
+  EXPECT_EQ(r.status, RunStatus::kInsufficientMemory) << r.message;
+  EXPECT_STREQ(RunStatusName(r.status), "insufficient_memory");
+  EXPECT_NE(r.message.find("workload absurd needs 2.0 PiB of host memory (inputs 2.0 PiB"), std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("this machine has available"), std::string::npos) << r.message;
+  EXPECT_FALSE(r.correctness.checked);
+  EXPECT_FALSE(r.timing.measured);
+}
+
+// A product of axes past int64 was a wrapped (small or negative) size.
+TEST(Runner, SizesPastInt64AreInvalidWorkloadsNamingTheTensor) {
+  Workload w = Tiny();
+  w.axes["num_pages"] = int64_t{1} << 60;  // x 1 x 4 x 128 elements
+  const RunResult r = RunWorkload(*CpuReferenceKernel(gqa::kDefinitionName), Def(), w, Quick());
+  EXPECT_EQ(r.status, RunStatus::kInvalidWorkload);
+  EXPECT_EQ(r.message,
+            "input k_cache [num_pages, page_size, num_kv_heads, head_dim] = [1152921504606846976, 1, 4, 128]: "
+            "the element count passes 2^63 - 1");
+  w.axes["num_pages"] = int64_t{1} << 53;  // 2^62 elements fit; their 2^63 bytes do not
+  auto need = EstimateMemoryNeed(Def(), *ResolveAxes(Def(), w), {});
+  ASSERT_FALSE(need.ok());
+  EXPECT_EQ(need.status().message(),
+            "input k_cache [num_pages, page_size, num_kv_heads, head_dim] = [9007199254740992, 1, 4, 128]: "
+            "4611686018427387904 elements of 2 bytes pass 2^63 - 1 bytes");
+  Workload wide = Tiny();
+  wide.axes["batch_size"] = int64_t{1} << 60;  // q: 2^72 bytes
+  EXPECT_EQ(MinimumBytes(Def(), *ResolveAxes(Def(), wide)), UINT64_MAX) << "saturates, not wraps";
+}
+
+// The figure the check compares is what the CPU path holds at its peak.
+TEST(Runner, MemoryNeedCountsWhatTheHarnessHolds) {
+  const Definition def = Def();
+  auto axes = ResolveAxes(def, Tiny());  // batch 3, 15 indices, 40 pages
+  ASSERT_OK(axes);
+  const uint64_t q = 3 * 32 * 128 * 2, kv = 40 * 1 * 4 * 128 * 2, indptr = 4 * 4, indices = 15 * 4, scale = 4;
+  const uint64_t inputs = q + 2 * kv + indptr + indices + scale;
+  const uint64_t outputs = 3 * 32 * 128 * 2 + 3 * 32 * 4, guards = 2 * 2 * 4096;
+  auto need = EstimateMemoryNeed(def, *axes, {});
+  ASSERT_OK(need);
+  EXPECT_EQ(need->host_bytes, inputs + (indptr + indices + scale) + 40 * 4 + 3 * outputs + guards);
+  EXPECT_EQ(need->device_bytes, 0u);
+  MemoryNeedOptions gpu;
+  gpu.cuda_kernel = gpu.cuda_reference = gpu.flush_l2 = true;
+  gpu.l2_bytes = 50 << 20;
+  need = EstimateMemoryNeed(def, *axes, gpu);
+  ASSERT_OK(need);
+  EXPECT_EQ(need->device_bytes, (inputs - scale) + outputs + guards + outputs + (100u << 20));
+}
+
 TEST(Runner, CudaKernelWithoutDeviceIsARuntimeError) {
   gpu::Backend* be = gpu::CudaBackend();
   if (be && be->DeviceCount() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this path";
