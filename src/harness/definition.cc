@@ -1,5 +1,6 @@
 // flashinfer-bench Definition and Workload documents.
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -42,12 +43,18 @@ Result<Definition> ParseDefinition(std::string_view text, std::string_view sourc
   if (j.contains("reference") && j["reference"].is_string()) d.reference = j["reference"].get<std::string>();
   if (!j.contains("axes") || !j["axes"].is_object())
     return Status::InvalidInput(std::string(source) + ": definition has no axes");
+  const nlohmann::ordered_json kNull;
   for (const auto& [name, ax] : j["axes"].items()) {
-    const std::string type = ax.value("type", "");
+    // Checked before read: value() throws on a field of another type
+    // (nlohmann's type_error, which became exit 5 with its own wording).
+    const std::string type = ax.is_object() && ax.contains("type") && ax["type"].is_string() ? ax["type"].get<std::string>() : "";
     if (type == "const") {
-      if (!ax.contains("value") || !ax["value"].is_number_integer())
-        return Status::InvalidInput(std::string(source) + ": const axis " + name + " has no integer value");
-      d.const_axes[name] = ax["value"].get<int64_t>();
+      const auto& v = ax.contains("value") ? ax["value"] : kNull;
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) ||
+          v.get<int64_t>() < 0)
+        return Status::InvalidInput(std::string(source) + ": const axis " + name +
+                                    " has no value that is a non-negative 64-bit integer");
+      d.const_axes[name] = v.get<int64_t>();
     } else if (type == "var") {
       d.var_axes.push_back(name);
     } else {
@@ -56,6 +63,7 @@ Result<Definition> ParseDefinition(std::string_view text, std::string_view sourc
   }
   auto tensors = [&](const char* key, std::vector<TensorSpec>* out) -> Status {
     if (!j.contains(key)) return Status::InvalidInput(std::string(source) + ": definition has no " + key);
+    if (!j[key].is_object()) return Status::InvalidInput(std::string(source) + ": " + key + " is not an object");
     for (const auto& [name, spec] : j[key].items()) {
       TensorSpec t;
       t.name = name;
@@ -63,6 +71,9 @@ Result<Definition> ParseDefinition(std::string_view text, std::string_view sourc
       t.dtype = ParseDtype(dt);
       if (t.dtype == KI_DTYPE_INVALID)
         return Status::InvalidInput(std::string(source) + ": " + key + "." + name + ": unknown dtype '" + dt + "'");
+      // flashinfer-bench writes a scalar's shape as null.
+      if (spec.contains("shape") && !spec["shape"].is_array() && !spec["shape"].is_null())
+        return Status::InvalidInput(std::string(source) + ": " + key + "." + name + ": shape is not a list of axis names");
       if (spec.contains("shape") && spec["shape"].is_array()) {
         for (const auto& a : spec["shape"]) {
           if (!a.is_string())
@@ -103,7 +114,10 @@ Result<Workload> ParseWorkload(std::string_view text, std::string_view source) {
   if (j.contains("inputs") && j["inputs"].is_object()) {
     for (const auto& [name, v] : j["inputs"].items()) {
       InputSource s;
-      const std::string type = v.is_object() ? v.value("type", "") : "";
+      auto string_field = [&](const char* field) {
+        return v.is_object() && v.contains(field) && v[field].is_string() ? v[field].get<std::string>() : std::string();
+      };
+      const std::string type = string_field("type");
       if (type == "random") {
         s.kind = InputSource::Kind::kRandom;
       } else if (type == "scalar") {
@@ -113,8 +127,8 @@ Result<Workload> ParseWorkload(std::string_view text, std::string_view source) {
         s.scalar = v["value"].get<double>();
       } else if (type == "safetensors") {
         s.kind = InputSource::Kind::kSafetensors;
-        s.path = v.value("path", "");
-        s.tensor_key = v.value("tensor_key", "");
+        s.path = string_field("path");
+        s.tensor_key = string_field("tensor_key");
       } else {
         return Status::InvalidInput(std::string(source) + ": input " + name + " has unknown type '" + type + "'");
       }

@@ -63,6 +63,35 @@ TEST(Workloads, RejectsBadLines) {
   EXPECT_TRUE(ParseWorkload(R"({"uuid":"u","axes":{"b":1},"inputs":{"q":{"type":"random"}}})", "t").ok());
 }
 
+// Fields of another JSON type were read with nlohmann's value(), which
+// threw type_error out of the parser (exit 5 from `ki run`, nlohmann's
+// words); a const axis past int64 wrapped to a negative size.
+TEST(Workloads, WrongTypedFieldsAreInvalidInputNotExceptions) {
+  auto w = ParseWorkload(R"({"axes":{"b":1},"inputs":{"q":{"type":5}}})", "t");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(), "t: input q has unknown type ''");
+  w = ParseWorkload(R"({"axes":{"b":1},"inputs":{"k":{"type":"safetensors","path":7}}})", "t");
+  ASSERT_OK(w);
+  EXPECT_EQ(w->inputs.at("k").path, "");
+  const std::string head = R"({"name":"d","inputs":{},"outputs":{},"axes":)";
+  auto d = ParseDefinition(head + R"({"a":5}})", "def");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "def: axis a has unknown type ''");
+  d = ParseDefinition(head + R"({"a":{"type":["const"]}}})", "def");
+  EXPECT_FALSE(d.ok());
+  for (const char* value : {"-4", "18446744073709551615", "1.5"}) {
+    d = ParseDefinition(head + R"({"a":{"type":"const","value":)" + value + "}}}", "def");
+    ASSERT_FALSE(d.ok()) << value;
+    EXPECT_EQ(d.status().message(), "def: const axis a has no value that is a non-negative 64-bit integer") << value;
+  }
+  d = ParseDefinition(R"({"name":"d","axes":{},"inputs":{"x":{"dtype":"float32","shape":"n"}},"outputs":{}})", "def");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "def: inputs.x: shape is not a list of axis names");
+  d = ParseDefinition(R"({"name":"d","axes":{},"inputs":{"x":{"dtype":"float32","shape":null}},"outputs":[]})", "def");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "def: outputs is not an object");
+}
+
 TEST(ResultJson, CarriesStatusTimerAndSamples) {
   RunResult r;
   r.status = RunStatus::kIncorrectNumerical;
