@@ -46,7 +46,11 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
 
   return [=]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(std::string home, KiHome());
-    KI_ASSIGN_OR_RETURN(TrustStore trust, TrustStore::Load(TrustStore::DefaultPath(home)));
+    // add and remove read, change and write the list: under its lock, so
+    // two at once do not lose one's change.
+    const std::string path = TrustStore::DefaultPath(home);
+    KI_ASSIGN_OR_RETURN(TrustStore trust, add->parsed() || rm->parsed() ? TrustStore::LoadForUpdate(path)
+                                                                         : TrustStore::Load(path));
     if (add->parsed()) {
       KI_ASSIGN_OR_RETURN(PublicKey pk, ReadPublicKeyArg(*key));
       KI_ASSIGN_OR_RETURN(bool added, trust.Add(pk, *name, *ParseRole(*role)));

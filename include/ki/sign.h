@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -193,6 +194,12 @@ class TrustStore {
   // `env` (nullptr: Env::Default()) also writes it on Save.
   static Result<TrustStore> Load(const std::string& path, Env* env = nullptr);
   static Result<TrustStore> LoadDefault();  // $KI_HOME/trust.json; empty when no home
+  // Load for a read-modify-write (trust add, trust remove): first takes an
+  // exclusive lock (flock) on `<path>.lock` beside the list, waiting for
+  // another holder, and keeps it until this object and its copies are gone,
+  // so two updates at once each see the other's change instead of one
+  // overwriting it. Readers need no lock: Save replaces the file atomically.
+  static Result<TrustStore> LoadForUpdate(const std::string& path, Env* env = nullptr);
   static std::string DefaultPath(const std::string& ki_home) { return ki_home + "/trust.json"; }
 
   const std::vector<TrustEntry>& trusted() const { return trusted_; }
@@ -216,6 +223,7 @@ class TrustStore {
   std::string path_;
   Env* env_ = nullptr;
   std::vector<TrustEntry> trusted_, revoked_;
+  std::shared_ptr<const void> update_lock_;  // held while an update may Save
 };
 
 // ---------------------------------------------------------------- DSSE

@@ -1,9 +1,14 @@
 // The local trust list ($KI_HOME/trust.json; docs/format.md, "Trust").
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <memory>
 
 #include "json/fields.h"
 #include "ki/sign.h"
@@ -128,6 +133,50 @@ Result<TrustStore> TrustStore::Load(const std::string& path, Env* env) {
       (revoked ? ts.revoked_ : ts.trusted_).push_back(std::move(e));
     }
   }
+  return ts;
+}
+
+namespace {
+
+// An exclusive flock(2) on a lock file, released when destroyed (closing
+// the descriptor releases it, also when the process dies, so a killed ki
+// never leaves the list locked). The lock file is never removed: removing
+// it would let a second process lock a new file while the first holds the
+// old one. Plain POSIX rather than Env: a lock is no data that a fault
+// could lose, and Env has no locking.
+class FileLock {
+ public:
+  explicit FileLock(int fd) : fd_(fd) {}
+  ~FileLock() { ::close(fd_); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+Result<std::shared_ptr<const FileLock>> LockExclusive(const std::string& path) {
+  // O_NOFOLLOW: a link put there by someone else is not followed to a file of ours.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoStatus("open the lock file", path, errno);
+  auto lock = std::make_shared<const FileLock>(fd);
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return ErrnoStatus("lock", path, errno);
+  }
+  return lock;
+}
+
+}  // namespace
+
+Result<TrustStore> TrustStore::LoadForUpdate(const std::string& path, Env* env) {
+  Env* e = env ? env : Env::Default();
+  size_t slash = path.rfind('/');
+  KI_RETURN_IF_ERROR(e->CreateDirs(slash == std::string::npos ? "." : path.substr(0, slash)));
+  // The lock is taken before the read: the list read is the latest saved,
+  // and no other update saves until this one is done.
+  KI_ASSIGN_OR_RETURN(auto lock, LockExclusive(path + ".lock"));
+  KI_ASSIGN_OR_RETURN(TrustStore ts, Load(path, env));
+  ts.update_lock_ = std::move(lock);
   return ts;
 }
 

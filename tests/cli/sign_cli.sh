@@ -244,6 +244,25 @@ chmod 666 "$KI_HOME/trust.json"
 expect 5 "writable by group or others" -- ki verify "$RUN"
 chmod 644 "$KI_HOME/trust.json"
 
+# --- concurrent updates: trust add / remove read, change and write the
+# list; two at once used to lose one's change (8 of 20 parallel adds kept).
+# They now hold an exclusive lock on trust.json.lock across all three.
+(
+  export KI_HOME=$T/parallel
+  for i in $(seq 1 20); do
+    "$KI_BIN" trust add "ed25519:$(head -c 32 /dev/urandom | base64)" --name "p$i" --role runner >/dev/null 2>"$T/p$i.err" &
+  done
+  wait
+  n=$("$KI_BIN" trust list | grep -c "	runner	")
+  [ "$n" = 20 ] && echo "ok   20 parallel trust adds: all 20 listed" ||
+    { echo "FAIL 20 parallel trust adds: $n listed"; cat "$T"/p*.err; exit 1; }
+  for i in $(seq 1 10); do "$KI_BIN" trust remove "p$i" >/dev/null 2>"$T/r$i.err" & done
+  wait
+  n=$("$KI_BIN" trust list | grep -c "	revoked	"); m=$("$KI_BIN" trust list | grep -c "	runner	")
+  [ "$n" = 10 ] && [ "$m" = 10 ] && echo "ok   10 parallel trust removes: 10 revoked, 10 still trusted" ||
+    { echo "FAIL 10 parallel trust removes: $n revoked, $m trusted"; cat "$T"/r*.err; exit 1; }
+) || fails=$((fails + 1))
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails failures"
   exit 1

@@ -119,7 +119,7 @@ cp "$KI_HOME/trust.json" trust.before
 limited 0 "$KI_BIN" trust add "$(ki key export alice)" --name alice --role runner
 expect_full "trust add"
 cmp -s trust.before "$KI_HOME/trust.json" || fail "trust add on a full disk changed trust.json"
-[ "$(ls "$KI_HOME")" = "$(printf 'keys\ntrust.json')" ] || fail "trust add on a full disk left: $(ls "$KI_HOME")"
+[ "$(ls "$KI_HOME")" = "$(printf 'keys\ntrust.json\ntrust.json.lock')" ] || fail "trust add on a full disk left: $(ls "$KI_HOME")"
 expect_exit 0 ki trust add "$(ki key export alice)" --name alice --role runner
 
 # ki sign: an envelope large enough for a loose file (the data file), then
