@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <limits>
@@ -129,6 +130,12 @@ Result<HarnessSettings> SettingsFromProtocol(const Json& spec) {
   std::string notes = spec.value("/comparability/notes"_json_pointer, std::string());
   if (size_t p = notes.find("atol "); p != std::string::npos) s.atol = std::atof(notes.c_str() + p + 5);
   if (size_t p = notes.find("rtol "); p != std::string::npos) s.rtol = std::atof(notes.c_str() + p + 5);
+  // A NaN or negative tolerance failed every element of a right kernel.
+  for (auto [name, v] : {std::pair{"atol", s.atol}, {"rtol", s.rtol}}) {
+    if (!std::isfinite(v) || v < 0)
+      return Status::InvalidInput("protocol: comparability.notes gives " + std::string(name) + " " +
+                                  std::to_string(v) + ", not a tolerance ki can use (a finite number >= 0)");
+  }
   return s;
 }
 

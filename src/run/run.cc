@@ -285,6 +285,10 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   }
   KI_RETURN_IF_ERROR(task.status());
   KI_ASSIGN_OR_RETURN(Device dev, ParseDevice(req.device, *lang));
+  // An infinite time limit (`--timeout inf` passes CLI11's PositiveNumber)
+  // was no limit at all, and NaN never expires either.
+  if (!(req.timeout_s > 0) || !std::isfinite(req.timeout_s))
+    return Status::Usage("--timeout: expected a positive, finite number of seconds, got " + std::to_string(req.timeout_s));
   {
     // A workload whose axes are missing, negative, or whose tensors pass
     // int64 bytes is invalid input, refused before anything is built (the
@@ -359,7 +363,9 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     fs::remove(log_path, ec);
     if (end.timed_out) {
       status = "timeout";
-      message = "no result within the " + std::to_string(int(req.timeout_s)) + " s limit (--timeout)";
+      char limit[64];  // %g: int() of a timeout past int's range was undefined
+      std::snprintf(limit, sizeof limit, "%g", req.timeout_s);
+      message = std::string("no result within the ") + limit + " s limit (--timeout)";
     } else if (end.signaled) {
       status = "runtime_error";
       message = "the kernel's process was " + child_end;

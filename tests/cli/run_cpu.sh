@@ -238,4 +238,17 @@ print(json.dumps(j))' >huge-counts.json
 expect_exit 0 ki add huge-counts.json
 expect_exit 4 ki run --implementation test-cpu --workload $WL --protocol huge-counts
 expect_contains "$ERR" "measurement.measuredIterations is 4294967295, not a count ki can run" "a count past int is named"
+# A tolerance the notes give as NaN (or below 0) failed every element of a
+# right kernel: refused before anything runs.
+ki show BenchmarkProtocol/ki-cpu-host-steady-clock --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin); del j["ki"]; j["metadata"]["name"] = "nan-atol"
+j["spec"]["comparability"]["notes"] = j["spec"]["comparability"]["notes"].replace("atol 0.01", "atol nan")
+print(json.dumps(j))' >nan-atol.json
+expect_exit 0 ki add nan-atol.json
+expect_exit 4 ki run --implementation test-cpu --workload $WL --protocol nan-atol
+expect_contains "$ERR" "protocol: comparability.notes gives atol nan, not a tolerance ki can use" "a NaN tolerance is refused"
+# A time limit that never expires is none.
+expect_exit 2 ki run --implementation test-cpu --workload $WL --timeout inf
+expect_contains "$ERR" "--timeout" "an infinite timeout names the option"
 finish
