@@ -133,6 +133,20 @@ bool IsRfc3339Utc(std::string_view t) {
 // Checks the predicate of a ki predicate type; "" when it is well-formed.
 std::string PredicateProblem(PredicateKind kind, const Json& p) {
   if (!p.is_object()) return "the predicate is not an object";
+  // Every ki predicate names its signer (docs/format.md, "Statement"): the
+  // signing key, its key id, and the name it was made under. Shown and used
+  // to check signatures, so it must say one thing and say it consistently.
+  if (!p.contains("signer")) return "`signer` is missing";
+  const Json& signer = p["signer"];
+  if (!signer.is_object()) return "`signer` is not an object";
+  for (const char* f : {"keyid", "publicKey", "name"})
+    if (!signer.contains(f) || !signer[f].is_string())
+      return std::string("`signer.") + f + "` is missing or not a string";
+  auto signer_key = PublicKey::Parse(signer["publicKey"].get<std::string>());
+  if (!signer_key.ok()) return "`signer.publicKey` is not an Ed25519 public key (ed25519:<base64 of 32 bytes>)";
+  if (signer["keyid"].get<std::string>() != signer_key->KeyId())
+    return "`signer.keyid` is not the key id of `signer.publicKey` (" + ShortKeyId(signer_key->KeyId()) + "…)";
+  if (signer["name"].get<std::string>().empty()) return "`signer.name` is empty";
   // Every ki predicate says when it was signed (docs/format.md, "Predicates");
   // it is shown and passed on by verify --json, so it is one thing only.
   if (!p.contains("signedAt")) return "`signedAt` is missing";
@@ -395,6 +409,18 @@ AttestationReport CheckEnvelope(std::string_view bytes, const Digest& envelope, 
     r.predicate_body = st.contains("predicate") ? st["predicate"] : Json();
     if (r.predicate) {
       std::string problem = PredicateProblem(*r.predicate, r.predicate_body);
+      if (problem.empty()) {
+        // The signer is the key that signed: one of the signatures carries
+        // its key id (or, with no key id, verifies with it). A statement
+        // naming someone who did not sign it misstates who vouches.
+        const PublicKey key = *PublicKey::Parse(r.predicate_body["signer"]["publicKey"].get<std::string>());
+        const std::string id = key.KeyId(), pae = PreAuthEncoding(env.payload_type, env.payload);
+        bool signed_it = false;
+        for (const auto& sig : env.signatures)
+          signed_it = signed_it || sig.keyid == id || (sig.keyid.empty() && VerifySig(key, pae, sig.sig));
+        if (!signed_it)
+          problem = "`signer` names key " + ShortKeyId(id) + ", which made none of the envelope's signatures";
+      }
       if (problem.empty()) pass("predicate", std::string(PredicateName(*r.predicate)));
       else fail("predicate", problem);
     } else {

@@ -208,7 +208,11 @@ edit_envelope "$T/good.json" "$T/nonb64-payload.json" 'e["payload"] = "!!" + e["
 edit_envelope "$T/good.json" "$T/truncated-payload.json" 'e["payload"] = e["payload"][:-1]'
 edit_envelope "$T/good.json" "$T/no-sigs.json" 'e["signatures"] = []'
 edit_envelope "$T/good.json" "$T/moved.json" 'e["payload"] = base64.b64encode(p.replace("'"${RUN#sha256:}"'".encode(), "'"${PROTO#sha256:}"'".encode())).decode()'
-edit_envelope "$T/good.json" "$T/unknown-key.json" 'e["signatures"][0]["keyid"] = "ab" * 32'
+# a co-signature by a key nobody knows (the signer's own stays)
+edit_envelope "$T/good.json" "$T/unknown-key.json" 'e["signatures"].append({"keyid": "ab" * 32, "sig": base64.b64encode(bytes(64)).decode()})'
+# every ki predicate names its signer, the key that signed (it was not checked)
+edit_envelope "$T/good.json" "$T/no-signer.json" 'd = json.loads(p); del d["predicate"]["signer"]; e["payload"] = base64.b64encode(json.dumps(d).encode()).decode()'
+edit_envelope "$T/good.json" "$T/other-signer.json" 'e["signatures"][0]["keyid"] = "ab" * 32'
 before=$(objects)
 expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/tampered-payload.json"
 expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/tampered-sig.json"
@@ -219,6 +223,8 @@ expect 4 "sig.* (base64|64)" -- ki sign --envelope "$T/truncated-sig.json"
 expect 4 "payload.* base64" -- ki sign --envelope "$T/nonb64-payload.json"
 expect 4 "payload.* base64" -- ki sign --envelope "$T/truncated-payload.json"
 expect 4 "no signatures" -- ki sign --envelope "$T/no-sigs.json"
+expect 4 "predicate: .signer. is missing" -- ki sign --envelope "$T/no-signer.json"
+expect 4 "predicate: .signer. names key [0-9a-f]{16}, which made none of the envelope's signatures" -- ki sign --envelope "$T/other-signer.json"
 echo '{"payload": "e30=", "payload": "e30=", "payloadType": "x", "signatures": []}' >"$T/dup.json"
 expect 4 "duplicate" -- ki sign --envelope "$T/dup.json"
 # an envelope on standard input is limited as a file is (it was read whole, without end)
@@ -228,7 +234,7 @@ after=$(objects)
   { echo "FAIL objects $before -> $after"; fails=$((fails + 1)); }
 # a valid envelope whose key nobody knows is filed, reported, and never counted
 expect 0 "unknown-key" -- ki sign --envelope "$T/unknown-key.json"
-expect 0 "attestation	untrusted	.*	reviewed	.*unknown-key" -- ki verify "$RUN"
+expect 0 "attestation	trusted	.*	reviewed	.*trusted bob .*unknown-key" -- ki verify "$RUN"
 
 # --- revocation: a removed runner key no longer counts, and says so
 expect 0 "removed dave" -- ki trust remove dave

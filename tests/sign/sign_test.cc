@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <optional>
 
@@ -578,11 +579,13 @@ TEST_F(AttestationTest, UntrustedRevokedAndUnknownKeys) {
   EXPECT_EQ(r.signatures[0].state, SignatureState::kRevoked);
   EXPECT_FALSE(r.TrustedBy());
 
-  // A key id nobody knows and no signer key in the statement: unknown.
+  // A key id nobody knows and no signer key in the statement: unknown. (A
+  // predicate of another tool's type: ki's own must name their signer.)
   auto env = ParseEnvelope(GoodEnvelope());
   ASSERT_OK(env);
   Json st = *ParseDocument(env->payload, DocFormat::kJson, "t");
   st["predicate"].erase("signer");
+  st["predicateType"] = "https://example.com/other-tool/v1";
   env->payload = *Canonicalize(st);
   env->signatures[0].keyid = std::string(64, 'a');
   env->signatures[0].sig = runner_.Sign(PreAuthEncoding(env->payload_type, env->payload));
@@ -785,9 +788,92 @@ TEST_F(AttestationTest, StatementTypeThatIsNotAStringIsAFaultNotAnException) {
 // Every ki predicate says when it was signed, as an RFC 3339 UTC time.
 // signedAt was not checked: a statement with none, a number or "yesterday"
 // counted like any other, and verify --json passed whatever it held on.
+// Every ki predicate names its signer: {keyid, publicKey, name}, the key id
+// that of the public key, and that key one of the envelope's signers. None
+// of it was checked: a statement without a signer, with a key id of another
+// key, or naming someone who never signed it counted like any other.
+TEST_F(AttestationTest, SignerMustNameTheKeyThatSigned) {
+  SigningKey other = SigningKey::Generate("other");
+  const Json good_signer = {{"keyid", runner_.public_key().KeyId()},
+                            {"publicKey", runner_.public_key().ToString()},
+                            {"name", "runner"}};
+  // The statement with `signer` set by `edit`, signed by `signers`.
+  auto envelope_with = [&](const std::function<void(Json&)>& edit, std::vector<const SigningKey*> signers) {
+    Json predicate = {{"note", "fine"}, {"signedAt", "2026-08-16T12:00:00Z"}, {"signer", good_signer}};
+    edit(predicate);
+    Json statement = {{"_type", kInTotoStatementType},
+                      {"subject", Json::array({{{"name", "a"}, {"digest", {{"sha256", subject_a_.hex()}}}}})},
+                      {"predicateType", PredicateTypeUri(PredicateKind::kReviewed)},
+                      {"predicate", predicate}};
+    DsseEnvelope env;
+    env.payload_type = std::string(kInTotoPayloadType);
+    env.payload = *Canonicalize(statement);
+    for (const SigningKey* k : signers)
+      env.signatures.push_back({k->public_key().KeyId(), k->Sign(PreAuthEncoding(env.payload_type, env.payload))});
+    return SerializeEnvelope(env);
+  };
+  struct Bad {
+    std::string what, message;
+    std::function<void(Json&)> edit;
+    std::vector<const SigningKey*> signers;
+  };
+  const std::vector<Bad> bad = {
+      {"absent", "`signer` is missing", [](Json& p) { p.erase("signer"); }, {&runner_}},
+      {"a string", "`signer` is not an object", [](Json& p) { p["signer"] = "runner"; }, {&runner_}},
+      {"no keyid", "`signer.keyid` is missing", [](Json& p) { p["signer"].erase("keyid"); }, {&runner_}},
+      {"no publicKey", "`signer.publicKey` is missing", [](Json& p) { p["signer"].erase("publicKey"); }, {&runner_}},
+      {"name a number", "`signer.name` is missing or not a string", [](Json& p) { p["signer"]["name"] = 7; }, {&runner_}},
+      {"empty name", "`signer.name` is empty", [](Json& p) { p["signer"]["name"] = ""; }, {&runner_}},
+      {"bad publicKey", "`signer.publicKey` is not an Ed25519", [](Json& p) { p["signer"]["publicKey"] = "ed25519:AAAA"; },
+       {&runner_}},
+      {"keyid of another key", "`signer.keyid` is not the key id of `signer.publicKey`",
+       [&](Json& p) { p["signer"]["keyid"] = other.public_key().KeyId(); }, {&runner_}},
+      // Consistent, but `other` never signed: the statement misnames who vouches.
+      {"a signer who did not sign", "which made none of the envelope's signatures",
+       [&](Json& p) {
+         p["signer"] = {{"keyid", other.public_key().KeyId()}, {"publicKey", other.public_key().ToString()},
+                        {"name", "other"}};
+       },
+       {&runner_}},
+  };
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.what);
+    std::string bytes = envelope_with(b.edit, b.signers);
+    AttestationReport r = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+    EXPECT_TRUE(r.fault());
+    EXPECT_EQ(r.problem().rfind("predicate: ", 0), 0u) << r.problem();
+    EXPECT_NE(r.problem().find(b.message), std::string::npos) << r.problem();
+    EXPECT_FALSE(r.TrustedBy());
+    EXPECT_TRUE(ImportAttestation(*store_, bytes, subject_a_, keys_).status().IsInvalidInput());
+  }
+  // The signer with co-signers, in any order, is fine.
+  std::string bytes = envelope_with([](Json&) {}, {&other, &runner_});
+  AttestationReport r = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+  EXPECT_FALSE(r.fault()) << r.problem();
+  EXPECT_TRUE(r.TrustedBy());
+  // A signature without a key id (DSSE allows it) that verifies with the signer's key.
+  auto env = ParseEnvelope(envelope_with([](Json&) {}, {&runner_}));
+  ASSERT_OK(env);
+  env->signatures[0].keyid.clear();
+  bytes = SerializeEnvelope(*env);
+  r = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+  EXPECT_FALSE(r.fault()) << r.problem();
+  // ...but not one that verifies only with another key.
+  env = ParseEnvelope(envelope_with([](Json&) {}, {&other}));
+  ASSERT_OK(env);
+  env->signatures[0].keyid.clear();
+  bytes = SerializeEnvelope(*env);
+  r = CheckEnvelope(bytes, Sha256Of(bytes), subject_a_, keys_);
+  EXPECT_TRUE(r.fault());
+  EXPECT_NE(r.problem().find("which made none of the envelope's signatures"), std::string::npos) << r.problem();
+}
+
 TEST_F(AttestationTest, SignedAtMustBeAnRfc3339UtcTime) {
   auto envelope_with = [&](const std::optional<Json>& signed_at) {
-    Json predicate = {{"note", "fine"}};
+    Json predicate = {{"note", "fine"},
+                      {"signer", {{"keyid", runner_.public_key().KeyId()},
+                                  {"publicKey", runner_.public_key().ToString()},
+                                  {"name", "runner"}}}};
     if (signed_at) predicate["signedAt"] = *signed_at;
     Json statement = {{"_type", kInTotoStatementType},
                       {"subject", Json::array({{{"name", "a"}, {"digest", {{"sha256", subject_a_.hex()}}}}})},
