@@ -1298,9 +1298,20 @@ Result<std::unique_ptr<Store>> Store::Init(const std::string& dir, const StoreOp
     KI_RETURN_IF_ERROR(env->CreateDirs(ki_dir + "/objects"));
     // FORMAT is written last: a directory without it is not a store.
     KI_RETURN_IF_ERROR(env->WriteFileAtomic(format, kFormatLine, Durability::kSync));
-    KI_RETURN_IF_ERROR(env->SyncDir(ki_dir));
   }
-  return Open(ki_dir, OpenMode::kReadWrite, opts);
+  // The directory syncs run on every init, not only the one that made the
+  // store: an init whose sync failed left FORMAT in place, and the retry
+  // must still make the store's names durable. .ki's own entries (index/,
+  // objects/, FORMAT), then .ki's entry in its parent: without that a crash
+  // can lose the whole store though FORMAT was synced.
+  KI_RETURN_IF_ERROR(env->SyncDir(ki_dir));
+  const size_t slash = ki_dir.rfind('/');
+  KI_RETURN_IF_ERROR(env->SyncDir(slash == std::string::npos ? "." : slash == 0 ? "/" : ki_dir.substr(0, slash)));
+  KI_ASSIGN_OR_RETURN(auto store, Open(ki_dir, OpenMode::kReadWrite, opts));
+  // Opening created LMDB's data.mdb and lock.mdb in index/ (LMDB syncs its
+  // data, never the directory that names it).
+  KI_RETURN_IF_ERROR(env->SyncDir(ki_dir + "/" + std::string(kIndexDir)));
+  return store;
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& ki_dir, OpenMode mode, const StoreOptions& opts) {

@@ -474,6 +474,51 @@ TEST(StoreInit, WriteErrorAtEachStepThenARetryWorks) {
   }
 }
 
+// Init made .ki durable inside itself but never synced .ki's parent (a
+// crash could lose the whole store) nor index/ after LMDB created its files
+// there. Both are synced now, after FORMAT, on every init (a retry after a
+// failed sync redoes them), and a failed one is an IOError.
+TEST(StoreInit, SyncsTheParentOfKiAndTheIndexDirectory) {
+  TempDir dir;
+  const std::string parent = dir.Join("work"), ki_dir = parent + "/.ki", index_dir = ki_dir + "/index";
+  {
+    test::FaultInjectionEnv env;
+    StoreOptions o;
+    o.env = &env;
+    auto s = Store::Init(parent, o);
+    ASSERT_OK(s);
+    const auto synced = env.synced_dirs();
+    auto at = [&](const std::string& d) { return std::find(synced.begin(), synced.end(), d) - synced.begin(); };
+    const long n = long(synced.size());
+    EXPECT_LT(at(ki_dir), n);
+    EXPECT_LT(at(parent), n) << "the parent of .ki is not synced";
+    EXPECT_LT(at(index_dir), n) << "index/ is not synced after LMDB made its files";
+    EXPECT_LT(at(ki_dir), at(parent));
+    EXPECT_TRUE(std::filesystem::exists(index_dir + "/data.mdb"));
+  }
+  // An existing store: init again still syncs them (the retry of a failed one).
+  {
+    test::FaultInjectionEnv env;
+    StoreOptions o;
+    o.env = &env;
+    ASSERT_OK(Store::Init(ki_dir, o));  // DIR naming .ki itself
+    const auto synced = env.synced_dirs();
+    for (const std::string& d : {ki_dir, parent, index_dir})
+      EXPECT_NE(std::find(synced.begin(), synced.end(), d), synced.end()) << d;
+  }
+  // A failed sync is reported.
+  {
+    TempDir other;
+    test::FaultInjectionEnv env;
+    StoreOptions o;
+    o.env = &env;
+    env.FailSyncDir(true);
+    auto failed = Store::Init(other.path(), o);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_TRUE(failed.status().IsIOError()) << failed.status().ToString();
+  }
+}
+
 TEST_F(StoreTest, AbsentObjectsAreKnownButNotReadable) {
   Digest d = Sha256Of("never published");
   {
