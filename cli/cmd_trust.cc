@@ -59,7 +59,21 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
       return 0;
     }
     if (rm->parsed()) {
-      KI_ASSIGN_OR_RETURN(TrustEntry e, trust.Remove(*name));
+      auto removed = trust.Remove(*name);
+      if (!removed.ok() && removed.status().IsNotFound()) {
+        // Already revoked: a remove run again, typically after one whose
+        // directory fsync failed (exit 5) though its new list was in place.
+        // That is the state asked for, so exit 0, saying so; saving again
+        // makes the list durable.
+        auto revoked = trust.RevokedMatching(*name);
+        if (revoked.size() == 1) {
+          KI_RETURN_IF_ERROR(trust.Save());
+          const TrustEntry& e = *revoked.front();
+          std::cout << "already removed " << e.name << "\t" << e.keyid << "\t(revoked at " << e.when << ")\n";
+          return 0;
+        }
+      }
+      KI_ASSIGN_OR_RETURN(TrustEntry e, std::move(removed));
       KI_RETURN_IF_ERROR(trust.Save());
       std::cout << "removed " << e.name << "\t" << e.keyid << "\t(its signatures now count as revoked)\n";
       return 0;

@@ -213,9 +213,13 @@ class TrustStore {
   // Removes by name, full key id, or a key id prefix of at least 8 hex
   // digits; the entry moves to the revoked list. NotFound / Ambiguous.
   Result<TrustEntry> Remove(std::string_view who);
+  // The revoked entries that `who` names, matched as Remove matches trusted
+  // ones: what a remove run again (after a failed Save, or twice) finds.
+  std::vector<const TrustEntry*> RevokedMatching(std::string_view who) const;
   // Atomically: temporary file, fsync, rename, fsync of the directory. A
   // failure before the rename leaves the old list as it was; a failed
-  // directory fsync comes after it, and the new list is then in place.
+  // directory fsync comes after it, and the new list is then in place (the
+  // IOError says so): saving the same list again makes it durable.
   Status Save() const;
   const std::string& path() const { return path_; }
 

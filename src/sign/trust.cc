@@ -226,12 +226,27 @@ Result<bool> TrustStore::Add(const PublicKey& key, std::string_view name, Role r
   return true;
 }
 
+namespace {
+
+// `who` is the entry's name, key id, or a key id prefix of 8+ hex digits.
+bool Names(const TrustEntry& e, std::string_view who) {
+  const bool prefix = who.size() >= 8 && e.keyid.compare(0, who.size(), who) == 0;
+  return e.name == who || e.keyid == who || prefix;
+}
+
+}  // namespace
+
+std::vector<const TrustEntry*> TrustStore::RevokedMatching(std::string_view who) const {
+  std::vector<const TrustEntry*> out;
+  for (const auto& e : revoked_)
+    if (Names(e, who)) out.push_back(&e);
+  return out;
+}
+
 Result<TrustEntry> TrustStore::Remove(std::string_view who) {
   std::vector<size_t> hits;
   for (size_t i = 0; i < trusted_.size(); ++i) {
-    const auto& e = trusted_[i];
-    bool prefix = who.size() >= 8 && e.keyid.compare(0, who.size(), who) == 0;
-    if (e.name == who || e.keyid == who || prefix) hits.push_back(i);
+    if (Names(trusted_[i], who)) hits.push_back(i);
   }
   if (hits.empty()) return Status::NotFound("no trusted key named or with key id `" + std::string(who) + "`");
   if (hits.size() > 1) {
@@ -261,7 +276,11 @@ Status TrustStore::Save() const {
   Env* env = env_ ? env_ : Env::Default();
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));
   KI_RETURN_IF_ERROR(env->WriteFileAtomic(path_, doc.dump(2) + "\n", Durability::kSync));
-  return env->SyncDir(dir);
+  // After the rename the new list is what every reader sees; only its
+  // durability is in doubt. Saying so tells the user that the change was
+  // made and that running the command again (which saves again) is safe.
+  return env->SyncDir(dir).WithContext("the trust list " + path_ +
+                                       " was changed, but may not survive a crash (run the command again)");
 }
 
 }  // namespace ki
