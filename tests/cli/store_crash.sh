@@ -34,6 +34,8 @@ expect_exit 0 ki add many/*
 [ "$(echo "$OUT" | wc -l)" = 3020 ] || fail "add completes: $(echo "$OUT" | wc -l) lines"
 expect_exit 0 ki audit
 expect_contains "$OUT" "0 faults" "final audit"
+expect_exit 0 ki ls --kind SoftwareProject
+[ "$(echo "$OUT" | wc -l)" = 3000 ] || fail "3000 projects stored"
 
 # --- kill -9 during an import: one batch, so all or nothing
 SLICE="$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl"
@@ -139,6 +141,4 @@ expect_exit 0 ki verify "BenchmarkRun/$SEED_RUN"
 expect_contains "$OUT" "1 attestations: 1 trusted" "the retried signature is filed and trusted"
 expect_exit 0 ki audit
 expect_contains "$OUT" "0 faults" "final audit of the disk-full store"
-expect_exit 0 ki ls --kind SoftwareProject
-[ "$(echo "$OUT" | wc -l)" = 3000 ] || fail "3000 projects stored"
 finish
