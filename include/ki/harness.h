@@ -63,6 +63,9 @@ struct Definition {
   std::vector<std::string> var_axes;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  // flashinfer-bench's `constraints`, verbatim ("len_indptr == batch_size + 1");
+  // CheckConstraints evaluates those over axes alone.
+  std::vector<std::string> constraints;
   std::string reference;  // the definition's reference code (Python), verbatim
 };
 Result<Definition> ParseDefinition(std::string_view json_text, std::string_view source);
@@ -91,6 +94,32 @@ Workload MakePagedDecodeWorkload(const std::string& uuid, int64_t batch, int64_t
                                  double sm_scale);
 // Every axis of the definition, const and var, with its value.
 Result<std::map<std::string, int64_t>> ResolveAxes(const Definition& def, const Workload& workload);
+
+// ----------------------------------------------------------- constraints
+// A definition's constraint is evaluated when it is a comparison (chained as
+// in Python: `a < b <= c`) of integer expressions over axis names and
+// integer literals: `==, !=, <, <=, >, >=`, `+ - * // %` (Python's floor
+// division and modulo), unary `+ -` and parentheses, in int64 with every
+// step overflow-checked. Anything else is not evaluated: a constraint on
+// tensor values (`num_kv_indices == kv_indptr[-1].item()`: any `[`, `(` of a
+// call, `.`), a name that is not an axis of `axes`, syntax outside the above
+// (flashinfer-bench may add some).
+struct ConstraintCheck {
+  enum class Outcome { kHolds, kBroken, kNotEvaluated };
+  Outcome outcome = Outcome::kNotEvaluated;
+  // kBroken: the axes it reads, in order of first use ("len_indptr = 5, batch_size = 3").
+  std::string values;
+};
+// InvalidInput when an evaluated constraint cannot be decided: its
+// arithmetic passes int64, or divides by zero (Python raises there too);
+// the message names the constraint and the axis values.
+Result<ConstraintCheck> EvaluateConstraint(std::string_view constraint, const std::map<std::string, int64_t>& axes);
+// OK when every evaluated constraint of `def` holds; else InvalidInput naming
+// the first that does not and its axis values ("constraint 'len_indptr ==
+// batch_size + 1' does not hold: len_indptr = 5, batch_size = 3"). RunWorkload
+// and ki run call it once the axes are resolved, before anything is sized or
+// generated.
+Status CheckConstraints(const Definition& def, const std::map<std::string, int64_t>& axes);
 
 // --------------------------------------------------------------- inputs
 enum class LengthSplit {

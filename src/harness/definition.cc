@@ -91,6 +91,20 @@ Result<Definition> ParseDefinition(std::string_view text, std::string_view sourc
   };
   KI_RETURN_IF_ERROR(tensors("inputs", &d.inputs));
   KI_RETURN_IF_ERROR(tensors("outputs", &d.outputs));
+  // Kept verbatim; CheckConstraints evaluates the ones over axes alone. Their
+  // syntax is not checked here: flashinfer-bench may write expressions this
+  // version cannot evaluate, and those are simply not evaluated.
+  if (j.contains("constraints") && !j["constraints"].is_null()) {
+    if (!j["constraints"].is_array())
+      return Status::InvalidInput(std::string(source) + ": constraints is not a list of strings");
+    size_t i = 0;
+    for (const auto& c : j["constraints"]) {
+      if (!c.is_string())
+        return Status::InvalidInput(std::string(source) + ": constraints[" + std::to_string(i) + "] is not a string");
+      d.constraints.push_back(c.get<std::string>());
+      ++i;
+    }
+  }
   return d;
 }
 

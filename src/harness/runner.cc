@@ -512,6 +512,11 @@ RunResult RunWorkload(const ki_kernel& kernel, const Definition& def, const Work
     return r;
   }
   r.axes = *axes;
+  // The definition's own rules about its axes (len_indptr == batch_size + 1)
+  // come first: a workload that breaks one reached the kernel and was its
+  // runtime_error ("kv_indptr: wrong shape").
+  if (Status st = CheckConstraints(def, *axes); !st.ok())
+    return Fail(&r, RunStatus::kInvalidWorkload, st.message()), r;
   const bool cuda = kernel.info.device == KI_DEVICE_CUDA;
   if (cuda) {
     gpu::Backend* be = gpu::CudaBackend();

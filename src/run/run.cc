@@ -290,15 +290,17 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   if (!(req.timeout_s > 0) || !std::isfinite(req.timeout_s))
     return Status::Usage("--timeout: expected a positive, finite number of seconds, got " + std::to_string(req.timeout_s));
   {
-    // A workload whose axes are missing, negative, or whose tensors pass
-    // int64 bytes is invalid input, refused before anything is built (the
-    // child would only store it as a runtime_error). Whether it fits in
-    // memory is the child's question: only it may ask the GPU.
+    // A workload whose axes are missing, negative, break a constraint of the
+    // definition, or make a tensor pass int64 bytes is invalid input, refused
+    // before anything is built (the child would only store it as a
+    // runtime_error). Whether it fits in memory is the child's question:
+    // only it may ask the GPU.
     auto fail = [&](const Status& st) {
       return Status::InvalidInput("workload " + req.workload + " (" + out.workload.str() + "): " + st.message());
     };
     auto axes = harness::ResolveAxes(task->def, task->workload);
     if (!axes.ok()) return fail(axes.status());
+    if (Status st = harness::CheckConstraints(task->def, *axes); !st.ok()) return fail(st);
     if (auto need = harness::EstimateMemoryNeed(task->def, *axes, {}); !need.ok()) return fail(need.status());
   }
   out.device = dev.str();

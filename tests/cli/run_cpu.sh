@@ -179,6 +179,28 @@ expect_exit 4 ki run --implementation test-overflow --workload gqa-paged-decode-
 expect_contains "$ERR" "input k_cache [num_pages, page_size, num_kv_heads, head_dim] = [1073741824, 1, 4, 1099511627776]: the element count passes 2^63 - 1" "a size past int64 names the tensor and its axes"
 [ "$(ki ls --kind BenchmarkRun | wc -l)" = "$RUNS_BEFORE" ] || fail "a refused workload stores no run"
 
+# A workload breaking the definition's constraint len_indptr == batch_size + 1
+# reached the kernel and was stored as its runtime_error ("kv_indptr: wrong
+# shape"): now invalid input before the build, naming the constraint and
+# the axes, and nothing stored.
+mkdir -p broken/definitions/gqa_paged broken/workloads/gqa_paged
+cp "$RUN/flashinfer-trace/definitions/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.json" broken/definitions/gqa_paged/
+python3 -c '
+import json, sys
+w = json.loads(open(sys.argv[1]).readline())
+w["workload"]["uuid"] = "c0000000-0000-4000-8000-000000000003"
+w["workload"]["axes"]["len_indptr"] = w["workload"]["axes"]["batch_size"] + 2
+print(json.dumps(w))
+' "$RUN/flashinfer-trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl" \
+  > broken/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl
+expect_exit 0 ki import flashinfer-bench broken
+BATCH=$(head -1 "$RUN/flashinfer-trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["workload"]["axes"]["batch_size"])')
+expect_exit 4 ki run --implementation test-cpu --workload $OP-c0000000
+expect_contains "$ERR" "constraint 'len_indptr == batch_size + 1' does not hold: len_indptr = $((BATCH + 2)), batch_size = $BATCH" \
+  "a workload breaking a constraint names it and its axes"
+[ "$(ki ls --kind BenchmarkRun | wc -l)" = "$RUNS_BEFORE" ] || fail "a workload breaking a constraint stores no run"
+
 # The seed record: its kernel source was never published, so a rerun says
 # exactly what is missing (exit 3); --implementation runs ours instead and
 # places it in the seed's comparison group.

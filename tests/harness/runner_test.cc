@@ -129,6 +129,29 @@ TEST(Runner, WrongDefinitionAndMissingAxis) {
             RunStatus::kInvalidWorkload);
 }
 
+// len_indptr != batch_size + 1 breaks the definition's constraint: it
+// reached the kernel ("kv_indptr: wrong shape", a runtime_error). Now it is
+// refused before anything is sized or generated, naming the constraint.
+int kCalls = 0;
+int32_t Counts(const ki_call* c) { return ++kCalls, RunReference(c); }
+TEST(Runner, AWorkloadBreakingAConstraintIsInvalidBeforeAnyInput) {
+  Workload w = Tiny();
+  w.axes["len_indptr"] = 5;  // batch_size 3
+  kCalls = 0;
+  const RunResult r = RunWorkload(Make("counts", Counts), Def(), w, Quick());
+  EXPECT_EQ(r.status, RunStatus::kInvalidWorkload);
+  EXPECT_EQ(r.message, "constraint 'len_indptr == batch_size + 1' does not hold: len_indptr = 5, batch_size = 3");
+  EXPECT_EQ(kCalls, 0);
+  EXPECT_EQ(r.minimum_bytes, 0u) << "refused before the workload was sized";
+  EXPECT_FALSE(r.correctness.checked);
+  EXPECT_FALSE(r.timing.measured);
+  // Generation itself would have gone ahead: the constraint is the refusal.
+  EXPECT_OK(PlanInputs(Def(), w, {}));
+  kCalls = 0;
+  EXPECT_EQ(RunWorkload(Make("counts", Counts), Def(), Tiny(), Quick()).status, RunStatus::kPassed);
+  EXPECT_GT(kCalls, 0);
+}
+
 // Axes far past any machine (2^40 pages of 1 KiB) ended in std::bad_alloc
 // (a runtime_error saying only that) or a child the OOM killer took: the
 // harness now refuses before generating anything, saying what the workload
