@@ -46,6 +46,24 @@ step() {  # step WANT CMD...: run, print, keep the output
   expect_contains "$OUT" "would rank" "placed in the seed's group"
   step 0 ki rerun "$RUN1" --json
   printf '%s\n' "$OUT" > "$WORK/rerun.json"
+  # A workload whose K/V cache is larger than the GPU (2^28 pages: 256 GiB
+  # each for K and V) while the host's share is small (1 GiB of index
+  # scratch): refused by the device check, naming the device, before any
+  # input is generated; nothing stored.
+  mkdir -p "$WORK/huge/definitions/gqa_paged" "$WORK/huge/workloads/gqa_paged"
+  cp "$RUN/flashinfer-trace/definitions/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.json" "$WORK/huge/definitions/gqa_paged/"
+  python3 -c '
+import json, sys
+w = json.loads(open(sys.argv[1]).readline())
+w["workload"]["uuid"] = "c0000000-0000-4000-8000-000000000003"; w["workload"]["axes"]["num_pages"] = 2**28
+open(sys.argv[2], "w").write(json.dumps(w) + "\n")
+' "$RUN/flashinfer-trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl" \
+    "$WORK/huge/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl"
+  step 0 ki import flashinfer-bench "$WORK/huge"
+  RUNS_BEFORE=$(ki ls --kind BenchmarkRun | wc -l)
+  step 5 ki run --implementation ki-gqa-decode-fast --workload gqa-paged-decode-h32-kv4-d128-ps1-c0000000 --device cuda:0
+  expect_contains "$ERR" "of device memory (inputs 512.0 GiB" "a workload larger than the GPU names the device memory it needs"
+  [ "$(ki ls --kind BenchmarkRun | wc -l)" = "$RUNS_BEFORE" ] || fail "a workload larger than the GPU stores no run"
 } 2>&1 | tee "$WORK/transcript.txt"
 FAILS=$(grep -c '^FAIL' "$WORK/transcript.txt")
 if [ -n "$RESULTS" ]; then
