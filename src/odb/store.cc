@@ -681,7 +681,10 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   const std::string dir = path.substr(0, path.rfind('/'));
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));
   if (env->Exists(path)) {
-    // An unindexed loose file of an interrupted write: kept, as WriteObject keeps it.
+    // An unindexed loose file of an interrupted write: kept, as WriteObject
+    // keeps it, and its directory synced before the index names it (the
+    // killed writer may have renamed it without that sync).
+    dirs_to_sync_.insert(dir);
   } else if (s.smaller) {
     KI_RETURN_IF_ERROR(file->Commit(Durability::kSync));
     scratch.paths.push_back(staged);

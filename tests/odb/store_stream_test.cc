@@ -276,5 +276,52 @@ TEST(StoreStream, UncommittedBatchStoresNothing) {
   EXPECT_EQ(IncomingFiles(*store), 0u);
 }
 
+// A loose file a killed writer renamed into place (its index entry never
+// committed) is adopted by a streamed write of the same bytes, and its
+// directory is synced before the index names it, as WriteObject does: a
+// crash after the commit must not leave the index naming a file whose
+// directory entry was never made durable.
+TEST(StoreStream, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
+  TempDir dir;
+  test::FaultInjectionEnv env;
+  StoreOptions o;
+  o.env = &env;
+  auto store = OpenStore(dir.path(), o);
+  ASSERT_TRUE(store);
+  const std::string bytes = Words(2 << 20, 13);
+  const Digest d = Sha256Of(bytes);
+  const std::string path = odb::LoosePath(store->path(), d);
+  {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    StringFile in(bytes, true);
+    ASSERT_OK((*batch)->PutBlobStream(in, "text/plain", "x"));
+    std::string frame = test::ReadFileOrDie(path);
+    batch->reset();
+    test::WriteFileOrDie(path, frame);  // as a kill -9 before the commit leaves it
+  }
+  env.FailSyncDir(true);
+  {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    StringFile in(bytes, true);
+    ASSERT_OK((*batch)->PutBlobStream(in, "text/plain", "x"));
+    EXPECT_TRUE((*batch)->Commit().IsIOError());
+  }
+  env.FailSyncDir(false);
+  {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    StringFile in(bytes, true);
+    ASSERT_OK((*batch)->PutBlobStream(in, "text/plain", "x"));
+    ASSERT_OK((*batch)->Commit());
+  }
+  const auto synced = env.synced_dirs();
+  EXPECT_NE(std::find(synced.begin(), synced.end(), path.substr(0, path.rfind('/'))), synced.end());
+  Status st;
+  EXPECT_EQ(ReadStreamed(*store, d, &st), bytes);
+  EXPECT_OK(st);
+}
+
 }  // namespace
 }  // namespace ki
