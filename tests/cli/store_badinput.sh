@@ -104,9 +104,17 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   rm -f /tmp/ki-ro-good-$$.yaml
   [ $rc = 5 ] || fail "read-only store: exit $rc (want 5): $OUT"
   expect_contains "$OUT" "not writable" "read-only store message"
-  # Reading still works.
-  setpriv --reuid=65534 --regid=65534 --clear-groups "$KI_BIN" --store "$WORK/store" show "$SEED_RUN" >/dev/null ||
-    fail "a read-only store can still be read"
+  # Reading still works. nobody gets a KI_HOME of its own: root's HOME is
+  # closed to it, and a trust list that cannot be read is an error for what
+  # shows evidence levels (exit 5), not "nothing trusted".
+  OUT=$(KI_HOME="$WORK/nobody-home" setpriv --reuid=65534 --regid=65534 --clear-groups "$KI_BIN" \
+    --store "$WORK/store" show "$SEED_RUN" 2>&1 >/dev/null) || fail "a read-only store can still be read: $OUT"
+  mkdir -m 700 "$WORK/closed"  # root's: nobody cannot look inside
+  OUT=$(KI_HOME="$WORK/closed/ki" setpriv --reuid=65534 --regid=65534 --clear-groups "$KI_BIN" \
+    --store "$WORK/store" show "$SEED_RUN" 2>&1 >/dev/null)
+  rc=$?
+  [ $rc = 5 ] || fail "an unreadable trust list: exit $rc (want 5): $OUT"
+  expect_contains "$OUT" "trust.json: Permission denied" "an unreadable trust list is named"
   # So does a push, which only reads objects (it used to refuse the store,
   # exit 5). A layout has no remote.state to record, so no warning here;
   # tests/remote checks the warning of a registry push.
