@@ -21,6 +21,10 @@ namespace {
 // Parsing and evaluation are one pass. A syntax error or a name that is not
 // an axis makes the constraint not evaluated (whatever else it says); an
 // arithmetic failure is kept and reported only if the whole text parsed.
+// A chain stops at its first false comparison, as Python's does: the
+// operands after it are still parsed (a syntax error there still makes the
+// constraint not evaluated) but not evaluated, so an overflow, a division by
+// zero or a name that is not an axis there is no error and names no axis.
 class Evaluator {
  public:
   Evaluator(std::string_view text, const std::map<std::string, int64_t>& axes) : text_(text), axes_(axes) {}
@@ -55,7 +59,7 @@ class Evaluator {
     return true;
   }
   void Fail(const std::string& what) {
-    if (arith_error_.empty()) arith_error_ = what;
+    if (!skipping_ && arith_error_.empty()) arith_error_ = what;
   }
 
   std::optional<bool> Constraint() {
@@ -70,6 +74,7 @@ class Evaluator {
       for (int i = 0; i < 6 && op < 0; ++i)
         if (Eat(kOps[i])) op = i;
       if (op < 0) break;
+      skipping_ = !holds;
       const std::optional<int64_t> right = Sum();
       if (!right) return std::nullopt;
       const int64_t a = *left, b = *right;
@@ -178,6 +183,7 @@ class Evaluator {
       const size_t start = pos_;
       while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) ++pos_;
       const std::string name(text_.substr(start, pos_ - start));
+      if (skipping_) return 0;  // Python never reads it: the chain is already false
       auto it = axes_.find(name);
       if (it == axes_.end()) {
         unknown_ = true;  // a tensor, a Python name: not a constraint on axes
@@ -193,6 +199,7 @@ class Evaluator {
   const std::map<std::string, int64_t>& axes_;
   size_t pos_ = 0;
   bool unknown_ = false;
+  bool skipping_ = false;  // past a false comparison of the chain: parse, do not evaluate
   std::string arith_error_;
   std::vector<std::string> used_;
 };

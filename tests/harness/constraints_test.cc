@@ -74,6 +74,28 @@ TEST(Constraints, ArithmeticPastInt64OrByZeroIsAnError) {
   EXPECT_EQ(Eval("a * 1 - a + a == a", big), Outcome::kHolds);
 }
 
+// The evaluator computed every operand of a chain, so an overflow or a
+// division by zero after a comparison already false refused a workload that
+// Python calls false without evaluating that part.
+TEST(Constraints, AChainStopsAtItsFirstFalseComparisonAsPythonDoes) {
+  const std::map<std::string, int64_t> big = {{"a", int64_t{1} << 62}, {"zero", 0}, {"n", 3}};
+  for (const char* text : {"n > 5 < a * 4", "n > 5 < a // zero", "n > 5 < 1 % zero", "n < 5 > 9 < a + a + a",
+                           "n > 5 < 99999999999999999999", "n > 5 < -(0 - a - a) - a - a", "n > 5 < not_an_axis"}) {
+    auto r = EvaluateConstraint(text, big);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().message();
+    EXPECT_EQ(r->outcome, Outcome::kBroken) << text;
+    EXPECT_EQ(r->values, "n = 3") << text << ": only what Python evaluated is named";
+  }
+  // Before the first false comparison, everything is evaluated, as in Python.
+  EXPECT_FALSE(EvaluateConstraint("n < a * 4 < 0", big).ok());
+  EXPECT_FALSE(EvaluateConstraint("n // zero > 5 < 0", big).ok());
+  EXPECT_FALSE(EvaluateConstraint("n < 5 < a * 4", big).ok()) << "true so far: the next operand is evaluated";
+  // A syntax error anywhere still leaves the constraint not evaluated.
+  EXPECT_EQ(Eval("n > 5 < a ** 2", big), Outcome::kNotEvaluated);
+  EXPECT_EQ(Eval("n > 5 < (a", big), Outcome::kNotEvaluated);
+  EXPECT_EQ(Eval("n > 5 < kv_indptr[-1]", big), Outcome::kNotEvaluated);
+}
+
 TEST(Constraints, CheckConstraintsNamesTheFirstBrokenOne) {
   auto def = LoadDefinition(test::DataPath("flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.json"));
   ASSERT_OK(def);
