@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "ki/catalog.h"
 #include "ki/sign.h"
 
 namespace ki::cli {
@@ -105,7 +106,13 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, *reindex ? OpenMode::kReadWrite : OpenMode::kReadOnly));
     Result<AuditReport> r = *reindex ? store->Reindex() : store->Audit();
     if (!r.ok()) return r.status();
-    const AuditReport& report = *r;
+    AuditReport report = std::move(*r);
+    // The catalog tables (docs/format.md): each entry is its format, and the
+    // runs they name are held. Reported as the store's own faults and
+    // missing references.
+    KI_ASSIGN_OR_RETURN(catalog::TableCheck tables, catalog::CheckTables(*store));
+    for (auto& e : tables.faults) report.faults.push_back(std::move(e));
+    for (auto& e : tables.missing) report.missing.push_back(std::move(e));
     // Every attestation in the store, checked as `ki verify` checks them.
     AttestationAudit att;
     bool any_signed = false;

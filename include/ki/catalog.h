@@ -210,6 +210,18 @@ struct ImportSummary {
 // Every stored import, by content digest. A summary that is not the JSON
 // format.md describes is Corruption naming its content digest.
 Result<std::vector<ImportSummary>> StoredImports(Store& store);
+// Every entry of every catalog table checked against its format
+// (docs/format.md, "Catalog tables"), and every run digest an entry names
+// looked up in the store: what `ki audit` adds to the store's own audit.
+// A fault's `what` is `<table> <key>` (KeyText) and its digest the run or
+// cohort the key names (all zero for a catalog.rows key); a missing run is
+// a CheckEntry of state kMissing whose `via` is the entry naming it.
+struct TableCheck {
+  uint64_t entries = 0;
+  std::vector<CheckEntry> faults;
+  std::vector<CheckEntry> missing;
+};
+Result<TableCheck> CheckTables(Store& store);
 // The cohort a run belongs to, when it was imported from a catalog.
 Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run);
 // REF is a cohort key (full or a prefix of at least 4 hex digits) or any

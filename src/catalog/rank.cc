@@ -283,9 +283,11 @@ bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out) 
 
 namespace {
 
-Result<Json> ParseStored(std::string_view v, std::string_view what) {
+Result<Json> ParseStored(std::string_view v, std::string_view what, std::string_view key) {
   Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Corruption("malformed catalog entry in " + std::string(what));
+  if (j.is_discarded())
+    return Status::Corruption("malformed catalog entry in " + std::string(what) + " at key " +
+                              tables::KeyText(what, key));
   return j;
 }
 
@@ -300,7 +302,8 @@ Result<std::vector<RankEntry>> tables::CohortEntries(Tables& store, const Digest
     if (k.size() != 64) return true;
     RankEntry e;
     if (!tables::EntryFromStored(Digest::FromRaw(k.substr(32)), v, &e)) {
-      bad = Status::Corruption("malformed catalog entry in " + std::string(tables::kCohortRuns));
+      bad = Status::Corruption("malformed catalog entry in " + std::string(tables::kCohortRuns) + " at key " +
+                               tables::KeyText(tables::kCohortRuns, k));
       return false;
     }
     out.push_back(std::move(e));
@@ -317,7 +320,7 @@ namespace {
 Result<Json> CohortDescription(Store& store, const Digest& cohort) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kCohorts, cohort.raw()));
   if (!v) return Status::NotFound("no comparison group " + cohort.str() + " in this store");
-  return ParseStored(*v, tables::kCohorts);
+  return ParseStored(*v, tables::kCohorts, cohort.raw());
 }
 
 }  // namespace
@@ -380,7 +383,7 @@ struct RunEntry {
 Result<std::optional<RunEntry>> ReadRunEntry(Store& store, const Digest& run) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
   if (!v) return std::optional<RunEntry>();
-  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns));
+  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns, run.raw()));
   auto d = Digest::Parse(j.value("cohort", ""));
   if (!d.ok()) return Status::Corruption("catalog entry of " + run.str() + " names no cohort");
   return std::optional<RunEntry>(RunEntry{std::move(*v), *d, j.value("kind", "kernel") == "kernel"});
@@ -397,11 +400,12 @@ Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run) {
 Result<std::optional<Json>> RunFacts(Store& store, const Digest& run) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
   if (!v) return std::optional<Json>();
-  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns));
+  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns, run.raw()));
   std::string table = j.value("kind", "kernel") == "serving" ? "serving_runs" : "benchmark_runs";
-  KI_ASSIGN_OR_RETURN(auto row, store.Get(tables::kRows, tables::RowKey(table, j.value("id", ""))));
+  const std::string row_key = tables::RowKey(table, j.value("id", ""));
+  KI_ASSIGN_OR_RETURN(auto row, store.Get(tables::kRows, row_key));
   if (!row) return std::optional<Json>();
-  KI_ASSIGN_OR_RETURN(Json r, ParseStored(*row, tables::kRows));
+  KI_ASSIGN_OR_RETURN(Json r, ParseStored(*row, tables::kRows, row_key));
   return std::optional<Json>(std::move(r));
 }
 
@@ -531,8 +535,8 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort) {
   // Against the export's own record_events of this cohort.
   std::vector<Json> exported;
   Status bad;
-  KI_RETURN_IF_ERROR(store.Scan(tables::kEvents, cohort.raw(), [&](std::string_view, std::string_view v) {
-    auto j = ParseStored(v, tables::kEvents);
+  KI_RETURN_IF_ERROR(store.Scan(tables::kEvents, cohort.raw(), [&](std::string_view k, std::string_view v) {
+    auto j = ParseStored(v, tables::kEvents, k);
     if (!j.ok()) {
       bad = j.status();
       return false;

@@ -44,6 +44,13 @@ inline std::string PairKey(const Digest& a, const Digest& b) {
   return k;
 }
 
+// A key of `table` as a message shows it: a digest key as `sha256:<hex>`,
+// a cohort + run key as `<cohort> run <run>`, a catalog.rows key as
+// `<export table>/<row id>` when printable, anything else as `0x` + the hex
+// of its first 16 bytes (and its length), so that a corrupt entry can be
+// found without dumping its bytes.
+std::string KeyText(std::string_view table, std::string_view key);
+
 // Entry <-> JSON (short field names: one per run in two tables).
 Json EntryToJson(const RankEntry& e);
 // EntryFromJson is the reference reading of an entry (its field rules and

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -498,6 +499,59 @@ TEST(CatalogTables, StoredEntriesDecodeAsTheirJson) {
   EXPECT_FALSE(tables::EntryFromStored(run, "", &got));
   EXPECT_FALSE(tables::EntryFromStored(run, "[1]", &got));
   EXPECT_FALSE(tables::EntryFromStored(run, R"({"id":"r9")", &got));
+}
+
+// ki audit's pass over the catalog tables: an imported slice is clean; a
+// malformed entry is a fault naming its table and key; a run an entry names
+// that the store lacks is a missing reference.
+TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  auto r = ImportKernelIndex(*store, test::ReadFileOrDie(DataPath(kSlice)), "slice", ImportOptions{});
+  ASSERT_OK(r);
+  auto clean = CheckTables(*store);
+  ASSERT_OK(clean);
+  EXPECT_GT(clean->entries, 100u);
+  EXPECT_TRUE(clean->faults.empty()) << clean->faults[0].what << ": " << clean->faults[0].detail;
+  EXPECT_TRUE(clean->missing.empty()) << clean->missing[0].digest.str() << " " << clean->missing[0].via;
+
+  // One entry of catalog.cohort, copied under a run the store does not hold.
+  std::string key, value;
+  ASSERT_OK(store->Scan(tables::kCohortRuns, "", [&](std::string_view k, std::string_view v) {
+    key = k;
+    value = v;
+    return false;
+  }));
+  ASSERT_EQ(key.size(), 64u);
+  const Digest cohort = Digest::FromRaw(key.substr(0, 32)), absent = Sha256Of("no such run");
+  {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->Put(tables::kCohortRuns, tables::PairKey(cohort, absent), value));
+    ASSERT_OK((*batch)->Put(tables::kRows, tables::RowKey("benchmark_runs", "r-bad"), "[1]"));
+    ASSERT_OK((*batch)->Put(tables::kRanks, std::string("\x01\x02\0", 3), "KIR1"));
+    ASSERT_OK((*batch)->Put(tables::kCohorts, cohort.raw(), "{\"kind\":\"kernel\""));
+    ASSERT_OK((*batch)->Commit());
+  }
+  auto found = CheckTables(*store);
+  ASSERT_OK(found);
+  ASSERT_EQ(found->missing.size(), 1u);
+  EXPECT_EQ(found->missing[0].state, CheckState::kMissing);
+  EXPECT_EQ(found->missing[0].digest, absent);
+  EXPECT_EQ(found->missing[0].via, "catalog.cohort " + cohort.str() + " run " + absent.str());
+  std::vector<std::string> faults;
+  for (const auto& f : found->faults) {
+    EXPECT_EQ(f.state, CheckState::kCorrupt);
+    faults.push_back(f.what + ": " + f.detail);
+  }
+  std::sort(faults.begin(), faults.end());
+  // catalog.runs entries of the damaged cohort are not faults: they ask
+  // only that catalog.cohorts has an entry for it.
+  EXPECT_EQ(faults, (std::vector<std::string>{
+                        "catalog.cohorts " + cohort.str() + ": value is not a JSON object",
+                        "catalog.ranks 0x010200 (3 bytes): key is not a cohort digest (32 bytes)",
+                        "catalog.rows benchmark_runs/r-bad: value is not a JSON object",
+                    }));
 }
 
 TEST(CatalogTables, LocalRunJoinsItsGroupOnce) {

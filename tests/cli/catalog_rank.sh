@@ -80,6 +80,13 @@ expect_rc 0 "ls --kind BENCHMARKRUN --json" K ls --kind BENCHMARKRUN --json
 expect_rc 2 "ls --kind unknown" K ls --kind benchmarkruns
 grep -q "unknown kind 'benchmarkruns'" "$T/err" || fail "unknown kind named: $(cat "$T/err")"
 
+# ki audit checks the catalog tables too: the imported slice has no fault,
+# and no catalog entry names a run the store lacks (the 6 missing references
+# are artifacts the export left out, named by the manifests).
+expect_rc 0 "audit of the imported slice" K audit
+grep -q " 0 faults, 6 missing references" "$T/out" || fail "slice audits clean: $(cat "$T/out")"
+! grep -q "(catalog\." "$T/out" || fail "no catalog entry names a missing run: $(cat "$T/out")"
+
 # A damaged catalog entry (the cohort's catalog.cohorts value, made not
 # JSON): rank exits 1 (a corrupt entry, as verify's 1); records exits 5, not
 # 1, which for records means "an export event is not reproduced".
@@ -96,9 +103,24 @@ b[i + 32] = ord("X")
 open(path, "wb").write(bytes(b))
 PY
 expect_rc 1 "rank of a damaged group" K rank ae5aacaf
-grep -q "malformed catalog entry in catalog.cohorts" "$T/err" || fail "rank names the damaged table: $(cat "$T/err")"
+grep -q "malformed catalog entry in catalog.cohorts at key $COHORT" "$T/err" ||
+  fail "rank names the damaged table and key: $(cat "$T/err")"
 expect_rc 5 "records of a damaged group" K records ae5aacaf
 grep -q "comparison group $COHORT: malformed catalog entry in catalog.cohorts" "$T/err" ||
   fail "records names the group and the table: $(cat "$T/err")"
 expect_rc 5 "records --json of a damaged group" K records "$LAST" --json
+# ki audit finds it without anyone ranking the group: a fault naming the
+# table and the key, in the text and the --json output.
+expect_rc 1 "audit of a damaged catalog.cohorts entry" K audit
+grep -q "^corrupt	$COHORT	catalog.cohorts $COHORT	value is not a JSON object$" "$T/out" ||
+  fail "audit names the table and key: $(cat "$T/out")"
+grep -q " 1 faults, 6 missing references" "$T/out" || fail "audit counts one fault: $(cat "$T/out")"
+expect_rc 1 "audit --json of a damaged catalog.cohorts entry" K audit --json
+python3 - "$T/out" "$COHORT" <<'PY' || fail "audit --json: $(cat "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ok"] is False and len(r["missing"]) == 6, r
+assert r["faults"] == [{"digest": sys.argv[2], "state": "corrupt", "what": "catalog.cohorts " + sys.argv[2],
+                        "detail": "value is not a JSON object"}], r["faults"]
+PY
 echo "ok"

@@ -1,0 +1,168 @@
+// catalog::CheckTables: ki audit's pass over the catalog tables. The read
+// paths (rank, records, show) find a damaged entry only when they read it;
+// this reads every entry once, so a damaged group is found before anyone
+// ranks it.
+#include <cctype>
+#include <cstring>
+
+#include "catalog/tables.h"
+#include "ki/catalog.h"
+
+namespace ki::catalog {
+
+std::string tables::KeyText(std::string_view table, std::string_view key) {
+  if (table != kRows && key.size() == 32) return Digest::FromRaw(key).str();
+  if (table != kRows && key.size() == 64)
+    return Digest::FromRaw(key.substr(0, 32)).str() + " run " + Digest::FromRaw(key.substr(32)).str();
+  if (table == kRows) {
+    bool printable = !key.empty();
+    std::string text;
+    for (char c : key) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '\0') text.push_back('/');
+      else if (u < 0x20 || u == 0x7f) printable = false;
+      else text.push_back(c);
+    }
+    if (printable) return text;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (size_t i = 0; i < key.size() && i < 16; ++i) {
+    out.push_back(kHex[static_cast<unsigned char>(key[i]) >> 4]);
+    out.push_back(kHex[static_cast<unsigned char>(key[i]) & 15]);
+  }
+  if (key.size() > 16) out += "...";
+  return out + " (" + std::to_string(key.size()) + " bytes)";
+}
+
+namespace {
+
+class Checker {
+ public:
+  explicit Checker(Store& store) : store_(store) {}
+
+  Status Run() {
+    KI_RETURN_IF_ERROR(Each(tables::kRows, [&](std::string_view k, std::string_view v) -> Status {
+      if (k.find('\0') == std::string_view::npos) return Fault(tables::kRows, k, "key has no `\\0` after the export table");
+      // Compact JSON of an object: a cheap accept, no tree.
+      if (v.empty() || v[0] != '{' || !Json::accept(v)) return Fault(tables::kRows, k, "value is not a JSON object");
+      return Status::OK();
+    }));
+    KI_RETURN_IF_ERROR(Each(tables::kRuns, [&](std::string_view k, std::string_view v) -> Status {
+      if (k.size() != 32) return Fault(tables::kRuns, k, "key is not a run digest (32 bytes)");
+      const Digest run = Digest::FromRaw(k);
+      RankEntry e;
+      if (!tables::EntryFromStored(run, v, &e)) return Fault(tables::kRuns, k, "value is not a run entry");
+      Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+      auto cohort = j.is_object() && j.contains("cohort") && j["cohort"].is_string()
+                        ? Digest::Parse(j["cohort"].get<std::string>())
+                        : Result<Digest>(Status::Corruption(""));
+      if (!cohort.ok()) return Fault(tables::kRuns, k, "`cohort` is not a digest");
+      if (!j.contains("kind") || !j["kind"].is_string() ||
+          (j["kind"] != "kernel" && j["kind"] != "serving"))
+        return Fault(tables::kRuns, k, "`kind` is not \"kernel\" or \"serving\"");
+      KI_ASSIGN_OR_RETURN(auto desc, store_.Get(tables::kCohorts, cohort->raw()));
+      if (!desc) return Fault(tables::kRuns, k, "names comparison group " + cohort->str() + ", which catalog.cohorts lacks");
+      return NeedObject(run, tables::kRuns, k);
+    }));
+    KI_RETURN_IF_ERROR(Each(tables::kCohortRuns, [&](std::string_view k, std::string_view v) -> Status {
+      if (k.size() != 64) return Fault(tables::kCohortRuns, k, "key is not a cohort and a run digest (64 bytes)");
+      const Digest run = Digest::FromRaw(k.substr(32));
+      RankEntry e;
+      if (!tables::EntryFromStored(run, v, &e)) return Fault(tables::kCohortRuns, k, "value is not a run entry");
+      return NeedObject(run, tables::kCohortRuns, k);
+    }));
+    KI_RETURN_IF_ERROR(Each(tables::kCohorts, [&](std::string_view k, std::string_view v) -> Status {
+      if (k.size() != 32) return Fault(tables::kCohorts, k, "key is not a cohort digest (32 bytes)");
+      Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_object()) return Fault(tables::kCohorts, k, "value is not a JSON object");
+      auto kind = j.find("kind");
+      if (kind == j.end() || !kind->is_string() || (*kind != "kernel" && *kind != "serving"))
+        return Fault(tables::kCohorts, k, "`kind` is not \"kernel\" or \"serving\"");
+      auto runs = j.find("runs");
+      if (runs == j.end() || !runs->is_number_unsigned()) return Fault(tables::kCohorts, k, "`runs` is not a count");
+      return Status::OK();
+    }));
+    KI_RETURN_IF_ERROR(Each(tables::kEvents, [&](std::string_view k, std::string_view v) -> Status {
+      if (k.size() != 64) return Fault(tables::kEvents, k, "key is not a cohort and a run digest (64 bytes)");
+      if (v.empty() || v[0] != '{' || !Json::accept(v)) return Fault(tables::kEvents, k, "value is not a JSON object");
+      // An event may name a run neither the export nor the store holds
+      // (format.md): its run is not looked up.
+      return Status::OK();
+    }));
+    KI_RETURN_IF_ERROR(Each(tables::kRanks, [&](std::string_view k, std::string_view v) -> Status {
+      if (k.size() != 32) return Fault(tables::kRanks, k, "key is not a cohort digest (32 bytes)");
+      tables::RankRecord rec;
+      // FindInRanking checks the magic and that the length matches the counts.
+      if (!tables::FindInRanking(v, Digest{}, &rec)) return Fault(tables::kRanks, k, "value is not a KIR1 ranking");
+      for (size_t off = 12; off + 37 <= v.size(); off += 37) {
+        const Digest run = Digest::FromRaw(v.substr(off, 32));
+        KI_ASSIGN_OR_RETURN(auto entry, store_.Get(tables::kCohortRuns, tables::PairKey(Digest::FromRaw(k), run)));
+        if (!entry) return Fault(tables::kRanks, k, "ranks " + run.str() + ", which catalog.cohort lacks in this group");
+      }
+      return Status::OK();
+    }));
+    KI_RETURN_IF_ERROR(Each(tables::kImports, [&](std::string_view, std::string_view) -> Status { return Status::OK(); }));
+    // Import summaries have one reader with the field rules; it stops at the
+    // first bad summary and names it.
+    auto imports = StoredImports(store_);
+    if (!imports.ok()) {
+      if (!imports.status().IsCorruption()) return imports.status();
+      CheckEntry e;
+      e.state = CheckState::kCorrupt;
+      e.what = std::string(tables::kImports);
+      e.detail = imports.status().message();
+      out_.faults.push_back(std::move(e));
+    }
+    return Status::OK();
+  }
+
+  TableCheck Take() { return std::move(out_); }
+
+ private:
+  template <typename Fn>
+  Status Each(std::string_view table, Fn&& fn) {
+    Status err;
+    KI_RETURN_IF_ERROR(store_.Scan(table, "", [&](std::string_view k, std::string_view v) {
+      ++out_.entries;
+      err = fn(k, v);
+      return err.ok();
+    }));
+    return err;
+  }
+
+  Status Fault(std::string_view table, std::string_view key, std::string detail) {
+    CheckEntry e;
+    if (table != tables::kRows && key.size() >= 32) e.digest = Digest::FromRaw(key.substr(key.size() - 32));
+    e.state = CheckState::kCorrupt;
+    e.what = std::string(table) + " " + tables::KeyText(table, key);
+    e.detail = std::move(detail);
+    out_.faults.push_back(std::move(e));
+    return Status::OK();
+  }
+
+  Status NeedObject(const Digest& d, std::string_view table, std::string_view key) {
+    KI_ASSIGN_OR_RETURN(auto info, store_.Stat(d));
+    if (info) return Status::OK();
+    CheckEntry e;
+    e.digest = d;
+    e.state = CheckState::kMissing;
+    e.what = "unknown";
+    e.via = std::string(table) + " " + tables::KeyText(table, key);
+    out_.missing.push_back(std::move(e));
+    return Status::OK();
+  }
+
+  Store& store_;
+  TableCheck out_;
+};
+
+}  // namespace
+
+Result<TableCheck> CheckTables(Store& store) {
+  Checker c(store);
+  KI_RETURN_IF_ERROR(c.Run());
+  return c.Take();
+}
+
+}  // namespace ki::catalog
