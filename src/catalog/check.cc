@@ -46,7 +46,7 @@ class JsonSyntax {
   explicit JsonSyntax(std::string_view v) : p_(v.data()), end_(v.data() + v.size()) {}
   bool Object() {
     Space();
-    if (!Value(0)) return false;
+    if (p_ == end_ || *p_ != '{' || !Value(0)) return false;
     Space();
     return p_ == end_;
   }
@@ -157,7 +157,7 @@ class JsonSyntax {
   const char* end_;
 };
 
-bool IsJsonObject(std::string_view v) { return !v.empty() && v[0] == '{' && JsonSyntax(v).Object(); }
+bool IsJsonObject(std::string_view v) { return JsonSyntax(v).Object(); }
 
 class Checker {
  public:

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -552,6 +553,34 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
                         "catalog.ranks 0x010200 (3 bytes): key is not a cohort digest (32 bytes)",
                         "catalog.rows benchmark_runs/r-bad: value is not a JSON object",
                     }));
+}
+
+// catalog.rows values are syntax-checked without Json::accept (check.cc):
+// the walk must refuse what accept refuses and take what it takes.
+TEST(CatalogTables, CheckTablesRowSyntaxAgreesWithJsonAccept) {
+  TempDir dir;
+  auto store = NewStore(dir);
+  const std::vector<std::string> values = {
+      R"({})", R"({"a":1})", R"({"a":[1,-2.5e+3,true,false,null,{"b":"\u00e9\n\"q\""}]})",
+      "{\"a\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}", R"( { "a" : [ ] } )",
+      R"({"a":1,})", R"({"a":01})", R"({"a":1.})", R"({"a":"x)", R"({"a":"\x"})", R"({"a":tru})",
+      R"({a:1})", R"({"a":1}x)", R"({"a":"\u12g4"})", "{\"a\":\"\xff\"}", "{\"a\":\"\xc3\"}",
+      "{\"a\":\"\x01\"}", R"({"a":[1,]})", R"({"a":-})", R"({"a":1e})", R"([1])", ""};
+  {
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    for (size_t i = 0; i < values.size(); ++i)
+      ASSERT_OK((*batch)->Put(tables::kRows, tables::RowKey("t", "r" + std::to_string(i)), values[i]));
+    ASSERT_OK((*batch)->Commit());
+  }
+  auto found = CheckTables(*store);
+  ASSERT_OK(found);
+  std::set<std::string> faulty;
+  for (const auto& f : found->faults) faulty.insert(f.what);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const bool accepted = Json::accept(values[i]) && Json::parse(values[i]).is_object();
+    EXPECT_EQ(faulty.count("catalog.rows t/r" + std::to_string(i)), accepted ? 0u : 1u) << values[i];
+  }
 }
 
 TEST(CatalogTables, LocalRunJoinsItsGroupOnce) {
