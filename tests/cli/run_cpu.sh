@@ -273,4 +273,11 @@ expect_contains "$ERR" "protocol: comparability.notes gives atol nan, not a tole
 # A time limit that never expires is none.
 expect_exit 2 ki run --implementation test-cpu --workload $WL --timeout inf
 expect_contains "$ERR" "--timeout" "an infinite timeout names the option"
+
+# The store after runs, reruns, refused workloads and an imported cohort
+# with local runs ranked in it: ki audit (objects, and since 9315ddc the
+# catalog tables that ki run writes as well as those ki import writes) finds
+# no fault.
+expect_exit 0 ki audit
+expect_contains "$OUT" " 0 faults" "audit of a store with local runs in its groups"
 finish
