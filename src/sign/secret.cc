@@ -1,5 +1,6 @@
 // Secret memory, base64, and passphrases.
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <termios.h>
@@ -123,6 +124,28 @@ constexpr int kRestoreSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
 volatile sig_atomic_t g_echo_fd = -1;
 termios g_saved_termios{};
 struct sigaction g_previous[std::size(kRestoreSignals)];
+struct sigaction g_previous_tstp{};
+// The prompt, written again when ki resumes after a Ctrl-Z.
+const char* g_prompt = nullptr;
+size_t g_prompt_size = 0;
+
+// What the handlers block while they run: the ending signals and Ctrl-Z, so
+// that a stop never interleaves with a restore (a Ctrl-Z inside the
+// restore handler would turn echo off again before the process ends).
+sigset_t PromptSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : kRestoreSignals) sigaddset(&set, s);
+  sigaddset(&set, SIGTSTP);
+  return set;
+}
+
+void EchoOffNow(int fd) {
+  termios quiet = g_saved_termios;
+  quiet.c_lflag &= ~tcflag_t(ECHO);
+  quiet.c_lflag |= ECHONL;
+  ::tcsetattr(fd, TCSAFLUSH, &quiet);
+}
 
 void RestoreTerminalAndReraise(int sig) {
   // Async-signal-safe only: tcsetattr, sigaction, raise.
@@ -140,38 +163,85 @@ void RestoreTerminalAndReraise(int sig) {
   errno = saved_errno;
 }
 
+// Ctrl-Z at the prompt: the shell gets its terminal back with echo on while
+// ki is stopped, as it does after any other program; when ki is continued,
+// echo goes off again, the prompt is written again and the read goes on.
+void StopWithEchoOn(int sig) {
+  // Async-signal-safe only: tcgetattr, tcsetattr, write, sigaction,
+  // pthread_sigmask, raise.
+  const int saved_errno = errno;
+  const int fd = g_echo_fd;
+  if (fd >= 0) {
+    ::tcsetattr(fd, TCSANOW, &g_saved_termios);
+    (void)!::write(fd, "\n", 1);
+  }
+  // Stop by the signal itself, with its previous (default) action, so the
+  // shell sees a Ctrl-Z stop. An orphaned process group is not stopped by
+  // the kernel (no one could continue it): then this simply goes on.
+  struct sigaction self{};
+  ::sigaction(sig, &g_previous_tstp, &self);
+  sigset_t just{};
+  sigemptyset(&just);
+  sigaddset(&just, sig);
+  ::raise(sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &just, nullptr);  // the stop happens here
+  // Continued (fg, bg, SIGCONT). Block it again before the handler is back,
+  // so a second Ctrl-Z waits until this one is done.
+  ::pthread_sigmask(SIG_BLOCK, &just, nullptr);
+  ::sigaction(sig, &self, nullptr);
+  if (fd >= 0) {
+    // The terminal as the shell left it is what the prompt restores at the
+    // end. In the background, tcsetattr stops ki (SIGTTOU) until fg.
+    ::tcgetattr(fd, &g_saved_termios);
+    EchoOffNow(fd);
+    if (g_prompt) (void)!::write(fd, g_prompt, g_prompt_size);
+  }
+  errno = saved_errno;
+}
+
 class EchoOff {
  public:
-  explicit EchoOff(int fd) {
+  // `prompt` must outlive this: it is written again after a Ctrl-Z.
+  EchoOff(int fd, std::string_view prompt) {
     termios old{};
     if (::tcgetattr(fd, &old) != 0) return;  // not a terminal: nothing to restore
     g_saved_termios = old;
+    g_prompt = prompt.data();
+    g_prompt_size = prompt.size();
     g_echo_fd = fd;
     // Handlers first, then echo off: no moment with echo off and no handler.
     struct sigaction sa{};
     sa.sa_handler = RestoreTerminalAndReraise;
-    sigemptyset(&sa.sa_mask);
-    for (int s : kRestoreSignals) sigaddset(&sa.sa_mask, s);  // one restore at a time
+    sa.sa_mask = PromptSignals();  // one restore at a time
     for (size_t i = 0; i < std::size(kRestoreSignals); ++i) {
       ::sigaction(kRestoreSignals[i], nullptr, &g_previous[i]);
       // An ignored signal (nohup's SIGHUP) stays ignored: it ends nothing.
       if (g_previous[i].sa_handler != SIG_IGN) ::sigaction(kRestoreSignals[i], &sa, nullptr);
     }
-    termios quiet = old;
-    quiet.c_lflag &= ~tcflag_t(ECHO);
-    quiet.c_lflag |= ECHONL;
-    ::tcsetattr(fd, TCSAFLUSH, &quiet);
+    // No SA_RESTART: the read returns EINTR and is retried with echo off.
+    sa.sa_handler = StopWithEchoOn;
+    ::sigaction(SIGTSTP, nullptr, &g_previous_tstp);
+    // Ignored (a shell without job control): Ctrl-Z stops nothing.
+    if (g_previous_tstp.sa_handler != SIG_IGN) ::sigaction(SIGTSTP, &sa, nullptr);
+    EchoOffNow(fd);
     fd_ = fd;
   }
   ~EchoOff() {
     if (fd_ < 0) return;
+    // Held back until the handlers are gone: a Ctrl-Z between echo on and
+    // g_echo_fd = -1 would turn echo off again on resume, for good. Then
+    // what is pending acts as it would have without a prompt.
+    const sigset_t held = PromptSignals();
+    sigset_t before{};
+    ::pthread_sigmask(SIG_BLOCK, &held, &before);
     ::tcsetattr(fd_, TCSAFLUSH, &g_saved_termios);
-    // Echo is on again before the handlers go, so a signal in between still
-    // finds a terminal as the user had it.
     g_echo_fd = -1;
     for (size_t i = 0; i < std::size(kRestoreSignals); ++i) {
       if (g_previous[i].sa_handler != SIG_IGN) ::sigaction(kRestoreSignals[i], &g_previous[i], nullptr);
     }
+    if (g_previous_tstp.sa_handler != SIG_IGN) ::sigaction(SIGTSTP, &g_previous_tstp, nullptr);
+    g_prompt = nullptr;
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
   EchoOff(const EchoOff&) = delete;
   EchoOff& operator=(const EchoOff&) = delete;
@@ -188,7 +258,7 @@ Result<SecretBytes> ReadTerminalLine(int fd, std::string_view prompt) {
   size_t n = 0;
   bool too_long = false;
   {
-    EchoOff quiet(fd);
+    EchoOff quiet(fd, p);
     for (;;) {
       char c;
       ssize_t r = ::read(fd, &c, 1);

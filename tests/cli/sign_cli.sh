@@ -127,6 +127,105 @@ def case(how):
     return ok
 sys.exit(0 if all([case(h) for h in ("typed", "ctrl-c", "term", "hup")]) else 1)
 PY
+# Ctrl-Z at the passphrase prompt stopped ki with echo off: the user's shell
+# typed blind until fg. Now echo is on while ki is stopped, and off again
+# (the prompt written again) once it is continued; the passphrase typed
+# then is the one kept (checked by signing with it below).
+python3 - "$KI_BIN" "$KI_HOME" <<'PY' || fails=$((fails + 1))
+# A forked child plays the shell: session leader with the pty as its
+# controlling terminal, ki in its own foreground process group (a group the
+# kernel may stop: not orphaned), Ctrl-Z typed, waitpid(WUNTRACED), SIGCONT.
+import os, select, signal, sys, termios, time, fcntl
+ki, home = sys.argv[1], sys.argv[2]
+PROMPT = b"passphrase for the new key"
+def echo(fd):
+    return bool(termios.tcgetattr(fd)[3] & termios.ECHO)
+def shell(master, slave, name, job_control):
+    os.setsid()
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    deadline = time.time() + 20
+    def read_until(text, out):
+        while text not in out and time.time() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                out += os.read(master, 1024)
+        return out
+    def wait_echo_off():
+        while echo(slave) and time.time() < deadline:
+            time.sleep(0.01)
+        return not echo(slave)
+    pid = os.fork()
+    if pid == 0:
+        if job_control:
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            os.setpgid(0, 0)
+            os.tcsetpgrp(slave, os.getpid())
+            signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+        for fd in (0, 1, 2):
+            os.dup2(slave, fd)
+        env = dict(os.environ, KI_HOME=home)
+        env.pop("KI_PASSPHRASE", None)
+        os.execve(ki, [ki, "key", "generate", name], env)
+    checks = []
+    out = read_until(PROMPT, b"")
+    checks.append(("echo off while asking", wait_echo_off()))
+    os.write(master, b"xx\x1a")  # typed, then Ctrl-Z: the partial line is dropped
+    if job_control:
+        _, st = os.waitpid(pid, os.WUNTRACED)
+        checks.append(("stopped by SIGTSTP", os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTSTP))
+        checks.append(("echo on while stopped", echo(slave)))
+        time.sleep(0.2)  # still stopped, still echo on
+        checks.append(("echo still on while stopped", echo(slave)))
+        os.kill(pid, signal.SIGCONT)
+    # Continued (or, orphaned, never stopped): asked again, echo off again.
+    out = read_until(PROMPT, out.split(PROMPT, 1)[1])
+    checks.append(("prompt written again", PROMPT in out))
+    checks.append(("echo off again", wait_echo_off()))
+    os.write(master, b"pw\n")
+    read_until(b"again", out)
+    wait_echo_off()
+    os.write(master, b"pw\n")
+    st = None
+    while st is None and time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            st = status
+        else:
+            time.sleep(0.05)
+    if st is None:  # still asking: kill it rather than hang the test
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    checks.append(("exit 0", st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0))
+    checks.append(("echo on after", echo(slave)))
+    return checks
+def case(name, job_control):
+    master, slave = os.openpty()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            checks = shell(master, slave, name, job_control)
+        except Exception as e:
+            checks = [("no exception: %r" % e, False)]
+        os.write(w, repr(checks).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.waitpid(pid, 0)
+    os.close(r); os.close(master); os.close(slave)
+    checks = eval(data.decode()) if data else [("the shell reported", False)]
+    ok = all(v for _, v in checks)
+    print(("ok  " if ok else "FAIL") + " Ctrl-Z at the passphrase prompt (%s): %s" % (
+        "job control" if job_control else "orphaned, not stopped",
+        ", ".join("%s %s" % (k, v) for k, v in checks)))
+    return ok
+sys.exit(0 if all([case("tty-ctrl-z", True), case("tty-ctrl-z-orphan", False)]) else 1)
+PY
 
 # --- trust
 expect 0 "trusted alice" -- ki trust add "$(ki key export alice)" --name alice --role runner
@@ -252,6 +351,13 @@ expect 0 "^verified,disputed$" -- level "$RUN"
 chmod 666 "$KI_HOME/trust.json"
 expect 5 "writable by group or others" -- ki verify "$RUN"
 chmod 644 "$KI_HOME/trust.json"
+
+# The keys made at the prompt across a Ctrl-Z keep the passphrase typed after
+# it, not the line dropped by the stop.
+for k in tty-ctrl-z tty-ctrl-z-orphan; do
+  expect 4 "wrong passphrase for key .$k." -- env KI_PASSPHRASE=xxpw "$KI_BIN" sign "$RUN" --key "$k" --predicate reviewed
+  expect 0 "$k \(untrusted\)" -- env KI_PASSPHRASE=pw "$KI_BIN" sign "$RUN" --key "$k" --predicate reviewed
+done
 
 # --- concurrent updates: trust add / remove read, change and write the
 # list; two at once used to lose one's change (8 of 20 parallel adds kept).
