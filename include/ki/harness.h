@@ -112,7 +112,10 @@ struct ConstraintCheck {
 };
 // InvalidInput when an evaluated constraint cannot be decided: its
 // arithmetic passes int64, or divides by zero (Python raises there too);
-// the message names the constraint and the axis values.
+// the message names the constraint and the axis values. A chain stops at its
+// first false comparison, as Python's does: what follows is parsed (a syntax
+// error still leaves the constraint not evaluated) but not evaluated, so an
+// overflow there is no error and an unknown name there is not read.
 Result<ConstraintCheck> EvaluateConstraint(std::string_view constraint, const std::map<std::string, int64_t>& axes);
 // OK when every evaluated constraint of `def` holds; else InvalidInput naming
 // the first that does not and its axis values ("constraint 'len_indptr ==
