@@ -71,6 +71,10 @@ class Sha256 {
 
 Digest Sha256Of(std::string_view data);
 
+// Lowercase hex of any bytes (a digest's own form; index keys and annotation
+// values shown as text).
+std::string HexEncode(std::string_view raw);
+
 }  // namespace ki
 
 template <>

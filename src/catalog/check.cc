@@ -25,12 +25,7 @@ std::string tables::KeyText(std::string_view table, std::string_view key) {
     }
     if (printable) return text;
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "0x";
-  for (size_t i = 0; i < key.size() && i < 16; ++i) {
-    out.push_back(kHex[static_cast<unsigned char>(key[i]) >> 4]);
-    out.push_back(kHex[static_cast<unsigned char>(key[i]) & 15]);
-  }
+  std::string out = "0x" + HexEncode(key.substr(0, 16));
   if (key.size() > 16) out += "...";
   return out + " (" + std::to_string(key.size()) + " bytes)";
 }

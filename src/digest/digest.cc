@@ -65,14 +65,16 @@ bool DigestPrefix::Matches(std::string_view raw32) const {
   return last_nibble_ < 0 || (uint8_t(raw32[key_.size()]) >> 4) == last_nibble_;
 }
 
-std::string Digest::hex() const {
-  std::string out(64, '0');
-  for (size_t i = 0; i < 32; ++i) {
-    out[2 * i] = kHex[bytes[i] >> 4];
-    out[2 * i + 1] = kHex[bytes[i] & 15];
+std::string HexEncode(std::string_view raw) {
+  std::string out(2 * raw.size(), '0');
+  for (size_t i = 0; i < raw.size(); ++i) {
+    out[2 * i] = kHex[static_cast<unsigned char>(raw[i]) >> 4];
+    out[2 * i + 1] = kHex[static_cast<unsigned char>(raw[i]) & 15];
   }
   return out;
 }
+
+std::string Digest::hex() const { return HexEncode(raw()); }
 
 std::string Digest::str() const { return std::string(kPrefix) + hex(); }
 

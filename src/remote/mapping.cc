@@ -62,16 +62,6 @@ std::string_view RoleName(Role r) {
   return "?";
 }
 
-std::string HexEncode(std::string_view raw) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
-
 bool HexDecode(std::string_view hex, std::string* out) {
   if (hex.size() % 2) return false;
   auto nib = [](char c) -> int {

@@ -118,7 +118,6 @@ Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view 
 std::string AttestationFault(std::string_view envelope, const Digest& envelope_digest, const Digest& subject,
                              const KeySources* keys);
 
-std::string HexEncode(std::string_view raw);
 bool HexDecode(std::string_view hex, std::string* out);
 
 }  // namespace ki::remote
