@@ -63,6 +63,18 @@ class MappedFile {
   // this process's memory (a later read maps them in again), so reading a
   // file front to back keeps a bounded resident set.
   virtual void Release(uint64_t offset) = 0;
+  // Calls read(arg), which reads this mapping's bytes. A file truncated
+  // while mapped (by another process) loses its pages past the new end,
+  // and reading one raises SIGBUS; here such a read is abandoned where it
+  // faulted and false is returned, instead of the process dying. True when
+  // `read` returned. Abandoned means not unwound: `read` and what it calls
+  // must own nothing that needs destroying or unlocking (plain C calls such
+  // as zstd's and SHA-256's), and whatever state they were changing must
+  // be thrown away by the caller. This default calls `read` unguarded.
+  virtual bool ReadGuarded(void (*read)(void*), void* arg) {
+    read(arg);
+    return true;
+  }
 };
 
 // A file read front to back: an export piped in, a secret key read straight
@@ -77,7 +89,8 @@ class SequentialFile {
   // contiguous without holding them in memory (zstd's streaming compression
   // gives the one-shot bytes only over contiguous input). IOError when it
   // cannot be mapped (a pipe; this default). A file truncated while mapped
-  // ends the process with SIGBUS when the lost pages are read.
+  // raises SIGBUS when the lost pages are read: read the bytes inside
+  // MappedFile::ReadGuarded, which turns that into a return value.
   virtual Result<std::unique_ptr<MappedFile>> Map() {
     return Status::IOError("this file cannot be mapped into memory");
   }

@@ -1,6 +1,8 @@
 // The POSIX implementation of Env.
 #include <dirent.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 
 #include "ki/env.h"
 
@@ -148,6 +151,65 @@ class PosixSequentialFile final : public SequentialFile {
   bool owned_;
 };
 
+// SIGBUS from a mapped file that shrank (MappedFile::ReadGuarded). The
+// handler is process-wide but a guard is per thread: a thread inside
+// ReadGuarded points t_mapped_read at the range it reads and where to jump
+// back to; a fault at an address inside that range jumps there, any other
+// SIGBUS goes where it went before the handler was installed.
+struct MappedRead {
+  sigjmp_buf jump;
+  const char* begin;
+  const char* end;
+};
+// Plain data, zero-initialised: read from the handler without running any
+// thread_local initialiser.
+thread_local MappedRead* t_mapped_read = nullptr;
+
+std::mutex g_sigbus_mu;
+int g_sigbus_users = 0;                 // guards open in all threads (g_sigbus_mu)
+struct sigaction g_sigbus_previous{};  // set while g_sigbus_users > 0
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  const MappedRead* r = t_mapped_read;
+  const char* addr = static_cast<const char*>(info->si_addr);
+  // Only a fault reading the guarded mapping is taken back; the signal mask
+  // saved by sigsetjmp (SIGBUS unblocked) is restored by the jump.
+  if (r && addr >= r->begin && addr < r->end) siglongjmp(const_cast<MappedRead*>(r)->jump, 1);
+  if (g_sigbus_previous.sa_flags & SA_SIGINFO) {
+    g_sigbus_previous.sa_sigaction(sig, info, context);
+  } else if (g_sigbus_previous.sa_handler != SIG_DFL && g_sigbus_previous.sa_handler != SIG_IGN) {
+    g_sigbus_previous.sa_handler(sig);
+  } else {
+    // Returning re-runs the faulting access, which now ends the process as
+    // it would have without this handler (an ignored SIGBUS from a fault
+    // cannot be ignored either).
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGBUS, &dfl, nullptr);
+  }
+}
+
+// The handler installed while at least one guard is open in any thread,
+// and the previous one put back after the last.
+class SigbusHandler {
+ public:
+  SigbusHandler() {
+    std::lock_guard<std::mutex> lock(g_sigbus_mu);
+    if (g_sigbus_users++ > 0) return;
+    struct sigaction sa{};
+    sa.sa_sigaction = OnSigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_sigbus_previous);
+  }
+  ~SigbusHandler() {
+    std::lock_guard<std::mutex> lock(g_sigbus_mu);
+    if (--g_sigbus_users == 0) ::sigaction(SIGBUS, &g_sigbus_previous, nullptr);
+  }
+  SigbusHandler(const SigbusHandler&) = delete;
+  SigbusHandler& operator=(const SigbusHandler&) = delete;
+};
+
 class PosixMappedFile final : public MappedFile {
  public:
   PosixMappedFile(void* addr, size_t size) : addr_(addr), size_(size) {}
@@ -162,6 +224,25 @@ class PosixMappedFile final : public MappedFile {
     // nothing (advice only; a failure leaves them resident).
     if (end > released_) (void)::madvise(static_cast<char*>(addr_) + released_, end - released_, MADV_DONTNEED);
     released_ = std::max(released_, end);
+  }
+  bool ReadGuarded(void (*read)(void*), void* arg) override {
+    if (size_ == 0) {
+      read(arg);
+      return true;
+    }
+    SigbusHandler handler;  // outside the jump: destroyed on both paths
+    MappedRead r;
+    r.begin = static_cast<const char*>(addr_);
+    r.end = r.begin + size_;
+    MappedRead* const outer = t_mapped_read;  // not changed after sigsetjmp
+    if (sigsetjmp(r.jump, /*savemask=*/1) != 0) {
+      t_mapped_read = outer;
+      return false;
+    }
+    t_mapped_read = &r;
+    read(arg);
+    t_mapped_read = outer;
+    return true;
   }
 
  private:

@@ -28,9 +28,10 @@ struct CCtxDeleter {
 struct DCtxDeleter {
   void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
 };
+thread_local std::unique_ptr<ZSTD_CCtx, CCtxDeleter> t_cctx;
 ZSTD_CCtx* ThreadCCtx() {
-  thread_local std::unique_ptr<ZSTD_CCtx, CCtxDeleter> c(ZSTD_createCCtx());
-  return c.get();
+  if (!t_cctx) t_cctx.reset(ZSTD_createCCtx());
+  return t_cctx.get();
 }
 ZSTD_DCtx* ThreadDCtx() {
   thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> c(ZSTD_createDCtx());
@@ -150,6 +151,35 @@ Result<size_t> ReadFull(SequentialFile& f, char* buf, size_t n) {
 
 std::string ZstdError(size_t r) { return ZSTD_getErrorName(r); }
 
+// One step of EncodeFrameStream over the mapped input: compress until the
+// output buffer is full or the frame ends, then hash what zstd consumed. It
+// runs inside MappedFile::ReadGuarded and may be abandoned at any read of
+// the input, so it owns nothing (plain C calls on state its caller holds).
+struct CompressStep {
+  ZSTD_CCtx* cctx;
+  ZSTD_inBuffer in;
+  ZSTD_outBuffer out;
+  Sha256* hash;
+  size_t hashed;  // input bytes hashed so far
+  size_t left;    // ZSTD_compressStream2's answer
+};
+
+void RunCompressStep(void* arg) {
+  auto* s = static_cast<CompressStep*>(arg);
+  s->left = ZSTD_compressStream2(s->cctx, &s->out, &s->in, ZSTD_e_end);
+  if (ZSTD_isError(s->left)) return;
+  // Hashed right behind zstd, while the pages are resident.
+  if (s->in.pos > s->hashed) {
+    s->hash->Update(std::string_view(static_cast<const char*>(s->in.src) + s->hashed, s->in.pos - s->hashed));
+    s->hashed = s->in.pos;
+  }
+  // zstd said done: all of it was read.
+  if (s->left == 0 && s->hashed != s->in.size) {
+    s->hash->Update(std::string_view(static_cast<const char*>(s->in.src) + s->hashed, s->in.size - s->hashed));
+    s->hashed = s->in.size;
+  }
+}
+
 }  // namespace
 
 Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t kind, std::string_view media_type,
@@ -173,30 +203,34 @@ Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setPledgedSrcSize(c, raw.size());
   if (ZSTD_isError(r)) return Status::IOError(where + ": zstd: " + ZstdError(r));
   std::string outbuf(kStreamChunk, '\0');
-  ZSTD_inBuffer ib{raw.data(), raw.size(), 0};
   Sha256 hash;
-  size_t hashed = 0, released = 0;
+  CompressStep step{c, ZSTD_inBuffer{raw.data(), raw.size(), 0}, ZSTD_outBuffer{}, &hash, 0, 0};
+  size_t released = 0;
   for (;;) {
-    ZSTD_outBuffer ob{outbuf.data(), outbuf.size(), 0};
-    size_t left = ZSTD_compressStream2(c, &ob, &ib, ZSTD_e_end);
-    if (ZSTD_isError(left)) return Status::IOError(where + ": zstd: " + ZstdError(left));
-    if (ob.pos) {
-      KI_RETURN_IF_ERROR(out(std::string_view(outbuf.data(), ob.pos)));
-      s.written += ob.pos;
+    step.out = ZSTD_outBuffer{outbuf.data(), outbuf.size(), 0};
+    if (!in.ReadGuarded(RunCompressStep, &step)) {
+      // The file was truncated under the mapping (SIGBUS), and the step
+      // abandoned inside zstd. The context is freed, not reused: its state
+      // is half-updated, but freeing it only releases its own allocations
+      // (one thread, no workers, no locks; zstd allocates when a frame
+      // starts, not while it reads input). The hasher is dropped with
+      // this frame.
+      t_cctx.reset();
+      return Status::InvalidInput(where + ": shrank while being read; nothing was stored");
     }
-    // Hashed right behind zstd, while the pages are resident; pages well
-    // behind both (past any window zstd reads back) leave memory.
-    if (ib.pos > hashed) {
-      hash.Update(raw.substr(hashed, ib.pos - hashed));
-      hashed = ib.pos;
-      if (hashed > released + kReleaseEvery) {
-        released = hashed - kStreamChunk * 16;
-        in.Release(released);
-      }
+    if (ZSTD_isError(step.left)) return Status::IOError(where + ": zstd: " + ZstdError(step.left));
+    if (step.out.pos) {
+      KI_RETURN_IF_ERROR(out(std::string_view(outbuf.data(), step.out.pos)));
+      s.written += step.out.pos;
     }
-    if (left == 0) break;
+    // Pages well behind zstd and the hash (past any window zstd reads
+    // back) leave memory.
+    if (step.hashed > released + kReleaseEvery) {
+      released = step.hashed - kStreamChunk * 16;
+      in.Release(released);
+    }
+    if (step.left == 0) break;
   }
-  if (hashed != raw.size()) hash.Update(raw.substr(hashed));  // zstd said done: all of it was read
   s.digest = hash.Finish();
   // EncodeFrame's rule: compressed only when the payload is smaller.
   s.smaller = s.written - header.size() < raw.size();

@@ -58,6 +58,8 @@ struct StreamedFrame {
 // released as it goes. The same level, the size pledged up front and the
 // input one contiguous buffer give exactly the bytes EncodeFrame writes
 // (zstd's frame header carries the content size and a window fitted to it).
+// A file truncated while it is read (MappedFile::ReadGuarded) is
+// InvalidInput ("<where>: shrank while being read"), not a SIGBUS.
 Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t kind, std::string_view media_type,
                                         int zstd_level, const std::string& where, const ByteSink& out);
 

@@ -1,6 +1,7 @@
 // Batch::PutBlobStream and Store::ReadStream: large blobs stored and read a
 // piece at a time, in the same frames PutBlob writes.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -321,6 +322,91 @@ TEST(StoreStream, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
   Status st;
   EXPECT_EQ(ReadStreamed(*store, d, &st), bytes);
   EXPECT_OK(st);
+}
+
+// A real file whose mapping shrinks under the reader: on the reader's
+// second step (zstd has consumed part of the input), another process
+// truncates the file to `keep` bytes, as a user's `truncate` or a writer
+// rewriting it would. The pages past the new end are gone from the
+// mapping: reading one raises SIGBUS.
+class ShrinkingFile final : public SequentialFile {
+ public:
+  ShrinkingFile(std::unique_ptr<SequentialFile> base, std::string path, uint64_t keep)
+      : base_(std::move(base)), path_(std::move(path)), keep_(keep) {}
+  Result<size_t> Read(char* buf, size_t n) override { return base_->Read(buf, n); }
+  Result<FileStat> Stat() override { return base_->Stat(); }
+  Result<std::unique_ptr<MappedFile>> Map() override {
+    KI_ASSIGN_OR_RETURN(auto m, base_->Map());
+    return std::unique_ptr<MappedFile>(new Map_(std::move(m), this));
+  }
+  void Truncate() {
+    pid_t pid = ::fork();
+    if (pid == 0) _exit(::truncate(path_.c_str(), off_t(keep_)) == 0 ? 0 : 1);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  int steps = 0;
+
+ private:
+  class Map_ final : public MappedFile {
+   public:
+    Map_(std::unique_ptr<MappedFile> base, ShrinkingFile* file) : base_(std::move(base)), file_(file) {}
+    std::string_view data() const override { return base_->data(); }
+    void Release(uint64_t offset) override { base_->Release(offset); }
+    bool ReadGuarded(void (*read)(void*), void* arg) override {
+      if (++file_->steps == 2) file_->Truncate();
+      return base_->ReadGuarded(read, arg);
+    }
+
+   private:
+    std::unique_ptr<MappedFile> base_;
+    ShrinkingFile* file_;
+  };
+  std::unique_ptr<SequentialFile> base_;
+  std::string path_;
+  uint64_t keep_;
+};
+
+// A file truncated while it is mapped and read is invalid input naming it,
+// not a SIGBUS: nothing is stored, no scratch file is left, and the next
+// streamed write (on the same thread, with a fresh zstd context) writes the
+// frame PutBlob writes.
+TEST(StoreStream, FileTruncatedWhileMappedIsAnErrorNotASignal) {
+  TempDir dir, files;
+  auto store = OpenStore(dir.path());
+  ASSERT_TRUE(store);
+  const std::string path = files.Join("tensor.bin");
+  test::WriteFileOrDie(path, Random(8 << 20, 14));  // incompressible: zstd takes it 1 MiB a step
+  {
+    auto base = Env::Default()->NewSequentialFile(path);
+    ASSERT_OK(base);
+    ShrinkingFile in(std::move(base).value(), path, 2 << 20);
+    auto batch = store->NewBatch();
+    ASSERT_OK(batch);
+    auto r = (*batch)->PutBlobStream(in, "application/octet-stream", "tensor.bin");
+    EXPECT_GE(in.steps, 2);
+    ASSERT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
+    EXPECT_EQ(r.status().message(), "tensor.bin: shrank while being read; nothing was stored");
+  }
+  EXPECT_EQ(IncomingFiles(*store), 0u);
+  size_t n = 0;
+  ASSERT_OK(store->ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
+  EXPECT_EQ(n, 0u);
+  auto audit = store->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+  EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+
+  const std::string bytes = Words(3 << 20, 15);
+  auto streamed = PutStream(*store, bytes);
+  ASSERT_OK(streamed);
+  TempDir other;
+  auto whole_store = OpenStore(other.path());
+  auto whole = PutWhole(*whole_store, bytes);
+  ASSERT_OK(whole);
+  EXPECT_TRUE(test::ReadFileOrDie(odb::LoosePath(store->path(), streamed->digest)) ==
+              test::ReadFileOrDie(odb::LoosePath(whole_store->path(), whole->digest)));
 }
 
 }  // namespace
