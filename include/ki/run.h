@@ -103,10 +103,11 @@ struct BuildResult {
   std::string command;   // the compile command, for the log
   std::string log;       // what the compiler printed
 };
-// Builds (or finds in the cache under cache_dir) the shared library.
-// Errors are for ki's own failures; a source that does not compile is
-// BuildResult{ok = false} with the log.
-Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req);
+// Builds (or finds in the cache under cache_dir) the shared library. The
+// cache is read and written through `env` (tests inject faults there); the
+// compiler writes its output itself. Errors are for ki's own failures; a
+// source that does not compile is BuildResult{ok = false} with the log.
+Result<BuildResult> Build(Env& env, const std::string& cache_dir, const BuildRequest& req);
 
 // ----------------------------------------------------------------- runs
 struct HarnessSettings {

@@ -39,9 +39,19 @@ std::string FindNvcc() {
   return "nvcc";
 }
 
-// The largest library ki caches (it is read whole, to sync and to hash it).
-// A CUDA library for a few architectures is tens of MiB.
-constexpr uint64_t kMaxLibraryBytes = 1ull << 30;
+// The digest of a file, read a piece at a time (a CUDA library for a few
+// architectures is tens of MiB; nothing needs it whole in memory).
+Result<Digest> HashFile(Env& env, const std::string& path) {
+  KI_ASSIGN_OR_RETURN(auto file, env.NewSequentialFile(path));
+  Sha256 hash;
+  std::string buf(1 << 20, '\0');
+  for (;;) {
+    KI_ASSIGN_OR_RETURN(size_t n, file->Read(buf.data(), buf.size()));
+    if (n == 0) break;
+    hash.Update(std::string_view(buf.data(), n));
+  }
+  return hash.Finish();
+}
 
 // The `ok` marker: the compiler's version line, then the digest of
 // libkernel.so. Written last, after everything it vouches for is synced.
@@ -53,11 +63,11 @@ std::string OkMarker(const std::string& compiler, const Digest& library) {
 // as this build would write it, naming the library that is there. A power
 // loss could leave an entry without its marker, with an empty or partial
 // one, or (before markers carried the digest) with a truncated library.
-bool EntryIsWhole(Env* env, const std::string& dir, const std::string& compiler) {
-  auto ok = env->ReadFile(dir + "/ok", 64 << 10);
+bool EntryIsWhole(Env& env, const std::string& dir, const std::string& compiler) {
+  auto ok = env.ReadFile(dir + "/ok", 64 << 10);
   if (!ok.ok()) return false;
-  auto lib = env->ReadFile(dir + "/libkernel.so", kMaxLibraryBytes);
-  return lib.ok() && *ok == OkMarker(compiler, Sha256Of(*lib));
+  auto lib = HashFile(env, dir + "/libkernel.so");
+  return lib.ok() && *ok == OkMarker(compiler, *lib);
 }
 
 std::string Joined(const std::vector<std::string>& v) {
@@ -68,8 +78,7 @@ std::string Joined(const std::vector<std::string>& v) {
 
 }  // namespace
 
-Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req) {
-  Env* env = Env::Default();
+Result<BuildResult> Build(Env& env, const std::string& cache_dir, const BuildRequest& req) {
   BuildResult out;
   std::string compiler;
   std::vector<std::string> flags;
@@ -96,7 +105,7 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
     out.cached = true;
     out.library = lib;
     out.log = internal::ReadLog(dir + "/build.log", internal::kMaxStoredLogBytes);
-    auto cmd = env->ReadFile(dir + "/command", 1 << 20);
+    auto cmd = env.ReadFile(dir + "/command", 1 << 20);
     out.command = cmd.ok() ? *cmd : "";
     return out;
   };
@@ -104,8 +113,8 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
   // Build in a private directory, then rename it into place: a concurrent
   // build of the same key, or an interrupted one, never leaves half a cache entry.
   const std::string tmp = cache_dir + "/build/tmp-" + out.key.substr(0, 16) + "-" + std::to_string(::getpid());
-  KI_RETURN_IF_ERROR(env->RemoveTree(tmp));
-  if (env->Exists(dir)) {
+  KI_RETURN_IF_ERROR(env.RemoveTree(tmp));
+  if (env.Exists(dir)) {
     if (EntryIsWhole(env, dir, out.compiler)) return cached();  // another ki run just built it
     // An entry that is not whole (see EntryIsWhole) is discarded and built
     // again: left in place, it made every later rename onto it fail until
@@ -113,13 +122,13 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
     // temporary name first: the rename is atomic, so of two ki runs finding
     // it only one moves it, and what a killed ki leaves there is swept
     // with its other leftovers (RemoveLeftovers in run.cc).
-    if (env->Rename(dir, tmp).ok()) KI_RETURN_IF_ERROR(env->RemoveTree(tmp));
+    if (env.Rename(dir, tmp).ok()) KI_RETURN_IF_ERROR(env.RemoveTree(tmp));
   }
-  KI_RETURN_IF_ERROR(env->CreateDirs(tmp + "/src"));
+  KI_RETURN_IF_ERROR(env.CreateDirs(tmp + "/src"));
   for (const auto& [path, bytes] : req.sources.files) {
     fs::path p = fs::path(tmp) / "src" / path;
-    KI_RETURN_IF_ERROR(env->CreateDirs(p.parent_path().string()));
-    KI_RETURN_IF_ERROR(env->WriteFileAtomic(p.string(), bytes, Durability::kNone));
+    KI_RETURN_IF_ERROR(env.CreateDirs(p.parent_path().string()));
+    KI_RETURN_IF_ERROR(env.WriteFileAtomic(p.string(), bytes, Durability::kNone));
   }
   std::vector<std::string> argv = {compiler};
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -129,31 +138,33 @@ Result<BuildResult> Build(const std::string& cache_dir, const BuildRequest& req)
   argv.push_back("-o");
   argv.push_back("libkernel.so");
   out.command = Joined(argv);
-  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/command", out.command, Durability::kSync));
+  KI_RETURN_IF_ERROR(env.WriteFileAtomic(tmp + "/command", out.command, Durability::kSync));
   const std::string log_path = tmp + "/build.log";
   KI_ASSIGN_OR_RETURN(internal::ProcessEnd end, internal::RunCommand(argv, log_path, tmp, req.timeout_s));
   out.log = internal::ReadLog(log_path, internal::kMaxStoredLogBytes);
   if (end.timed_out || end.signaled || end.exit_code != 0) {
     out.log += "ki: compiler " + end.Describe() + "\n";
-    (void)env->RemoveTree(tmp);  // a failed build is not kept; its log is in `out`
+    (void)env.RemoveTree(tmp);  // a failed build is not kept; its log is in `out`
     return out;
   }
   // Durable before the marker, the marker before the rename: after a power
   // loss an entry is whole or has no valid marker, never a marker that
-  // vouches for a library or log the disk never got. The compiler and the
-  // child wrote libkernel.so and build.log outside Env, so both are written
-  // again through it, synced (the log as stored: what ReadLog kept).
-  KI_ASSIGN_OR_RETURN(std::string library, env->ReadFile(tmp + "/libkernel.so", kMaxLibraryBytes));
-  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/libkernel.so", library, Durability::kSync));
-  KI_RETURN_IF_ERROR(env->WriteFileAtomic(log_path, out.log, Durability::kSync));
-  KI_RETURN_IF_ERROR(env->SyncDir(tmp));
-  KI_RETURN_IF_ERROR(env->WriteFileAtomic(tmp + "/ok", OkMarker(out.compiler, Sha256Of(library)), Durability::kSync));
-  KI_RETURN_IF_ERROR(env->SyncDir(tmp));
-  if (env->Rename(tmp, dir).ok()) {
-    KI_RETURN_IF_ERROR(env->SyncDir(cache_dir + "/build"));
+  // vouches for a library or log the disk never got. The compiler wrote
+  // libkernel.so outside Env: it is synced where it is (Env::SyncFile), then
+  // hashed. The log is written again through Env, synced, as stored (what
+  // ReadLog kept of it: head and tail past the cap).
+  KI_RETURN_IF_ERROR(env.SyncFile(tmp + "/libkernel.so"));
+  KI_ASSIGN_OR_RETURN(Digest library, HashFile(env, tmp + "/libkernel.so"));
+  KI_RETURN_IF_ERROR(env.WriteFileAtomic(log_path, out.log, Durability::kSync));
+  KI_RETURN_IF_ERROR(env.SyncDir(tmp));
+  KI_RETURN_IF_ERROR(env.WriteFileAtomic(tmp + "/ok", OkMarker(out.compiler, library), Durability::kSync));
+  KI_RETURN_IF_ERROR(env.SyncDir(tmp));
+  if (Status moved = env.Rename(tmp, dir); moved.ok()) {
+    KI_RETURN_IF_ERROR(env.SyncDir(cache_dir + "/build"));
   } else {
-    (void)env->RemoveTree(tmp);  // another process won the race: use its build
-    if (!EntryIsWhole(env, dir, out.compiler)) return Status::IOError("cannot move the build into " + dir);
+    (void)env.RemoveTree(tmp);  // another process won the race: use its build
+    if (!EntryIsWhole(env, dir, out.compiler))
+      return Status::IOError("cannot move the build into " + dir + ": " + moved.message());
   }
   out.ok = true;
   out.library = lib;

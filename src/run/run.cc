@@ -331,7 +331,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/build"));
   KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/runs"));
   RemoveLeftovers(env, cache);
-  KI_ASSIGN_OR_RETURN(BuildResult build, Build(cache, br));
+  KI_ASSIGN_OR_RETURN(BuildResult build, Build(*env, cache, br));
   out.build_cached = build.cached;
   std::string log = "== build " + build.key.substr(0, 16) + (build.cached ? " (cached)" : "") + " ==\n" +
                     build.compiler + "\n" + build.command + "\n" + build.log;

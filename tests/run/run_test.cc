@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "ki/run.h"
 #include "ki/sign.h"
 #include "run/process.h"
+#include "testutil/fault_env.h"
 
 namespace ki {
 namespace {
@@ -271,7 +273,7 @@ TEST(BuildCache, DamagedEntryIsDiscardedAndRebuilt) {
   req.sources.files["k.cc"] = "extern \"C\" int ki_build_cache_test() { return 7; }\n";
   req.source_digest = Sha256Of(req.sources.files["k.cc"]);
   req.timeout_s = 120;
-  auto first = run::Build(cache.string(), req);
+  auto first = run::Build(*Env::Default(), cache.string(), req);
   ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_TRUE(first->ok) << first->log;
   ASSERT_FALSE(first->cached);
@@ -279,19 +281,19 @@ TEST(BuildCache, DamagedEntryIsDiscardedAndRebuilt) {
   const std::string marker = Slurp((entry / "ok").string());
   EXPECT_EQ(marker.substr(marker.find('\n') + 1), Sha256Of(Slurp(first->library)).str() + "\n")
       << "the marker names the library it vouches for";
-  auto again = run::Build(cache.string(), req);
+  auto again = run::Build(*Env::Default(), cache.string(), req);
   ASSERT_TRUE(again.ok() && again->ok && again->cached) << "a whole entry is used";
 
   const std::string library = Slurp((entry / "libkernel.so").string());
   auto damage_and_rebuild = [&](const char* what, const std::function<void()>& damage) {
     damage();
-    auto b = run::Build(cache.string(), req);
+    auto b = run::Build(*Env::Default(), cache.string(), req);
     ASSERT_TRUE(b.ok()) << what << ": " << b.status().message();
     EXPECT_TRUE(b->ok) << what;
     EXPECT_FALSE(b->cached) << what << ": built again, not taken from the damaged entry";
     EXPECT_EQ(Slurp((entry / "ok").string()), marker) << what;
     EXPECT_EQ(Slurp((entry / "libkernel.so").string()), library) << what;
-    auto c = run::Build(cache.string(), req);
+    auto c = run::Build(*Env::Default(), cache.string(), req);
     ASSERT_TRUE(c.ok() && c->ok) << what;
     EXPECT_TRUE(c->cached) << what << ": the rebuilt entry is whole";
   };
@@ -302,6 +304,99 @@ TEST(BuildCache, DamagedEntryIsDiscardedAndRebuilt) {
     std::filesystem::resize_file(entry / "libkernel.so", library.size() / 2);
   });
   damage_and_rebuild("no library", [&] { std::filesystem::remove(entry / "libkernel.so"); });
+  std::filesystem::remove_all(cache);
+}
+
+// The cache's writes went through Env::Default() (and libkernel.so was
+// copied through the Env only to be fsynced), so their order was never
+// tested under faults. Now the build takes the Env: every step that makes
+// the entry durable or visible (format.md, "Build cache") is failed in
+// turn. The build fails, and leaves either no entry (the next build makes
+// it) or, failing only after the rename, a whole one (the next build takes
+// it); an `ok` marker is never written before the library, the log and the
+// command are synced and their directory is.
+TEST(BuildCache, EachFailedSyncOrRenameLeavesNoEntryOrAWholeOne) {
+  const std::filesystem::path cache =
+      std::filesystem::path(::testing::TempDir()) / ("ki-build-steps-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  std::filesystem::create_directories(cache / "build");
+  run::BuildRequest req;
+  req.language = run::Language::kCpp;
+  req.sources.main = "k.cc";
+  req.sources.units = {"k.cc"};
+  req.sources.files["k.cc"] = "extern \"C\" int ki_build_steps_test() { return 8; }\n";
+  req.source_digest = Sha256Of(req.sources.files["k.cc"]);
+  req.timeout_s = 120;
+  test::FaultInjectionEnv env;
+
+  auto index_of = [](const std::vector<std::string>& steps, const std::string& step, size_t from = 0) {
+    for (size_t i = from; i < steps.size(); ++i)
+      if (steps[i] == step) return static_cast<int>(i);
+    return -1;
+  };
+  std::string tmp, entry, marker;
+  // What the cache promises whatever failed: a marker (or the rename) only
+  // after everything it vouches for is synced.
+  auto check_order = [&](const std::vector<std::string>& steps, const std::string& what) {
+    const int ok = index_of(steps, "commit " + tmp + "/ok");
+    if (ok >= 0) {
+      const int lib = index_of(steps, "syncfile " + tmp + "/libkernel.so");
+      const int log = index_of(steps, "commit " + tmp + "/build.log");
+      const int cmd = index_of(steps, "commit " + tmp + "/command");
+      EXPECT_TRUE(lib >= 0 && log >= 0 && cmd >= 0 && lib < ok && log < ok && cmd < ok) << what;
+      const int dir = index_of(steps, "syncdir " + tmp, static_cast<size_t>(std::max({lib, log, cmd})));
+      EXPECT_TRUE(dir >= 0 && dir < ok) << what << ": the directory is synced between the files and the marker";
+    }
+    const int rename = index_of(steps, "rename " + tmp + " -> " + entry);
+    if (rename >= 0) {
+      const int dir = ok < 0 ? -1 : index_of(steps, "syncdir " + tmp, static_cast<size_t>(ok));
+      EXPECT_TRUE(ok >= 0 && dir >= 0 && dir < rename) << what << ": the marker is synced before the rename";
+    }
+  };
+
+  env.FailStep(-1);
+  auto clean = run::Build(env, cache.string(), req);
+  ASSERT_TRUE(clean.ok()) << clean.status().message();
+  ASSERT_TRUE(clean->ok && !clean->cached) << clean->log;
+  entry = (cache / "build" / clean->key).string();
+  tmp = (cache / "build" / ("tmp-" + clean->key.substr(0, 16) + "-" + std::to_string(::getpid()))).string();
+  marker = Slurp(entry + "/ok");
+  const std::vector<std::string> steps = env.steps();
+  ASSERT_GE(index_of(steps, "syncfile " + tmp + "/libkernel.so"), 0) << "the compiler's library is synced where it is";
+  EXPECT_EQ(index_of(steps, "commit " + tmp + "/libkernel.so"), -1) << "not copied through the Env";
+  check_order(steps, "a build without faults");
+  ASSERT_GE(steps.size(), 2u);
+  EXPECT_EQ(steps[steps.size() - 2], "rename " + tmp + " -> " + entry);
+  EXPECT_EQ(steps.back(), "syncdir " + (cache / "build").string()) << "the rename is made durable last";
+
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::filesystem::remove_all(entry);
+    const std::string what = "step " + std::to_string(i) + " (" + steps[i] + ") failing";
+    env.FailStep(static_cast<int>(i));
+    auto failed = run::Build(env, cache.string(), req);
+    EXPECT_FALSE(failed.ok()) << what;
+    if (!failed.ok()) {
+      EXPECT_NE(failed.status().message().find("Input/output error"), std::string::npos) << what;
+    }
+    const std::vector<std::string> got = env.steps();
+    ASSERT_EQ(got.size(), i + 1) << what << ": nothing is done after the failed step";
+    EXPECT_EQ(got[i], steps[i] + " FAILED") << what;
+    check_order(got, what);
+    const bool kept = std::filesystem::exists(entry);
+    EXPECT_EQ(kept, i == steps.size() - 1) << what << ": only a failed sync after the rename leaves the entry";
+    if (kept) {
+      EXPECT_EQ(Slurp(entry + "/ok"), marker) << what;
+      EXPECT_EQ(marker.substr(marker.find('\n') + 1), Sha256Of(Slurp(entry + "/libkernel.so")).str() + "\n") << what;
+    }
+    // The next build: the entry kept is taken as it is, else it is built.
+    env.FailStep(-1);
+    auto next = run::Build(env, cache.string(), req);
+    ASSERT_TRUE(next.ok()) << what << ": " << next.status().message();
+    EXPECT_TRUE(next->ok) << what;
+    EXPECT_EQ(next->cached, kept) << what;
+    EXPECT_EQ(Slurp(entry + "/ok"), marker) << what;
+    check_order(env.steps(), what + ", then the next build");
+  }
   std::filesystem::remove_all(cache);
 }
 

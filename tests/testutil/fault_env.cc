@@ -21,6 +21,7 @@ class FaultFile final : public AtomicFile {
       case FaultInjectionEnv::CommitFault::kRename: return ErrnoStatus("rename", path_, env_->commit_fault_err());
       case FaultInjectionEnv::CommitFault::kNone: break;
     }
+    if (env_->Step("commit " + path_)) return ErrnoStatus("fsync", path_ + ".tmp", EIO);
     return base_->Commit(d);
   }
 

@@ -2,7 +2,8 @@
 // demand, as leveldb's fault-injection tests do: every write reports a full
 // disk once the budget of bytes is spent; an atomic file's commit fails at
 // its fsync or at its rename; a directory fsync fails; reads of a chosen
-// file fail with EIO after a number of bytes.
+// file fail with EIO after a number of bytes; or any one step that makes
+// data durable or visible (FailStep), each step logged in order.
 #pragma once
 
 #include <atomic>
@@ -42,6 +43,31 @@ class FaultInjectionEnv : public Env {
     return synced_dirs_;
   }
   int64_t bytes_written() const { return written_; }
+  // Steps that make data durable or visible, counted from the last
+  // FailStep: an atomic file's Commit, SyncFile, SyncDir, Rename. Step `n`
+  // (0: the next one) fails with EIO, once, without doing anything (a
+  // commit's temporary file is removed); -1 fails none. Either way, from
+  // the first FailStep on, every step is logged (steps()) as "commit PATH",
+  // "syncfile PATH", "syncdir PATH" or "rename FROM -> TO", and a failed
+  // one as that followed by " FAILED".
+  void FailStep(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    steps_.clear();
+    fail_step_ = n;
+    counting_ = true;
+  }
+  std::vector<std::string> steps() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return steps_;
+  }
+  // Logs a step; true when it is the one to fail.
+  bool Step(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!counting_) return false;
+    const bool fail = static_cast<int>(steps_.size()) == fail_step_;
+    steps_.push_back(fail ? what + " FAILED" : what);
+    return fail;
+  }
   // Reads of files whose path contains `path_part` fail with EIO once
   // `after_bytes` of that file have been read ("" turns it off).
   void FailReads(std::string path_part, uint64_t after_bytes) {
@@ -64,10 +90,18 @@ class FaultInjectionEnv : public Env {
       synced_dirs_.push_back(p);
     }
     if (fail_sync_dir_) return ErrnoStatus("fsync", p, EIO);
+    if (Step("syncdir " + p)) return ErrnoStatus("fsync", p, EIO);
     return base_->SyncDir(p);
   }
+  Status SyncFile(const std::string& p) override {
+    if (Step("syncfile " + p)) return ErrnoStatus("fsync", p, EIO);
+    return base_->SyncFile(p);
+  }
   Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
-  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status Rename(const std::string& a, const std::string& b) override {
+    if (Step("rename " + a + " -> " + b)) return ErrnoStatus("rename", a + " -> " + b, EIO);
+    return base_->Rename(a, b);
+  }
   Status RemoveTree(const std::string& p) override { return base_->RemoveTree(p); }
   Result<std::vector<std::string>> ListDir(const std::string& p) override { return base_->ListDir(p); }
   Result<uint64_t> FileSize(const std::string& p) override { return base_->FileSize(p); }
@@ -93,6 +127,9 @@ class FaultInjectionEnv : public Env {
   std::atomic<int> commit_fault_err_{ENOSPC};
   mutable std::mutex mu_;
   std::vector<std::string> synced_dirs_;
+  std::vector<std::string> steps_;
+  int fail_step_ = -1;
+  bool counting_ = false;
   std::string read_fault_path_;  // set before the reads it affects
   uint64_t read_fault_after_ = 0;
 };
