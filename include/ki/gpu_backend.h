@@ -52,6 +52,19 @@ struct DeviceEnvironment {
   ClockReading clocks;          // at the time of the reading
 };
 
+// The device's memory as the driver counts it now (cudaMemGetInfo). A
+// shared GPU's other processes, and every CUDA context on it (this one's
+// too), hold part of the total: a run that fits the total but not what is
+// free fails inside the run as an allocation error.
+struct DeviceMemory {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+  // What the backend itself holds for reuse between runs (its L2 flush
+  // buffers, allocated at the first timed run of the process): not free,
+  // yet available to a run that needs those same buffers.
+  uint64_t held_flush_bytes = 0;
+};
+
 // How one call ended on the device.
 struct CallOutcome {
   enum class Kind { kOk, kKernelError, kDeviceError, kTimeout };
@@ -102,6 +115,9 @@ class Backend {
   virtual Status SetDevice(int device) = 0;
   virtual Result<DeviceEnvironment> Environment() = 0;
   virtual ClockReading ReadClocks() = 0;
+  // Free and total memory of the current device, read now (not cached: it
+  // changes as other processes allocate).
+  virtual Result<DeviceMemory> MemoryInfo() = 0;
 
   virtual Result<void*> Alloc(uint64_t bytes) = 0;  // zero bytes gives nullptr
   virtual void Free(void* ptr) = 0;

@@ -180,10 +180,14 @@ uint64_t MinimumBytes(const Definition& def, const std::map<std::string, int64_t
 // the outputs held several times while checking (reference, result, the
 // guard-zoned copy with its 2 x 4 KiB zones), and on a GPU the L2 flush
 // buffers. What a kernel allocates itself (a CUDA workspace included) is not
-// known beforehand and not counted.
+// known beforehand and not counted. RunWorkload compares host_bytes with
+// AvailableHostMemory and device_bytes with the device's free memory
+// (gpu::Backend::MemoryInfo), not its total: a shared GPU's other tenants
+// hold part of it.
 struct MemoryNeed {
   uint64_t host_bytes = 0;
   uint64_t device_bytes = 0;  // CUDA kernels only
+  uint64_t device_flush_bytes = 0;  // of device_bytes: the L2 flush buffers (the backend keeps them)
   std::string host_parts;     // "inputs 1.0 GiB, outputs 3 x 16.0 MiB, ..."
   std::string device_parts;
 };
@@ -341,6 +345,9 @@ struct RunOptions {
   // reference for CUDA kernels when there is one, else the CPU reference.
   const ki_kernel* reference = nullptr;
   double timeout_s = 60.0;
+  // The GPU backend CUDA kernels run through; nullptr: gpu::CudaBackend().
+  // Tests give a fake one to drive the device checks without a GPU.
+  gpu::Backend* backend = nullptr;
 };
 
 struct RunResult {

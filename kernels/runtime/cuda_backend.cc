@@ -110,6 +110,17 @@ class CudaBackendImpl final : public Backend {
 
   ClockReading ReadClocks() override { return nvml_.Read(); }
 
+  Result<DeviceMemory> MemoryInfo() override {
+    KI_RETURN_IF_ERROR(EnsureDevice());  // the context exists first: its own memory is not free
+    size_t free = 0, total = 0;
+    KI_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free, &total), "cudaMemGetInfo"));
+    DeviceMemory m;
+    m.free_bytes = free;
+    m.total_bytes = total;
+    m.held_flush_bytes = (flush_buf_ ? flush_bytes_ : 0) + (read_buf_ ? flush_bytes_ : 0);
+    return m;
+  }
+
   Result<void*> Alloc(uint64_t bytes) override {
     KI_RETURN_IF_ERROR(EnsureDevice());
     if (bytes == 0) return static_cast<void*>(nullptr);

@@ -157,10 +157,12 @@ void FillTiming(const gpu::TimingOptions& opt, std::vector<std::vector<double>> 
   t->stats = Summarize(std::move(all));
 }
 
+gpu::Backend* BackendOf(const RunOptions& opt) { return opt.backend ? opt.backend : gpu::CudaBackend(); }
+
 const ki_kernel* PickReference(const ki_kernel& kernel, const Definition& def, const RunOptions& opt) {
   if (opt.reference) return opt.reference;
   if (kernel.info.device == KI_DEVICE_CUDA) {
-    if (gpu::Backend* be = gpu::CudaBackend())
+    if (gpu::Backend* be = BackendOf(opt))
       for (int i = 0; const ki_kernel* k = be->BuiltinKernel(i); ++i)
         if (def.name == k->info.definition && Lower(k->info.name).find("reference") != std::string::npos &&
             k != &kernel)
@@ -206,7 +208,7 @@ Result<std::vector<HostTensor>> RunOnHost(const ki_kernel& k, const Definition& 
 
 void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std::string, int64_t>& axes,
              std::vector<TensorPlan>& plans, const RunOptions& opt, RunResult* r) {
-  gpu::Backend* be = gpu::CudaBackend();  // present: RunWorkload checked it
+  gpu::Backend* be = BackendOf(opt);  // present: RunWorkload checked it
 
   DeviceBuffers mem(be);
   std::vector<ki_tensor> in, out;
@@ -467,6 +469,7 @@ Result<MemoryNeed> EstimateMemoryNeed(const Definition& def, const std::map<std:
   const uint64_t dev_outputs = add(outputs, guards);
   const uint64_t dev_reference = o.check && o.cuda_reference ? outputs : 0;
   need.device_bytes = add(add(add(device_inputs, dev_outputs), dev_reference), flush);
+  need.device_flush_bytes = flush;
   std::string& dp = need.device_parts;
   part(&dp, "inputs", device_inputs);
   part(&dp, "outputs with guard zones", dev_outputs);
@@ -518,8 +521,8 @@ RunResult RunWorkload(const ki_kernel& kernel, const Definition& def, const Work
   if (Status st = CheckConstraints(def, *axes); !st.ok())
     return Fail(&r, RunStatus::kInvalidWorkload, st.message()), r;
   const bool cuda = kernel.info.device == KI_DEVICE_CUDA;
+  gpu::Backend* be = cuda ? BackendOf(opt) : nullptr;
   if (cuda) {
-    gpu::Backend* be = gpu::CudaBackend();
     if (!be) return Fail(&r, RunStatus::kRuntimeError, "ki was built without CUDA"), r;
     if (be->DeviceCount() == 0) return Fail(&r, RunStatus::kRuntimeError, "no CUDA device"), r;
     auto env = be->Environment();
@@ -553,14 +556,26 @@ RunResult RunWorkload(const ki_kernel& kernel, const Definition& def, const Work
              "), more than the " + FormatBytes(*avail) + " this machine has available");
     return r;
   }
-  if (cuda && need->device_bytes > r.environment.device.memory_bytes) {
-    // The backend reports the device's total memory, not what is free: a
-    // workload within it can still fail to allocate (a runtime_error then).
-    Fail(&r, RunStatus::kInsufficientMemory,
-         who + " needs " + FormatBytes(need->device_bytes) + " of device memory (" + need->device_parts +
-             "), more than the " + FormatBytes(r.environment.device.memory_bytes) + " of cuda:" +
-             std::to_string(r.environment.device.device) + " (" + r.environment.device.name + ")");
-    return r;
+  if (cuda) {
+    // Compared with what is free now, not the device's total: on a shared
+    // GPU a workload within the total but not within what others left
+    // failed later, inside the run, as a bare cudaMalloc out-of-memory. The
+    // flush buffers the backend already holds are part of the need but not
+    // free; they are counted as available up to what this run needs of them.
+    auto mem = be->MemoryInfo();
+    if (!mem.ok())
+      return Fail(&r, RunStatus::kRuntimeError, "device memory of cuda:" + std::to_string(r.environment.device.device) +
+                                                    ": " + mem.status().message()),
+             r;
+    const uint64_t held = std::min(mem->held_flush_bytes, need->device_flush_bytes);
+    const uint64_t avail = mem->free_bytes > UINT64_MAX - held ? UINT64_MAX : mem->free_bytes + held;
+    if (need->device_bytes > avail) {
+      Fail(&r, RunStatus::kInsufficientMemory,
+           who + " needs " + FormatBytes(need->device_bytes) + " of device memory (" + need->device_parts +
+               "), more than the " + FormatBytes(avail) + " free of the " + FormatBytes(mem->total_bytes) +
+               " of cuda:" + std::to_string(r.environment.device.device) + " (" + r.environment.device.name + ")");
+      return r;
+    }
   }
   auto plans = PlanInputs(def, workload, opt.generator);
   if (!plans.ok()) {

@@ -475,6 +475,41 @@ TEST(GpuHarness, WritesPastAnOutputAreRuntimeErrors) {
   EXPECT_EQ(RunWorkload(Fast(), Def(), w, CheckOnly(5)).status, RunStatus::kPassed);
 }
 
+// The device check compared a workload's need with the device's total
+// memory; on a shared GPU one within the total but not within what was free
+// failed inside the run as a cudaMalloc out-of-memory. Here this process
+// plays the other tenant: it holds all but 4 GiB of the free memory, and a
+// workload needing about 8 GiB (K and V caches of 2^22 pages) is refused
+// before anything is allocated, naming what is free and the total; once
+// the memory is given back, the same workload runs and passes.
+TEST(GpuHarness, WorkloadWithinTotalButNotFreeMemoryIsRefused) {
+  REQUIRE_GPU();
+  gpu::Backend* be = gpu::CudaBackend();
+  auto env = be->Environment();
+  ASSERT_TRUE(env.ok()) << env.status().message();
+  auto mem = be->MemoryInfo();
+  ASSERT_TRUE(mem.ok()) << mem.status().message();
+  EXPECT_LE(mem->free_bytes, mem->total_bytes);
+  EXPECT_EQ(mem->total_bytes, env->memory_bytes);
+  constexpr uint64_t kLeft = uint64_t{4} << 30;
+  if (mem->free_bytes < 3 * kLeft) GTEST_SKIP() << "less than 12 GiB free on this GPU";
+  Workload w = MakePagedDecodeWorkload("shared-gpu", 4, 100, 0.0883883);
+  w.axes["num_pages"] = int64_t{1} << 22;  // 4 GiB each of K and V
+  auto hog = be->Alloc(mem->free_bytes - kLeft);
+  ASSERT_TRUE(hog.ok()) << hog.status().message();
+  RunResult r = RunWorkload(Fast(), Def(), w, CheckOnly(3));
+  auto after = be->MemoryInfo();
+  be->Free(*hog);
+  EXPECT_EQ(r.status, RunStatus::kInsufficientMemory) << Describe(r);
+  EXPECT_NE(r.message.find("of device memory (inputs 8.0 GiB"), std::string::npos) << r.message;
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(r.message.find(" free of the " + FormatBytes(mem->total_bytes) + " of cuda:"), std::string::npos)
+      << r.message;
+  EXPECT_LE(after->free_bytes, kLeft + (uint64_t{256} << 20)) << "the hog held what it should";
+  r = RunWorkload(Fast(), Def(), w, CheckOnly(3));
+  EXPECT_EQ(r.status, RunStatus::kPassed) << Describe(r);
+}
+
 TEST(GpuAbi, SharedLibraryKernelsRunThroughDlopen) {
   REQUIRE_GPU();
 #if defined(KI_GQA_KERNELS_SO)

@@ -210,6 +210,102 @@ TEST(Runner, MemoryNeedCountsWhatTheHarnessHolds) {
   EXPECT_EQ(need->device_bytes, (inputs - scale) + outputs + guards + outputs + (100u << 20));
 }
 
+// A GPU that is not there: one device whose free and total memory the test
+// sets, which allocates nothing (every Alloc fails) and runs nothing.
+class FakeGpu final : public gpu::Backend {
+ public:
+  gpu::DeviceMemory memory;
+  uint64_t l2_bytes = 0;
+  int allocs = 0;
+  int calls = 0;
+  int DeviceCount() override { return 1; }
+  Status SetDevice(int) override { return Status::OK(); }
+  Result<gpu::DeviceEnvironment> Environment() override {
+    gpu::DeviceEnvironment e;
+    e.name = "Fake GPU";
+    e.memory_bytes = memory.total_bytes;
+    e.l2_bytes = l2_bytes;
+    return e;
+  }
+  gpu::ClockReading ReadClocks() override { return {}; }
+  Result<gpu::DeviceMemory> MemoryInfo() override { return memory; }
+  Result<void*> Alloc(uint64_t) override { return ++allocs, Status::IOError("the fake GPU allocates nothing"); }
+  void Free(void*) override {}
+  Status CopyToDevice(void*, const void*, uint64_t) override { return Status::IOError("fake"); }
+  Status CopyToHost(void*, const void*, uint64_t) override { return Status::IOError("fake"); }
+  Status Fill(void*, uint8_t, uint64_t) override { return Status::IOError("fake"); }
+  Status FillRandom(void*, int32_t, uint64_t, uint64_t) override { return Status::IOError("fake"); }
+  gpu::CallOutcome Run(const ki_kernel&, const ki_call&, double) override {
+    ++calls;
+    return {gpu::CallOutcome::Kind::kDeviceError, KI_ERR_LAUNCH, "fake"};
+  }
+  gpu::TimingSamples Time(const ki_kernel&, const ki_call&, const gpu::TimingOptions&) override {
+    ++calls;
+    gpu::TimingSamples t;
+    t.outcome = {gpu::CallOutcome::Kind::kDeviceError, KI_ERR_LAUNCH, "fake"};
+    return t;
+  }
+  const ki_kernel* BuiltinKernel(int) override { return nullptr; }
+};
+
+// The device check compared a workload's need with the device's total
+// memory: on a shared GPU one that fit the total but not what other
+// processes left failed later, in the run's child, as a bare cudaMalloc
+// out-of-memory (a runtime_error). It is now compared with the free memory
+// and refused before any input exists (insufficient_memory: ki run's exit
+// 5), naming both figures.
+TEST(Runner, WorkloadWithinTheGpuTotalButNotItsFreeMemoryIsRefused) {
+  FakeGpu gpu;
+  gpu.memory.total_bytes = uint64_t{80} << 30;
+  gpu.memory.free_bytes = uint64_t{4} << 20;
+  Workload w = Tiny();
+  w.uuid = "shared-gpu";
+  w.axes["num_pages"] = 4096;  // K and V caches: 4 MiB each
+  RunOptions opt = Quick();
+  opt.backend = &gpu;
+  ki_kernel k = Make("cuda", RunReference);
+  k.info.device = KI_DEVICE_CUDA;
+  RunResult r = RunWorkload(k, Def(), w, opt);
+  EXPECT_EQ(r.status, RunStatus::kInsufficientMemory) << r.message;
+  EXPECT_NE(r.message.find("workload shared-gpu needs 8.1 MiB of device memory (inputs 8.0 MiB"), std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("more than the 4.0 MiB free of the 80.0 GiB of cuda:0 (Fake GPU)"), std::string::npos)
+      << r.message;
+  EXPECT_EQ(gpu.allocs, 0) << "refused before anything is allocated";
+  EXPECT_EQ(gpu.calls, 0);
+  EXPECT_TRUE(r.environment.gpu);
+
+  // All of it free: the check lets it through, to the (fake) allocation.
+  gpu.memory.free_bytes = gpu.memory.total_bytes;
+  r = RunWorkload(k, Def(), w, opt);
+  EXPECT_EQ(r.status, RunStatus::kRuntimeError) << r.message;
+  EXPECT_EQ(r.message, "the fake GPU allocates nothing");
+  EXPECT_GT(gpu.allocs, 0);
+
+  // The L2 flush buffers the backend already holds (from an earlier timed
+  // run in the process) are in the need but not free: available up to what
+  // this run needs of them, no more.
+  gpu.l2_bytes = 1 << 20;  // flush buffer: 2 MiB
+  auto need = EstimateMemoryNeed(Def(), *ResolveAxes(Def(), w),
+                                 {.cuda_kernel = true, .check = true, .flush_l2 = true, .l2_bytes = 1 << 20});
+  ASSERT_OK(need);
+  ASSERT_EQ(need->device_flush_bytes, 2u << 20);
+  gpu.memory.free_bytes = need->device_bytes - (1 << 20);
+  gpu.memory.held_flush_bytes = 0;
+  gpu.allocs = 0;
+  r = RunWorkload(k, Def(), w, opt);
+  EXPECT_EQ(r.status, RunStatus::kInsufficientMemory) << r.message;
+  gpu.memory.held_flush_bytes = 4 << 20;  // both flush buffers of FlushKind::kRead; this run needs one
+  r = RunWorkload(k, Def(), w, opt);
+  EXPECT_EQ(r.status, RunStatus::kRuntimeError) << "held flush buffers count as available: " << r.message;
+  gpu.memory.free_bytes = need->device_bytes - (3 << 20);
+  r = RunWorkload(k, Def(), w, opt);
+  EXPECT_EQ(r.status, RunStatus::kInsufficientMemory) << "only the 2 MiB this run needs: " << r.message;
+  EXPECT_NE(r.message.find("more than the " + FormatBytes(need->device_bytes - (1 << 20)) + " free of the 80.0 GiB"),
+            std::string::npos)
+      << r.message;
+}
+
 TEST(Runner, CudaKernelWithoutDeviceIsARuntimeError) {
   gpu::Backend* be = gpu::CudaBackend();
   if (be && be->DeviceCount() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this path";
