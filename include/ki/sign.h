@@ -73,9 +73,11 @@ class SecretBytes {
 // a new key). InvalidInput when no terminal is available and KI_PASSPHRASE
 // is unset, or the two entries differ. While echo is off, SIGINT, SIGQUIT,
 // SIGTERM and SIGHUP (unless ignored) first restore the terminal, then end
-// the process as they would have; SIGTSTP (Ctrl-Z) restores it, stops the
-// process, and on SIGCONT turns echo off again and asks afresh (what was
-// typed before the stop is dropped).
+// the process as they would have; SIGTSTP (Ctrl-Z), and SIGTTIN and SIGTTOU
+// (the prompt in the background), restore it, stop the process, and on
+// SIGCONT in the foreground turn echo off again and ask afresh (what was
+// typed before the stop is dropped); continued in the background, ki stops
+// again at the read (SIGTTIN) with echo on.
 using PassphraseSource = std::function<Result<SecretBytes>(std::string_view prompt, bool confirm)>;
 Result<SecretBytes> DefaultPassphrase(std::string_view prompt, bool confirm);
 

@@ -122,25 +122,39 @@ constexpr size_t kMaxPassphrase = 1024;
 // nothing else.
 constexpr int kRestoreSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
 volatile sig_atomic_t g_echo_fd = -1;
+// Set before ki turns echo off and cleared once a handler has turned it on
+// again: a stop in the background after the terminal was already given back
+// (Ctrl-Z, then bg) leaves it alone, the shell's line editor's settings and
+// the line being typed included.
+volatile sig_atomic_t g_echo_may_be_off = 0;
 termios g_saved_termios{};
 struct sigaction g_previous[std::size(kRestoreSignals)];
-struct sigaction g_previous_tstp{};
-// The prompt, written again when ki resumes after a Ctrl-Z.
+// The signals that stop a process at a prompt: Ctrl-Z, and a read from the
+// terminal (SIGTTIN) or a change to it (SIGTTOU) while ki is in the
+// background (started with &, or put there at the prompt: stopped, then
+// bg). Each stops ki with echo on, as Ctrl-Z does.
+constexpr int kStopSignals[] = {SIGTSTP, SIGTTIN, SIGTTOU};
+struct sigaction g_previous_stop[std::size(kStopSignals)];
+// The prompt, written again when ki resumes after a stop.
 const char* g_prompt = nullptr;
 size_t g_prompt_size = 0;
 
-// What the handlers block while they run: the ending signals and Ctrl-Z, so
-// that a stop never interleaves with a restore (a Ctrl-Z inside the
-// restore handler would turn echo off again before the process ends).
+// What the handlers block while they run: the ending signals and the
+// stopping ones, so that a stop never interleaves with a restore (a Ctrl-Z
+// inside the restore handler would turn echo off again before the process
+// ends). SIGTTOU blocked also lets a handler (and ~EchoOff) set the
+// terminal from the background, where it would otherwise be stopped before
+// echo is on again.
 sigset_t PromptSignals() {
   sigset_t set;
   sigemptyset(&set);
   for (int s : kRestoreSignals) sigaddset(&set, s);
-  sigaddset(&set, SIGTSTP);
+  for (int s : kStopSignals) sigaddset(&set, s);
   return set;
 }
 
 void EchoOffNow(int fd) {
+  g_echo_may_be_off = 1;
   termios quiet = g_saved_termios;
   quiet.c_lflag &= ~tcflag_t(ECHO);
   quiet.c_lflag |= ECHONL;
@@ -150,7 +164,7 @@ void EchoOffNow(int fd) {
 void RestoreTerminalAndReraise(int sig) {
   // Async-signal-safe only: tcsetattr, sigaction, raise.
   const int saved_errno = errno;
-  if (g_echo_fd >= 0) {
+  if (g_echo_fd >= 0 && g_echo_may_be_off) {
     ::tcsetattr(g_echo_fd, TCSANOW, &g_saved_termios);
     (void)!::write(g_echo_fd, "\n", 1);  // the prompt line stays unfinished otherwise
   }
@@ -163,23 +177,33 @@ void RestoreTerminalAndReraise(int sig) {
   errno = saved_errno;
 }
 
-// Ctrl-Z at the prompt: the shell gets its terminal back with echo on while
-// ki is stopped, as it does after any other program; when ki is continued,
-// echo goes off again, the prompt is written again and the read goes on.
+// Ctrl-Z at the prompt, or the prompt in the background (SIGTTIN,
+// SIGTTOU): the shell gets its terminal back with echo on while ki is
+// stopped, as it does after any other program; when ki is continued in
+// the foreground, echo goes off again, the prompt is written again and the
+// read goes on. Continued in the background (bg), ki leaves the terminal
+// alone: the read, retried, stops it again (SIGTTIN) until it is brought
+// to the foreground. Without this, a ki reading in the background (stopped
+// by kill -STOP at the prompt, then bg) was stopped by SIGTTIN with echo
+// off.
 void StopWithEchoOn(int sig) {
-  // Async-signal-safe only: tcgetattr, tcsetattr, write, sigaction,
-  // pthread_sigmask, raise.
+  // Async-signal-safe only: tcgetattr, tcsetattr, tcgetpgrp, getpgrp,
+  // write, sigaction, pthread_sigmask, raise.
   const int saved_errno = errno;
   const int fd = g_echo_fd;
-  if (fd >= 0) {
-    ::tcsetattr(fd, TCSANOW, &g_saved_termios);
+  if (fd >= 0 && g_echo_may_be_off) {
+    ::tcsetattr(fd, TCSANOW, &g_saved_termios);  // in the background too: SIGTTOU is blocked here
     (void)!::write(fd, "\n", 1);
+    g_echo_may_be_off = 0;
   }
   // Stop by the signal itself, with its previous (default) action, so the
-  // shell sees a Ctrl-Z stop. An orphaned process group is not stopped by
-  // the kernel (no one could continue it): then this simply goes on.
+  // shell sees the stop it expects (Ctrl-Z, tty input, tty output). An
+  // orphaned process group is not stopped by the kernel (no one could
+  // continue it): then this simply goes on.
+  size_t which = 0;
+  while (which + 1 < std::size(kStopSignals) && kStopSignals[which] != sig) ++which;
   struct sigaction self{};
-  ::sigaction(sig, &g_previous_tstp, &self);
+  ::sigaction(sig, &g_previous_stop[which], &self);
   sigset_t just{};
   sigemptyset(&just);
   sigaddset(&just, sig);
@@ -189,9 +213,10 @@ void StopWithEchoOn(int sig) {
   // so a second Ctrl-Z waits until this one is done.
   ::pthread_sigmask(SIG_BLOCK, &just, nullptr);
   ::sigaction(sig, &self, nullptr);
-  if (fd >= 0) {
+  if (fd >= 0 && ::tcgetpgrp(fd) == ::getpgrp()) {
     // The terminal as the shell left it is what the prompt restores at the
-    // end. In the background, tcsetattr stops ki (SIGTTOU) until fg.
+    // end. Only in the foreground: in the background the shell owns the
+    // terminal (its line editor's settings are not ki's to keep or change).
     ::tcgetattr(fd, &g_saved_termios);
     EchoOffNow(fd);
     if (g_prompt) (void)!::write(fd, g_prompt, g_prompt_size);
@@ -220,9 +245,14 @@ class EchoOff {
     }
     // No SA_RESTART: the read returns EINTR and is retried with echo off.
     sa.sa_handler = StopWithEchoOn;
-    ::sigaction(SIGTSTP, nullptr, &g_previous_tstp);
-    // Ignored (a shell without job control): Ctrl-Z stops nothing.
-    if (g_previous_tstp.sa_handler != SIG_IGN) ::sigaction(SIGTSTP, &sa, nullptr);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+      ::sigaction(kStopSignals[i], nullptr, &g_previous_stop[i]);
+      // Ignored (a shell without job control): it stops nothing.
+      if (g_previous_stop[i].sa_handler != SIG_IGN) ::sigaction(kStopSignals[i], &sa, nullptr);
+    }
+    // Started in the background: this stops ki (SIGTTOU, handled above)
+    // until it is brought to the foreground, where the handler turns echo
+    // off and asks again.
     EchoOffNow(fd);
     fd_ = fd;
   }
@@ -230,7 +260,8 @@ class EchoOff {
     if (fd_ < 0) return;
     // Held back until the handlers are gone: a Ctrl-Z between echo on and
     // g_echo_fd = -1 would turn echo off again on resume, for good. Then
-    // what is pending acts as it would have without a prompt.
+    // what is pending acts as it would have without a prompt. (SIGTTOU held
+    // back too: echo comes back on even from the background.)
     const sigset_t held = PromptSignals();
     sigset_t before{};
     ::pthread_sigmask(SIG_BLOCK, &held, &before);
@@ -239,7 +270,9 @@ class EchoOff {
     for (size_t i = 0; i < std::size(kRestoreSignals); ++i) {
       if (g_previous[i].sa_handler != SIG_IGN) ::sigaction(kRestoreSignals[i], &g_previous[i], nullptr);
     }
-    if (g_previous_tstp.sa_handler != SIG_IGN) ::sigaction(SIGTSTP, &g_previous_tstp, nullptr);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+      if (g_previous_stop[i].sa_handler != SIG_IGN) ::sigaction(kStopSignals[i], &g_previous_stop[i], nullptr);
+    }
     g_prompt = nullptr;
     ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
