@@ -179,8 +179,11 @@ uint64_t MinimumBytes(const Definition& def, const std::map<std::string, int64_t
 // (a paged cache's unaddressed pages too), the index generator's scratch,
 // the outputs held several times while checking (reference, result, the
 // guard-zoned copy with its 2 x 4 KiB zones), and on a GPU the L2 flush
-// buffers. What a kernel allocates itself (a CUDA workspace included) is not
-// known beforehand and not counted. RunWorkload compares host_bytes with
+// buffers. A kernel's workspace is not counted: the ABI asks workspace_size
+// with the call's tensors in place, so RunWorkload checks it against the
+// free memory when it asks, before allocating it (insufficient_memory past
+// it); what a kernel allocates itself inside run is not seen at all.
+// RunWorkload compares host_bytes with
 // AvailableHostMemory and device_bytes with the device's free memory
 // (gpu::Backend::MemoryInfo), not its total: a shared GPU's other tenants
 // hold part of it.

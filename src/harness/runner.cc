@@ -249,6 +249,7 @@ void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std:
     return std::string();
   };
 
+  bool workspace_too_big = false;  // the Status with_workspace returned says why
   auto with_workspace = [&](const ki_kernel& k, ki_call* c) -> Status {
     c->workspace = nullptr;
     c->workspace_bytes = 0;
@@ -261,13 +262,30 @@ void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std:
     if (const int32_t rc = k.workspace_size(&q, &bytes); rc != KI_OK)
       return Status::InvalidInput(std::string(k.info.name) + ": workspace_size failed (" + std::to_string(rc) +
                                   "): " + err);
+    // Not in the memory check before the inputs (EstimateMemoryNeed): the
+    // ABI asks workspace_size with the call's tensors in place. Checked
+    // here instead, against what is free now, so that a workspace larger
+    // than the device is refused as such (insufficient_memory), not a bare
+    // cudaMalloc out-of-memory.
+    if (bytes > 0) {
+      auto free_now = be->MemoryInfo();
+      if (free_now.ok() && bytes > free_now->free_bytes) {
+        workspace_too_big = true;
+        return Status::IOError(std::string(k.info.name) + " asks for a workspace of " + FormatBytes(bytes) +
+                               ", more than the " + FormatBytes(free_now->free_bytes) + " free of the " +
+                               FormatBytes(free_now->total_bytes) + " of cuda:" +
+                               std::to_string(r->environment.device.device) +
+                               " once the run's inputs and outputs are there");
+      }
+    }
     KI_ASSIGN_OR_RETURN(void* ws, mem.Alloc(bytes));
     KI_RETURN_IF_ERROR(be->Fill(ws, 0, bytes));  // zeroed once; kernels leave it zeroed
     c->workspace = ws;
     c->workspace_bytes = bytes;
     return Status::OK();
   };
-  if (Status s = with_workspace(kernel, &call); !s.ok()) return Fail(r, RunStatus::kRuntimeError, s.message());
+  if (Status s = with_workspace(kernel, &call); !s.ok())
+    return Fail(r, workspace_too_big ? RunStatus::kInsufficientMemory : RunStatus::kRuntimeError, s.message());
 
   auto download = [&](const std::vector<ki_tensor>& dev) -> Result<std::vector<HostTensor>> {
     KI_ASSIGN_OR_RETURN(auto host, MakeOutputs(def, axes, 0));
@@ -293,7 +311,8 @@ void RunCuda(const ki_kernel& kernel, const Definition& def, const std::map<std:
         rout.push_back(Describe(t.name, t.dtype, t.shape, *buf, KI_DEVICE_CUDA));
       }
       ki_call rc = MakeCall(in, rout);
-      if (Status s = with_workspace(*ref, &rc); !s.ok()) return Fail(r, RunStatus::kRuntimeError, s.message());
+      if (Status s = with_workspace(*ref, &rc); !s.ok())
+        return Fail(r, workspace_too_big ? RunStatus::kInsufficientMemory : RunStatus::kRuntimeError, s.message());
       const gpu::CallOutcome o = be->Run(*ref, rc, opt.timeout_s);
       if (!o.ok()) return Fail(r, RunStatus::kRuntimeError, "reference " + std::string(ref->info.name) + ": " + o.message);
       auto got = download(rout);

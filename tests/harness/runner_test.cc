@@ -211,11 +211,14 @@ TEST(Runner, MemoryNeedCountsWhatTheHarnessHolds) {
 }
 
 // A GPU that is not there: one device whose free and total memory the test
-// sets, which allocates nothing (every Alloc fails) and runs nothing.
+// sets, which runs nothing and allocates nothing (every Alloc fails) or,
+// with `allocate`, hands out addresses nothing reads, as long as a request
+// is within what is free.
 class FakeGpu final : public gpu::Backend {
  public:
   gpu::DeviceMemory memory;
   uint64_t l2_bytes = 0;
+  bool allocate = false;
   int allocs = 0;
   int calls = 0;
   int DeviceCount() override { return 1; }
@@ -229,12 +232,18 @@ class FakeGpu final : public gpu::Backend {
   }
   gpu::ClockReading ReadClocks() override { return {}; }
   Result<gpu::DeviceMemory> MemoryInfo() override { return memory; }
-  Result<void*> Alloc(uint64_t) override { return ++allocs, Status::IOError("the fake GPU allocates nothing"); }
+  Result<void*> Alloc(uint64_t bytes) override {
+    ++allocs;
+    if (!allocate) return Status::IOError("the fake GPU allocates nothing");
+    if (bytes > memory.free_bytes) return Status::IOError("cudaMalloc: out of memory");
+    return reinterpret_cast<void*>(uintptr_t{4096} * static_cast<uintptr_t>(allocs));
+  }
   void Free(void*) override {}
-  Status CopyToDevice(void*, const void*, uint64_t) override { return Status::IOError("fake"); }
+  Status Done() const { return allocate ? Status::OK() : Status::IOError("fake"); }
+  Status CopyToDevice(void*, const void*, uint64_t) override { return Done(); }
   Status CopyToHost(void*, const void*, uint64_t) override { return Status::IOError("fake"); }
-  Status Fill(void*, uint8_t, uint64_t) override { return Status::IOError("fake"); }
-  Status FillRandom(void*, int32_t, uint64_t, uint64_t) override { return Status::IOError("fake"); }
+  Status Fill(void*, uint8_t, uint64_t) override { return Done(); }
+  Status FillRandom(void*, int32_t, uint64_t, uint64_t) override { return Done(); }
   gpu::CallOutcome Run(const ki_kernel&, const ki_call&, double) override {
     ++calls;
     return {gpu::CallOutcome::Kind::kDeviceError, KI_ERR_LAUNCH, "fake"};
@@ -304,6 +313,33 @@ TEST(Runner, WorkloadWithinTheGpuTotalButNotItsFreeMemoryIsRefused) {
   EXPECT_NE(r.message.find("more than the " + FormatBytes(need->device_bytes - (1 << 20)) + " free of the 80.0 GiB"),
             std::string::npos)
       << r.message;
+}
+
+// A kernel's workspace (ki_kernel::workspace_size) is not in the check
+// before the inputs: the ABI asks for it with the call's tensors in place.
+// One larger than what is free then was a bare cudaMalloc out-of-memory
+// (runtime_error, a stored result); it is now checked when asked for, and
+// refused as insufficient_memory naming it, before it is allocated.
+int32_t OneTebibyteOfWorkspace(const ki_call*, uint64_t* bytes) {
+  *bytes = uint64_t{1} << 40;
+  return KI_OK;
+}
+TEST(Runner, WorkspaceLargerThanTheFreeMemoryIsInsufficientMemory) {
+  FakeGpu gpu;
+  gpu.allocate = true;
+  gpu.memory.total_bytes = uint64_t{80} << 30;
+  gpu.memory.free_bytes = uint64_t{1} << 30;
+  RunOptions opt = Quick();
+  opt.backend = &gpu;
+  ki_kernel k = Make("greedy", RunReference);
+  k.info.device = KI_DEVICE_CUDA;
+  k.workspace_size = OneTebibyteOfWorkspace;
+  const RunResult r = RunWorkload(k, Def(), Tiny(), opt);
+  EXPECT_EQ(r.status, RunStatus::kInsufficientMemory) << r.message;
+  EXPECT_EQ(r.message,
+            "greedy asks for a workspace of 1.0 TiB, more than the 1.0 GiB free of the 80.0 GiB of cuda:0 once the "
+            "run's inputs and outputs are there");
+  EXPECT_EQ(gpu.calls, 0);
 }
 
 TEST(Runner, CudaKernelWithoutDeviceIsARuntimeError) {
