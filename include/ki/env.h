@@ -139,6 +139,10 @@ class Env {
   virtual bool IsDirectory(const std::string& path) = 0;
   virtual Status CreateDirs(const std::string& path) = 0;  // mkdir -p
   virtual Status SyncDir(const std::string& path) = 0;
+  // fsync of a file that another process wrote (a compiler's output): its
+  // data reach the disk before anything that vouches for them is written.
+  // A symbolic link is refused, not followed.
+  virtual Status SyncFile(const std::string& path) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
   // rename(2): fails (IOError) when `to` is a directory that is not empty,
   // which is how two processes racing to publish one directory find out.
