@@ -132,8 +132,9 @@ class Batch {
                                           const std::string& where) = 0;
   // Stores the manifest object and indexes its kind and references. When
   // `document` is given (the original text, metadata included), it is
-  // stored as a blob linked to the manifest, and metadata.name becomes the
-  // name `<Kind>/<name>` -> digest (moved if it pointed elsewhere).
+  // stored as a blob linked to the manifest, and its metadata.name is
+  // recorded as one of the manifests `<Kind>/<name>` names (a name may name
+  // several: metadata is not identity; Resolve calls such a name ambiguous).
   virtual Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
                                         std::string_view document_media_type) = 0;
   // The same as PutManifest for a manifest encoded by Store::EncodeManifest
@@ -144,6 +145,8 @@ class Batch {
   // written table by table in key order: a bulk load then appends to LMDB's
   // tables instead of splitting pages at random.
   virtual Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>& ms) = 0;
+  // Records that `target` carries `<Kind>/<name>`, and makes it the name's
+  // latest holder. Earlier holders keep the name too.
   virtual Status SetName(Kind kind, std::string_view name, const Digest& target) = 0;
   virtual Status RecordAbsent(const AbsentInfo& info) = 0;
   // Generic tables for other modules (catalog, signing): byte keys and values.
@@ -218,11 +221,15 @@ class Store {
   virtual Result<std::optional<Digest>> DocumentOf(const Digest& d) = 0;
 
   // REF: full digest; hex prefix (>= 4 hex digits, with or without
-  // `sha256:`); `<Kind>/<name>`; or a bare metadata name when unique.
-  // NotFound / Ambiguous (listing candidates) / InvalidInput (prefix too short).
+  // `sha256:`); `<Kind>/<name>` or a bare metadata name, when exactly one
+  // manifest carries it. NotFound / Ambiguous (listing candidates, with
+  // their titles) / InvalidInput (prefix too short).
   virtual Result<Digest> Resolve(std::string_view ref) = 0;
-  virtual Result<std::vector<std::string>> NamesOf(const Digest& d) = 0;  // "<Kind>/<name>"
-  virtual Result<std::optional<Digest>> LookupName(Kind kind, std::string_view name) = 0;
+  // Every name a manifest was stored under, "<Kind>/<name>", in order.
+  virtual Result<std::vector<std::string>> NamesOf(const Digest& d) = 0;
+  // Every manifest stored under `<Kind>/<name>`: the latest first, then the
+  // others in digest order. Empty when none.
+  virtual Result<std::vector<Digest>> LookupName(Kind kind, std::string_view name) = 0;
 
   // Every object, or every manifest of a kind, in digest order.
   virtual Status ForEachObject(const std::function<bool(const ObjectInfo&)>& fn) = 0;

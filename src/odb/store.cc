@@ -26,6 +26,7 @@ using odb::kKinds;
 using odb::kMeta;
 using odb::kNames;
 using odb::kNamesOf;
+using odb::kNameSet;
 using odb::kObjects;
 using odb::kRefs;
 
@@ -43,6 +44,14 @@ std::string KindKey(Kind k, const Digest& d) {
 
 std::string NameKey(Kind k, std::string_view name) {
   return std::string(KindName(k)) + "/" + std::string(name);
+}
+
+// nameset: "Kind/name" + digest. metadata.name is at most 200 characters
+// (the KernelIndex schemas), so the key is far below LMDB's limit.
+std::string NameSetKey(Kind k, std::string_view name, const Digest& d) {
+  std::string key = NameKey(k, name);
+  key.append(d.raw());
+  return key;
 }
 
 // refs: target + referrer + JSON pointer of the field. The pointer runs
@@ -136,6 +145,10 @@ class LmdbBatch final : public Batch {
   Result<PutResult> PutEncodedManifest(const EncodedManifest& m) override;
   Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>& ms) override;
   Status SetName(Kind kind, std::string_view name, const Digest& target) override;
+  // SetName's two halves: `target` carries the name (namesof, nameset), and
+  // is the name's latest holder (names, barenames).
+  Status RecordName(Kind kind, std::string_view name, const Digest& target);
+  Status PointName(Kind kind, std::string_view name, const Digest& target);
   Status RecordAbsent(const AbsentInfo& info) override;
   Status Put(std::string_view table, std::string_view key, std::string_view value) override {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
@@ -222,7 +235,7 @@ class LmdbStore final : public Store {
     }
     KI_RETURN_IF_ERROR(lmdb_.Open(dir_ + "/" + std::string(kIndexDir), opts_.map_size, read_only_));
     KI_RETURN_IF_ERROR(
-        lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kDocs}));
+        lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kNameSet, kDocs}));
     if (opts_.snapshot_reads) {
       // A writer would not see its own commits through the snapshot.
       if (!read_only_) return Status::InvalidInput("snapshot_reads needs a store opened read-only");
@@ -385,10 +398,20 @@ class LmdbStore final : public Store {
     return std::optional<Json>(std::move(j));
   }
 
-  Result<std::optional<Digest>> LookupName(Kind kind, std::string_view name) override {
-    KI_ASSIGN_OR_RETURN(auto v, Get(kNames, NameKey(kind, name)));
-    if (!v || v->size() != 32) return std::optional<Digest>();
-    return std::optional<Digest>(Digest::FromRaw(*v));
+  Result<std::vector<Digest>> LookupName(Kind kind, std::string_view name) override {
+    std::vector<Digest> out;
+    const std::string key = NameKey(kind, name);
+    KI_ASSIGN_OR_RETURN(auto latest, Get(kNames, key));
+    if (latest && latest->size() == 32) out.push_back(Digest::FromRaw(*latest));
+    // A store written before nameset existed has only the latest holder; a
+    // reindex or a new add of the name records the others (format.md).
+    KI_RETURN_IF_ERROR(Scan(kNameSet, key, [&](std::string_view k, std::string_view) {
+      if (k.size() != key.size() + 32) return true;  // a longer name that starts with this one
+      Digest d = Digest::FromRaw(k.substr(key.size()));
+      if (out.empty() || !(out[0] == d)) out.push_back(d);
+      return true;
+    }));
+    return out;
   }
 
   Result<std::vector<std::string>> NamesOf(const Digest& d) override {
@@ -489,6 +512,7 @@ class LmdbStore final : public Store {
   Result<VerifyReport> Verify(const Digest& root) override;
   Result<AuditReport> Audit() override;
   Result<AuditReport> Reindex() override;
+  Status RecordDocumentNames();
 
  private:
   // Checks one object: bytes re-hashed, frame agrees with the index.
@@ -865,38 +889,49 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
     if (m.document) rows.emplace_back(std::string(m.digest.raw()), m.document->digest.raw());
   }
   KI_RETURN_IF_ERROR(put_sorted(kDocs));
-  // Names: of several entries naming one `<Kind>/<name>`, the last wins (as
-  // one by one); set in key order.
+  // Names: every entry carries its name; of several entries naming one
+  // `<Kind>/<name>`, the last becomes its latest holder (as one by one). Set
+  // in key order.
   std::vector<std::pair<std::string, size_t>> names;
   for (size_t i = 0; i < ms.size(); ++i) {
     if (!ms[i].name.empty()) names.emplace_back(NameKey(ms[i].kind, ms[i].name), i);
   }
   std::stable_sort(names.begin(), names.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t j = 0; j < names.size(); ++j) {
-    if (j + 1 < names.size() && names[j + 1].first == names[j].first) continue;
     const EncodedManifest& m = ms[names[j].second];
-    KI_RETURN_IF_ERROR(SetName(m.kind, m.name, m.digest));
+    KI_RETURN_IF_ERROR(RecordName(m.kind, m.name, m.digest));
+    if (j + 1 < names.size() && names[j + 1].first == names[j].first) continue;
+    KI_RETURN_IF_ERROR(PointName(m.kind, m.name, m.digest));
   }
   return results;
 }
 
 Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target) {
+  KI_RETURN_IF_ERROR(RecordName(kind, name, target));
+  return PointName(kind, name, target);
+}
+
+// A manifest keeps every name it was stored under, and a name every manifest
+// stored under it: an earlier holder's document still says that name, and a
+// REF must not silently pick one of several (Resolve calls it ambiguous).
+Status LmdbBatch::RecordName(Kind kind, std::string_view name, const Digest& target) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi namesof, Table(kNamesOf));
+  KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
+  std::string key = NameKey(kind, name);
+  std::string nkey(target.raw());
+  nkey.append(key);
+  KI_RETURN_IF_ERROR(PutKV(namesof, nkey, ""));
+  return PutKV(nameset, NameSetKey(kind, name, target), "");
+}
+
+Status LmdbBatch::PointName(Kind kind, std::string_view name, const Digest& target) {
   KI_ASSIGN_OR_RETURN(MDB_dbi names, Table(kNames));
   KI_ASSIGN_OR_RETURN(MDB_dbi bare, Table(kBareNames));
-  KI_ASSIGN_OR_RETURN(MDB_dbi namesof, Table(kNamesOf));
   std::string key = NameKey(kind, name);
   KI_ASSIGN_OR_RETURN(auto old, txn_.Get(names, key));
   if (old && *old == target.raw()) return Status::OK();
-  if (old && old->size() == 32) {
-    std::string okey(*old);
-    okey.append(key);
-    KI_RETURN_IF_ERROR(DelKV(namesof, okey));
-  }
   KI_RETURN_IF_ERROR(PutKV(names, key, target.raw()));
-  KI_RETURN_IF_ERROR(PutKV(bare, BareNameKey(kind, name), target.raw()));
-  std::string nkey(target.raw());
-  nkey.append(key);
-  return PutKV(namesof, nkey, "");
+  return PutKV(bare, BareNameKey(kind, name), target.raw());
 }
 
 Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {
@@ -963,12 +998,52 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
       if (c.digest == d) return;
     found.push_back({d, std::move(label)});
   };
+  // Candidates of one name differ in what their documents say: the title
+  // (a run's implementation and operation) tells them apart.
   auto label_of = [&](const Digest& d) -> std::string {
     auto info = Stat(d);
     std::string what = info.ok() && *info ? Describe(**info) : "absent";
     auto names = NamesOf(d);
     if (names.ok() && !names->empty()) what += " " + names->front();
+    if (info.ok() && *info && (*info)->type == ObjectType::kManifest) {
+      auto doc = ReadDocument(d);
+      if (doc.ok() && *doc) {
+        const Json* title = (**doc).contains("metadata") && (**doc)["metadata"].is_object() &&
+                                    (**doc)["metadata"].contains("title")
+                                ? &(**doc)["metadata"]["title"]
+                                : nullptr;
+        if (title && title->is_string()) what += "  \"" + title->get<std::string>() + "\"";
+      }
+      // One name's runs often share a title too (a leaderboard entry run on
+      // several GPUs): the hardware and the time tell them apart.
+      if ((*info)->kind == Kind::kBenchmarkRun) {
+        auto run = ReadManifest(d);
+        if (run.ok()) {
+          const Json& spec = run->spec;
+          if (spec.contains("environmentDigest") && spec["environmentDigest"].is_string()) {
+            auto env_digest = Digest::Parse(spec["environmentDigest"].get<std::string>());
+            auto env = env_digest.ok() ? ReadManifest(*env_digest) : Result<Manifest>(env_digest.status());
+            if (env.ok()) {
+              const Json* product = nullptr;
+              if (env->spec.contains("hardware") && env->spec["hardware"].is_object() &&
+                  env->spec["hardware"].contains("product")) {
+                product = &env->spec["hardware"]["product"];
+              }
+              if (product && product->is_string()) what += " on " + product->get<std::string>();
+            }
+          }
+          if (spec.contains("observedAt") && spec["observedAt"].is_string()) {
+            what += ", observed " + spec["observedAt"].get<std::string>();
+          }
+        }
+      }
+    }
     return what;
+  };
+  auto add_named = [&](Kind kind, std::string_view name) -> Status {
+    KI_ASSIGN_OR_RETURN(auto ds, LookupName(kind, name));
+    for (const Digest& d : ds) add(d, "");
+    return Status::OK();
   };
 
   // <Kind>/<name>
@@ -976,17 +1051,20 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
     std::string_view kind_text = ref.substr(0, slash);
     std::optional<Kind> kind = ParseKindAnyCase(kind_text);
     if (kind) {
-      KI_ASSIGN_OR_RETURN(auto d, LookupName(*kind, ref.substr(slash + 1)));
-      if (d) return *d;
-      return Status::NotFound("no " + std::string(KindName(*kind)) + " named '" +
-                              std::string(ref.substr(slash + 1)) + "'");
+      KI_RETURN_IF_ERROR(add_named(*kind, ref.substr(slash + 1)));
+      if (found.empty()) {
+        return Status::NotFound("no " + std::string(KindName(*kind)) + " named '" +
+                                std::string(ref.substr(slash + 1)) + "'");
+      }
     }
   }
 
   // Hex prefix, with or without "sha256:".
   std::optional<DigestPrefix> prefix = DigestPrefix::Parse(ref);
   bool had_prefix = ref.substr(0, 7) == "sha256:";
-  if (prefix && prefix->digits() >= 4) {
+  if (!found.empty()) {
+    // A <Kind>/<name>: it is not also a prefix or a bare name.
+  } else if (prefix && prefix->digits() >= 4) {
     for (std::string_view table : {kMeta, kAbsent}) {
       KI_RETURN_IF_ERROR(Scan(table, prefix->key(), [&](std::string_view k, std::string_view) {
         if (prefix->Matches(k)) add(Digest::FromRaw(k), "");
@@ -998,12 +1076,15 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
                                 "': a digest prefix needs at least 4 hex digits");
   }
 
-  // A bare metadata name.
+  // A bare metadata name: every manifest of every kind that carries it.
   if (ref.find('/') == std::string_view::npos && !had_prefix) {
-    KI_RETURN_IF_ERROR(Scan(kBareNames, std::string(ref) + '\0', [&](std::string_view, std::string_view v) {
-      if (v.size() == 32) add(Digest::FromRaw(v), "");
+    const std::string bare_prefix = std::string(ref) + '\0';
+    std::vector<Kind> kinds;
+    KI_RETURN_IF_ERROR(Scan(kBareNames, bare_prefix, [&](std::string_view k, std::string_view) {
+      if (auto kind = ParseKind(k.substr(bare_prefix.size()))) kinds.push_back(*kind);
       return true;
     }));
+    for (Kind kind : kinds) KI_RETURN_IF_ERROR(add_named(kind, ref));
   }
   if (found.empty() && prefix && prefix->digits() < 4) {
     return Status::InvalidInput("'" + std::string(ref) +
@@ -1166,6 +1247,16 @@ Result<AuditReport> LmdbStore::Audit() {
       return true;
     }));
   }
+  KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
+    if (k.size() > 32 && indexed.count(Digest::FromRaw(k.substr(k.size() - 32)))) return true;
+    CheckEntry e;
+    e.state = CheckState::kCorrupt;
+    if (k.size() > 32) e.digest = Digest::FromRaw(k.substr(k.size() - 32));
+    e.what = "name " + lmdb::KeyText(k.substr(0, k.size() > 32 ? k.size() - 32 : 0));
+    e.detail = "points at an object the store does not hold";
+    report.faults.push_back(std::move(e));
+    return true;
+  }));
   return report;
 }
 
@@ -1238,9 +1329,48 @@ Result<AuditReport> LmdbStore::Reindex() {
     }
   }
   KI_RETURN_IF_ERROR(batch->Commit());
+  KI_RETURN_IF_ERROR(RecordDocumentNames());
   KI_ASSIGN_OR_RETURN(AuditReport report, Audit());
   for (auto& p : problems) report.notes.push_back("not indexed: " + p);
   return report;
+}
+
+// Names are recorded facts and Reindex keeps them. A store written before
+// `nameset` existed, though, forgot a name's earlier holders when the name
+// moved; each manifest's linked document still says its name, so every one
+// is recorded again (idempotent). A document that cannot be read is audit's
+// to report, not this step's.
+Status LmdbStore::RecordDocumentNames() {
+  std::vector<Digest> documented;
+  KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view k, std::string_view) {
+    if (k.size() == 32) documented.push_back(Digest::FromRaw(k));
+    return true;
+  }));
+  std::vector<std::pair<std::string, Digest>> current;  // names: "Kind/name" -> latest
+  KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
+    if (v.size() == 32) current.emplace_back(std::string(k), Digest::FromRaw(v));
+    return true;
+  }));
+  KI_ASSIGN_OR_RETURN(auto batch_base, NewBatch());
+  auto* batch = static_cast<LmdbBatch*>(batch_base.get());
+  for (const Digest& d : documented) {
+    auto info = Stat(d);
+    if (!info.ok() || !*info || (*info)->type != ObjectType::kManifest || !(*info)->kind) continue;
+    auto doc = ReadDocument(d);
+    if (!doc.ok() || !*doc || !(**doc).is_object()) continue;
+    const Json& j = **doc;
+    if (!j.contains("metadata") || !j["metadata"].is_object()) continue;
+    const Json& meta = j["metadata"];
+    if (!meta.contains("name") || !meta["name"].is_string()) continue;
+    const std::string name = meta["name"].get<std::string>();
+    if (!name.empty()) KI_RETURN_IF_ERROR(batch->RecordName(*(*info)->kind, name, d));
+  }
+  for (const auto& [key, d] : current) {
+    auto slash = key.find('/');
+    std::optional<Kind> kind = slash == std::string::npos ? std::nullopt : ParseKind(key.substr(0, slash));
+    if (kind) KI_RETURN_IF_ERROR(batch->RecordName(*kind, key.substr(slash + 1), d));
+  }
+  return batch->Commit();
 }
 
 }  // namespace

@@ -20,6 +20,10 @@ inline constexpr std::string_view kAbsent = "absent";        // digest -> JSON {
 inline constexpr std::string_view kNames = "names";          // "Kind/name" -> digest
 inline constexpr std::string_view kBareNames = "barenames";  // name "\0" Kind -> digest
 inline constexpr std::string_view kNamesOf = "namesof";      // digest + "Kind/name" -> ""
+// Every manifest ever stored under a name, not only the latest (`names`):
+// metadata is editorial, and one name may be carried by several manifests
+// (the KernelIndex export has 325 run names shared by 770 runs).
+inline constexpr std::string_view kNameSet = "nameset";  // "Kind/name" + digest -> ""
 inline constexpr std::string_view kDocs = "docs";            // manifest digest -> document blob digest
 
 std::string PackMeta(const ObjectInfo& info);

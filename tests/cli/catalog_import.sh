@@ -95,4 +95,25 @@ expect_rc 0 "audit after kill -9" "$KI" --store "$T/k" audit
 expect_rc 0 "rerun after kill -9" "$KI" --store "$T/k" import kernelindex "$FULL"
 grep -q "mismatches: 0" "$T/out" || fail "rerun summary"
 [ "$("$KI" --store "$T/k" ls --kind BenchmarkRun | wc -l)" = 7857 ] || fail "7857 runs after the rerun"
+
+# Run names are editorial and the export shares 325 of them among 770 runs.
+# Every run keeps its name, and a shared name resolves to none of its runs
+# silently: it is ambiguous (exit 3) and lists them.
+"$KI" --store "$T/k" ls --kind BenchmarkRun >"$T/runs"
+[ "$(awk -F'\t' '$3 == "-"' "$T/runs" | wc -l)" = 0 ] || fail "runs listed without their name: $(awk -F'\t' '$3 == "-"' "$T/runs" | head -3)"
+[ "$(cut -f3 "$T/runs" | sort | uniq -d | wc -l)" = 325 ] || fail "325 shared run names expected"
+[ "$(cut -f3 "$T/runs" | sort | uniq -D | wc -l)" = 770 ] || fail "770 runs under shared names expected"
+for ref in kernelbot-32750-leaderboard BenchmarkRun/kernelbot-32750-leaderboard; do
+  expect_rc 3 "shared name $ref" "$KI" --store "$T/k" show "$ref"
+  [ "$(grep -c '^  sha256:' "$T/err")" = 3 ] || fail "$ref lists its 3 runs: $(cat "$T/err")"
+  grep -q "is ambiguous" "$T/err" || fail "$ref: $(cat "$T/err")"
+done
+expect_rc 0 "a name one run carries" "$KI" --store "$T/k" resolve sol-trace-sparse-gemm-nvfp4-n2048-k2048-61362746
+# The seed record shares its name with an export run of another kernel.
+SEED=$DATA/kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json
+expect_rc 0 "add the seed" "$KI" --store "$T/k" add "$SEED"
+expect_rc 3 "the seed's name" "$KI" --store "$T/k" show sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a
+grep -q "sha256:215ac4f9a26728e6.*gpt-o3_cuda_5548d0" "$T/err" || fail "the seed run and its title: $(cat "$T/err")"
+grep -q "sha256:a5a8d99f2ccf69da.*flashinfer_wrapper_78fd04" "$T/err" || fail "the export run and its title: $(cat "$T/err")"
+expect_rc 0 "audit with shared names" "$KI" --store "$T/k" audit
 echo "ok"

@@ -207,10 +207,13 @@ expect_contains "$ERR" "constraint 'len_indptr == batch_size + 1' does not hold:
 expect_exit 0 ki import kernelindex "$RUN/seed-cohort.jsonl"
 expect_exit 0 ki add "$SEED"
 expect_exit 3 ki rerun $SEED_RUN
+expect_contains "$ERR" "is ambiguous" "the seed's name is also an export run's: ambiguous"
+expect_contains "$ERR" "$SEED_RUN_DIGEST" "the ambiguity lists the seed run"
+expect_exit 3 ki rerun $SEED_RUN_DIGEST
 expect_contains "$ERR" "the store lacks" "rerun of the seed lists what is missing"
 expect_contains "$ERR" "sha256:9065668f65f0c70486702b4d7105d2a2da70e1aebd03314d68ffce9743ed081e" "names the missing implementation"
 expect_contains "$ERR" "--implementation" "suggests --implementation"
-expect_exit 0 ki rerun $SEED_RUN --implementation test-cpu
+expect_exit 0 ki rerun $SEED_RUN_DIGEST --implementation test-cpu
 expect_contains "$OUT" "would rank    3 of 3 in the original's group" "ranked among the seed's group"
 expect_contains "$OUT" "hardware.product" "environment differences listed"
 

@@ -41,8 +41,8 @@ step() {  # step WANT CMD...: run, print, keep the output
   step 0 ki rank "$RUN1"
   expect_contains "$OUT" "2 ranked" "run and rerun in one comparison group"
   step 0 ki verify "$RUN1"
-  step 3 ki rerun $SEED_RUN
-  step 0 ki rerun $SEED_RUN --implementation ki-gqa-decode-fast
+  step 3 ki rerun $SEED_RUN_DIGEST
+  step 0 ki rerun $SEED_RUN_DIGEST --implementation ki-gqa-decode-fast
   expect_contains "$OUT" "would rank" "placed in the seed's group"
   step 0 ki rerun "$RUN1" --json
   printf '%s\n' "$OUT" > "$WORK/rerun.json"

@@ -5,6 +5,10 @@ KI_BIN=$(readlink -f "$1")
 DATA=$(readlink -f "$2")
 SEED="$DATA/kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json"
 SEED_RUN=sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a
+# The seed's run name is shared with export runs of the same workload (other
+# kernels): after an import of those, the name is ambiguous and only the
+# digest names the seed.
+SEED_RUN_DIGEST=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ki-cli-XXXXXX")
 trap 'chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
 cd "$WORK"

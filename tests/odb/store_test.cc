@@ -568,6 +568,94 @@ class SeedTest : public StoreTest {
   }
 };
 
+// metadata is editorial: several manifests may carry one name (the
+// KernelIndex export has 325 run names shared by 770 runs). The name must
+// then resolve to none of them silently, and every holder keeps its name.
+TEST_F(SeedTest, ANameSeveralManifestsCarryIsAmbiguousAndEachKeepsIt) {
+  const std::string name = "sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a";
+  auto added = AddSeed();
+  ASSERT_EQ(added.size(), 3u);
+  const Digest first = added[0].digest;
+
+  // Another run under the same name: other latency, other title.
+  Json bundle = Json::parse(test::ReadFileOrDie(
+      test::DataPath("kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json")));
+  bundle["run"]["spec"]["timing"]["latencyNs"]["mean"] = 350000;
+  bundle["run"]["metadata"]["title"] = "a second run of the seed's workload";
+  AddInput in;
+  in.source = "second.manifest.json";
+  in.bytes = bundle.dump();
+  auto r = AddInputs(*store_, {in});
+  ASSERT_OK(r);
+  const Digest second = (*r)[0].digest;
+  ASSERT_NE(first, second);
+
+  auto all = store_->LookupName(Kind::kBenchmarkRun, name);
+  ASSERT_OK(all);
+  EXPECT_EQ(*all, (std::vector<Digest>{second, first}));  // the latest first
+  for (const std::string& ref : {"BenchmarkRun/" + name, "benchmarkrun/" + name, name}) {
+    auto res = store_->Resolve(ref);
+    ASSERT_TRUE(res.status().code() == Code::kAmbiguous) << ref << ": " << res.status().ToString();
+    const std::string& msg = res.status().message();
+    EXPECT_NE(msg.find(first.str()), std::string::npos) << msg;
+    EXPECT_NE(msg.find(second.str()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("gpt-o3_cuda_5548d0"), std::string::npos) << msg;  // titles tell them apart
+    EXPECT_NE(msg.find("a second run"), std::string::npos) << msg;
+  }
+  // A name that starts with this one is another name.
+  EXPECT_TRUE(store_->Resolve("BenchmarkRun/sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153").status().IsNotFound());
+  for (const Digest& d : {first, second}) {
+    auto names = store_->NamesOf(d);
+    ASSERT_OK(names);
+    EXPECT_EQ(*names, std::vector<std::string>{"BenchmarkRun/" + name}) << d.str();
+  }
+  // The unchanged protocol is still one manifest under its name.
+  auto protocol = store_->Resolve("flashinfer-bench-trace");
+  ASSERT_OK(protocol);
+  EXPECT_EQ(*protocol, added[1].digest);
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+
+  // A store written before `nameset` existed knew only the latest holder:
+  // the earlier one's entries are gone. Reindex records them again from the
+  // documents.
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    std::string set_key = "BenchmarkRun/" + name;
+    ASSERT_OK((*b)->Delete(odb::kNameSet, set_key + std::string(first.raw())));
+    ASSERT_OK((*b)->Delete(odb::kNameSet, set_key + std::string(second.raw())));
+    ASSERT_OK((*b)->Delete(odb::kNamesOf, std::string(first.raw()) + set_key));
+    ASSERT_OK((*b)->Commit());
+  }
+  auto legacy = store_->Resolve("BenchmarkRun/" + name);
+  ASSERT_OK(legacy);
+  EXPECT_EQ(*legacy, second);
+  auto reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_FALSE(reindexed->HasFaults());
+  EXPECT_TRUE(store_->Resolve("BenchmarkRun/" + name).status().code() == Code::kAmbiguous);
+  auto names = store_->NamesOf(first);
+  ASSERT_OK(names);
+  EXPECT_EQ(*names, std::vector<std::string>{"BenchmarkRun/" + name});
+
+  // A name set entry for an object the store does not hold is a fault.
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    Digest ghost = Sha256Of("not stored");
+    ASSERT_OK((*b)->Put(odb::kNameSet, "BenchmarkRun/ghost" + std::string(ghost.raw()), ""));
+    ASSERT_OK((*b)->Commit());
+  }
+  auto faulty = store_->Audit();
+  ASSERT_OK(faulty);
+  ASSERT_TRUE(faulty->HasFaults());
+  bool named = false;
+  for (const auto& e : faulty->faults) named = named || e.what.find("BenchmarkRun/ghost") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST_F(SeedTest, BundleSplitsNamesResolveAndMissingRefsAreMissing) {
   auto added = AddSeed();
   ASSERT_EQ(added.size(), 3u);
