@@ -54,7 +54,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                  {"packsReceived", rep.packs_received},
                  {"packBytesReceived", rep.pack_bytes_received},
                  {"bytesReceived", rep.bytes_received},
-                 {"blobsWrittenEarly", rep.blobs_written_early}});
+                 {"blobsWrittenEarly", rep.blobs_written_early},
+                 {"blobsStreamed", rep.blobs_streamed}});
       return 0;
     }
     for (const auto& r : rep.refs) {

@@ -55,6 +55,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                    {"checked", rep.blobs_checked},
                    {"sent", rep.blobs_sent},
                    {"sentUnasked", rep.blobs_sent_unasked},
+                   {"streamed", rep.blobs_streamed},
                    {"bytesSent", rep.bytes_sent}}}});
       return 0;
     }

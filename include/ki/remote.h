@@ -164,7 +164,19 @@ struct TransferOptions {
   // registry CPU, where 8 only added scheduling to 4.
   int push_jobs = 8;
   int pull_jobs = 4;
-  uint64_t max_blob_size = 4ull << 30;       // refuse larger blobs (announced or received)
+  // Blobs larger than this are streamed both ways instead of held whole:
+  // push reads them from the store piece by piece into the upload, pull
+  // downloads them (role blob only) into a scratch file under the store's
+  // objects/incoming, checked as they arrive, and stores that file through
+  // Batch::PutBlobStream (docs/format.md, "Pull"). 1 MiB, as `ki add`: below
+  // it, holding an object costs nothing worth a scratch file's write and
+  // fsync, and keeps it in the paths that batch many small objects (packs,
+  // the pull buffer's batches).
+  uint64_t stream_above = 1ull << 20;
+  // Objects held whole in memory (everything not streamed: manifests,
+  // documents, attestations, blobs up to stream_above, packs) are refused
+  // over this size, announced or received. Streamed blobs have no cap.
+  uint64_t max_blob_size = 4ull << 30;
   uint64_t max_manifest_size = 4ull << 20;   // OCI manifests and indexes
   uint64_t max_layers = 1000000;
   uint64_t chunk_size = 16ull << 20;         // PATCH chunk when a monolithic PUT is refused
@@ -246,6 +258,7 @@ struct PushReport {
   uint64_t blobs_known = 0, blobs_checked = 0, blobs_sent = 0, blobs_sent_unasked = 0;
   uint64_t bytes_sent = 0;  // of the unique blobs uploaded
   uint64_t peak_bytes_in_flight = 0;  // the most object bytes read for upload at once (push_buffer_bytes)
+  uint64_t blobs_streamed = 0;  // of blobs_sent: streamed from the store (TransferOptions::stream_above)
   // A bundle's pack, when it has one (not with use_pack off, nor when no
   // object is small enough for it).
   struct Pack {
@@ -281,6 +294,9 @@ struct PullReport {
   // them were held (0 for most pulls), and the most blob bytes held at once.
   uint64_t blobs_written_early = 0;
   uint64_t peak_blob_bytes_held = 0;
+  // Blobs over TransferOptions::stream_above: downloaded to a scratch file
+  // and each stored in a batch of its own as soon as it was verified.
+  uint64_t blobs_streamed = 0;
 };
 
 // Pushes each REF (anything Store::Resolve accepts) with its closure.

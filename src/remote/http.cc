@@ -25,18 +25,43 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// What an error page may hold while the body of a 200 goes to a BlobSink.
+constexpr uint64_t kErrorBodyMax = 64 << 10;
+
 struct Sink {
   HttpResponse* resp;
   uint64_t max_body;
   bool over_limit = false;
   bool head = false;
+  BlobSink* download = nullptr;  // the body of a 200 goes here
+  long status = 0;               // of the response being received
+  uint64_t streamed = 0;         // bytes given to `download`
+  Status error;                  // what `download` answered, when it failed
 };
+
+// The upload of HttpRequest::upload: curl asks for the body piece by piece.
+struct Upload {
+  BlobSource* source;
+  Status error;  // what `source` answered, when it failed
+};
+
+size_t OnRead(char* buf, size_t size, size_t n, void* user) {
+  auto* up = static_cast<Upload*>(user);
+  auto got = up->source->Read(buf, size * n);
+  if (!got.ok()) {
+    up->error = got.status();
+    return CURL_READFUNC_ABORT;
+  }
+  return *got;
+}
 
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   auto* sink = static_cast<Sink*>(user);
   std::string_view line(data, size * n);
   if (line.substr(0, 5) == "HTTP/") {
     sink->resp->headers.clear();  // a new response (after 100 Continue)
+    auto sp = line.find(' ');
+    sink->status = sp == std::string_view::npos ? 0 : std::strtol(std::string(line.substr(sp + 1, 3)).c_str(), nullptr, 10);
     return size * n;
   }
   auto colon = line.find(':');
@@ -55,7 +80,8 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     // header costs at most that): a large blob is then received into one
     // buffer instead of a string that doubles, which held up to twice the
     // blob while it grew.
-    if (end && *end == '\0' && v > sink->resp->body.capacity()) sink->resp->body.reserve(v);
+    // Not for a body that goes to a BlobSink: that one is never held.
+    if (!sink->download && end && *end == '\0' && v > sink->resp->body.capacity()) sink->resp->body.reserve(v);
   }
   sink->resp->headers.emplace(std::move(name), std::move(value));
   return size * n;
@@ -64,7 +90,21 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
   auto* sink = static_cast<Sink*>(user);
   size_t len = size * n;
-  if (sink->resp->body.size() + len > sink->max_body) {
+  if (sink->download && sink->status == 200) {
+    if (sink->streamed + len > sink->max_body) {
+      sink->over_limit = true;
+      return 0;
+    }
+    sink->streamed += len;
+    Status st = sink->download->Append(std::string_view(data, len));
+    if (!st.ok()) {
+      sink->error = std::move(st);
+      return 0;
+    }
+    return len;
+  }
+  const uint64_t held_max = sink->download ? std::min<uint64_t>(sink->max_body, kErrorBodyMax) : sink->max_body;
+  if (sink->resp->body.size() + len > held_max) {
     sink->over_limit = true;
     return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
   }
@@ -102,6 +142,11 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   HttpResponse resp;
   Sink sink{&resp, req.max_body};
   sink.head = req.method == "HEAD";
+  sink.download = req.download;
+  // A retried request starts its body over, both ways.
+  if (req.download) KI_RETURN_IF_ERROR(req.download->Restart());
+  Upload upload{req.upload, Status::OK()};
+  if (req.upload) KI_RETURN_IF_ERROR(req.upload->Rewind());
   api_->easy_setopt(h, CURLOPT_URL, req.url.c_str());
   api_->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   api_->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -127,9 +172,19 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   if (has_body) {
     if (!has_ct) hdrs = api_->slist_append(hdrs, "Content-Type: application/octet-stream");
     hdrs = api_->slist_append(hdrs, "Expect:");  // no 100-continue round trip
-    api_->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(req.body.size()));
-    api_->easy_setopt(h, CURLOPT_POSTFIELDS, req.body.empty() ? "" : req.body.data());
-    if (req.method != "POST") api_->easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    if (req.upload) {
+      // Read while sent, with its length up front (Content-Length, not
+      // chunked transfer encoding, which registries need not accept).
+      api_->easy_setopt(h, CURLOPT_UPLOAD, 1L);
+      api_->easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+      api_->easy_setopt(h, CURLOPT_READDATA, &upload);
+      api_->easy_setopt(h, CURLOPT_INFILESIZE_LARGE, curl_off_t(req.upload_size));
+      if (req.method != "PUT") api_->easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    } else {
+      api_->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(req.body.size()));
+      api_->easy_setopt(h, CURLOPT_POSTFIELDS, req.body.empty() ? "" : req.body.data());
+      if (req.method != "POST") api_->easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    }
   } else if (req.method == "HEAD") {
     api_->easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (req.method != "GET") {
@@ -140,6 +195,10 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   api_->slist_free_all(hdrs);
   api_->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   std::string where = req.method + " " + req.url;
+  // The source's or the sink's own failure (a damaged object, a full disk)
+  // says more than curl's "aborted by callback", and is not retried.
+  if (!upload.error.ok()) return upload.error;
+  if (!sink.error.ok()) return sink.error;
   if (sink.over_limit) {
     return Status::Corruption(where + ": response body is larger than the limit of " +
                               std::to_string(req.max_body) + " bytes");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ki/status.h"
+#include "remote/stream.h"
 
 namespace ki::remote {
 
@@ -23,7 +24,16 @@ struct HttpRequest {
   std::string url;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string_view body;      // sent for POST/PUT/PATCH (may be empty)
+  // Instead of `body`: upload_size bytes read from `upload` while they are
+  // sent (a blob too large to hold); rewound before each Perform.
+  BlobSource* upload = nullptr;
+  uint64_t upload_size = 0;
   uint64_t max_body = 4 << 20;  // a longer response body is refused
+  // A 200 response's body goes to `download` as it arrives (still capped
+  // by max_body) instead of into HttpResponse::body, which then keeps only
+  // other statuses' bodies, at most 64 KiB of them (an error page).
+  // Restarted before each Perform.
+  BlobSink* download = nullptr;
 };
 
 struct HttpResponse {

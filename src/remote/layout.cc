@@ -6,6 +6,7 @@
 // through AtomicFile (fsync + rename): a blob file is complete or absent.
 // index.json is rewritten once, atomically, in Finish(), after every blob
 // and manifest it names is on disk.
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -29,6 +30,8 @@ class LayoutConn final : public Conn {
   Result<bool> HasBlob(const Digest& d, uint64_t size) override;
   Status PutBlob(const Digest& d, std::string_view bytes) override;
   Result<std::string> GetBlob(const Digest& d, uint64_t size) override;
+  Status PutBlobFrom(const Digest& d, uint64_t size, BlobSource& src) override;
+  Status GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) override;
   Result<FetchedManifest> GetManifest(std::string_view ref) override;
   Result<std::optional<Digest>> ResolveTag(std::string_view tag) override;
   Status PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
@@ -201,6 +204,48 @@ Result<std::string> LayoutConn::GetBlob(const Digest& d, uint64_t size) {
   Digest got = Sha256Of(*bytes);
   if (got != d) return Status::Corruption("blob " + d.str() + " in " + t_->url_.str() + " hashes to " + got.str());
   return bytes;
+}
+
+// Streamed blobs go through a buffer of this size, both ways.
+constexpr size_t kStreamPiece = 1 << 20;
+
+Status LayoutConn::PutBlobFrom(const Digest& d, uint64_t size, BlobSource& src) {
+  // Complete or absent, as PutBlob's: the temporary file goes away unless
+  // every byte arrived (and the source checked them).
+  KI_ASSIGN_OR_RETURN(auto file, t_->env_->NewAtomicFile(t_->BlobPath(d)));
+  KI_RETURN_IF_ERROR(src.Rewind());
+  std::string buf(kStreamPiece, '\0');
+  uint64_t written = 0;
+  for (;;) {
+    KI_ASSIGN_OR_RETURN(size_t n, src.Read(buf.data(), buf.size()));
+    if (n == 0) break;
+    written += n;
+    KI_RETURN_IF_ERROR(file->Append(std::string_view(buf.data(), n)));
+  }
+  if (written != size) {
+    return Status::Corruption("upload of " + d.str() + ": the object gave " + std::to_string(written) + " bytes, not " +
+                              std::to_string(size));
+  }
+  return file->Commit(Durability::kSync);
+}
+
+Status LayoutConn::GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) {
+  const std::string what = "blob " + d.str() + " in " + t_->url_.str();
+  KI_ASSIGN_OR_RETURN(auto file, t_->env_->NewSequentialFile(t_->BlobPath(d)));
+  CheckedSink checked(sink);
+  KI_RETURN_IF_ERROR(checked.Restart());
+  std::string buf(kStreamPiece, '\0');
+  uint64_t got = 0;
+  for (;;) {
+    // One byte past the announced size is enough to refuse the file.
+    size_t want = size_t(std::min<uint64_t>(buf.size(), size - got + 1));
+    KI_ASSIGN_OR_RETURN(size_t n, file->Read(buf.data(), want));
+    if (n == 0) break;
+    if (got + n > size) return Status::Corruption(what + " is larger than announced (" + std::to_string(size) + " bytes)");
+    got += n;
+    KI_RETURN_IF_ERROR(checked.Append(std::string_view(buf.data(), n)));
+  }
+  return checked.Check(d, size, what);
 }
 
 Result<FetchedManifest> LayoutConn::GetManifest(std::string_view ref) {

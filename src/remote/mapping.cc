@@ -357,10 +357,6 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
   if (!dg.ok()) return Bad(where + ": digest is not sha256:<64 hex>");
   l.digest = *dg;
   l.size = d["size"].get<uint64_t>();
-  if (l.size > opts.max_blob_size) {
-    return Status::InvalidInput("remote manifest: " + where + " (" + l.digest.str() + ") announces " +
-                                std::to_string(l.size) + " bytes, over the limit of " + std::to_string(opts.max_blob_size));
-  }
   // A layer's annotations say what ki makes of it: one that is there with
   // another type than a string is refused, not read as absent (a role of 5
   // is not "blob").
@@ -406,6 +402,14 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
     if (hex.size() > 4096 || !HexDecode(hex, &l.index_value)) return Bad(where + ": bad index-value");
   } else {
     return Bad(where + ": unknown role '" + role.substr(0, 60) + "'");
+  }
+  // Only what a pull holds whole is capped: a blob over stream_above goes
+  // to a scratch file (transfer.cc), whatever its size.
+  const bool streamed = l.role == Role::kBlob && l.size > opts.stream_above;
+  if (!streamed && l.size > opts.max_blob_size) {
+    return Status::InvalidInput("remote manifest: " + where + " (" + l.digest.str() + ") announces " +
+                                std::to_string(l.size) + " bytes, over the limit of " + std::to_string(opts.max_blob_size) +
+                                " for an object held in memory");
   }
   return l;
 }

@@ -53,6 +53,8 @@ class RegistryConn final : public Conn {
   Result<bool> HasBlob(const Digest& d, uint64_t size) override;
   Status PutBlob(const Digest& d, std::string_view bytes) override;
   Result<std::string> GetBlob(const Digest& d, uint64_t size) override;
+  Status PutBlobFrom(const Digest& d, uint64_t size, BlobSource& src) override;
+  Status GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) override;
   Result<FetchedManifest> GetManifest(std::string_view ref) override;
   Result<FetchedManifest> ProbeManifest(std::string_view ref) override;
   Result<std::optional<Digest>> ResolveTag(std::string_view tag) override;
@@ -71,7 +73,14 @@ class RegistryConn final : public Conn {
   // max_attempts times with backoff.
   Status Retry(const std::string& what, const std::function<Status(bool* retry)>& attempt);
   void Backoff(int attempt);
-  Status Upload(const Digest& d, std::string_view bytes, bool chunked, bool* retry, bool* refused);
+  // An upload's bytes: held, or read from a source while they are sent.
+  struct Body {
+    std::string_view bytes;
+    BlobSource* source = nullptr;  // set: `size` bytes from here instead of `bytes`
+    uint64_t size = 0;
+  };
+  Status Upload(const Digest& d, const Body& body, bool chunked, bool* retry, bool* refused);
+  Status PutBody(const Digest& d, const Body& body);
   Result<FetchedManifest> FetchManifest(std::string_view ref, bool retry);
 
   RegistryTarget* t_;
@@ -288,12 +297,16 @@ Result<bool> RegistryConn::HasBlob(const Digest& d, uint64_t size) {
   return true;
 }
 
-Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunked, bool* retry, bool* refused) {
+Status RegistryConn::Upload(const Digest& d, const Body& body, bool chunked, bool* retry, bool* refused) {
   std::string what = "upload of " + d.str();
+  const std::string_view bytes = body.bytes;
+  const uint64_t size = body.source ? body.size : bytes.size();
   HttpRequest start;
   start.method = "POST";
   start.url = t_->RepoUrl("blobs/uploads/");
-  bool single = !chunked && t_->TrySingleRequest(bytes.size());
+  // A streamed blob never goes in the POST: a registry that ignored it
+  // would have been sent the whole blob for nothing.
+  bool single = !chunked && !body.source && t_->TrySingleRequest(size);
   if (single) {
     start.url += "?digest=" + UrlEscape(d.str());
     start.body = bytes;
@@ -309,7 +322,7 @@ Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunke
     // Refused outright (a registry that wants POST then PUT may say 400,
     // 404, 405 or 415): the two-request upload, at once.
     t_->SingleRequestWorks(false);
-    return Upload(d, bytes, chunked, retry, refused);
+    return Upload(d, body, chunked, retry, refused);
   }
   if (r->status != 202 || r->Header("location").empty()) {
     *retry = Retryable(r->status);
@@ -327,11 +340,26 @@ Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunke
   std::string loc = ResolveLocation(start.url, r->Header("location"));
   if (chunked) {
     uint64_t chunk = std::max<uint64_t>(1, t_->opts_.chunk_size);
-    for (uint64_t off = 0; off < bytes.size(); off += chunk) {
+    // A streamed blob's chunk is read into memory, one at a time: a PATCH
+    // is sent as a whole, and the source can only start over from its
+    // first byte, not from a chunk's.
+    std::string buf;
+    if (body.source) KI_RETURN_IF_ERROR(body.source->Rewind());
+    for (uint64_t off = 0; off < size; off += chunk) {
       HttpRequest patch;
       patch.method = "PATCH";
       patch.url = loc;
-      patch.body = bytes.substr(off, chunk);
+      if (body.source) {
+        buf.resize(std::min(chunk, size - off));
+        for (size_t have = 0; have < buf.size();) {
+          KI_ASSIGN_OR_RETURN(size_t n, body.source->Read(buf.data() + have, buf.size() - have));
+          if (n == 0) return Status::Corruption(what + ": the object ended after " + std::to_string(off + have) + " of " + std::to_string(size) + " bytes");
+          have += n;
+        }
+        patch.body = buf;
+      } else {
+        patch.body = bytes.substr(off, chunk);
+      }
       patch.headers.emplace_back("Content-Range", std::to_string(off) + "-" + std::to_string(off + patch.body.size() - 1));
       r = Send(patch, &tr);
       if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
@@ -345,7 +373,16 @@ Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunke
   HttpRequest put;
   put.method = "PUT";
   put.url = loc + (loc.find('?') == std::string::npos ? "?" : "&") + "digest=" + UrlEscape(d.str());
-  if (!chunked && !body_taken) put.body = bytes;
+  if (!chunked && !body_taken) {
+    if (body.source) {
+      // One monolithic PUT with Content-Length (distribution-spec, "Pushing
+      // a blob monolithically"), read from the source as curl sends it.
+      put.upload = body.source;
+      put.upload_size = size;
+    } else {
+      put.body = bytes;
+    }
+  }
   r = Send(put, &tr);
   if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
   if (r->status != 201) {
@@ -358,17 +395,34 @@ Status RegistryConn::Upload(const Digest& d, std::string_view bytes, bool chunke
   return Status::OK();
 }
 
-Status RegistryConn::PutBlob(const Digest& d, std::string_view bytes) {
+Status RegistryConn::PutBody(const Digest& d, const Body& body) {
   bool chunked = t_->opts_.force_chunked;
   return Retry("upload of " + d.str(), [&](bool* retry) -> Status {
     bool refused = false;
-    Status st = Upload(d, bytes, chunked, retry, &refused);
+    Status st = Upload(d, body, chunked, retry, &refused);
     if (!st.ok() && refused) {
       chunked = true;
-      st = Upload(d, bytes, true, retry, &refused);
+      st = Upload(d, body, true, retry, &refused);
     }
     return st;
   });
+}
+
+Status RegistryConn::PutBlob(const Digest& d, std::string_view bytes) { return PutBody(d, Body{bytes}); }
+
+Status RegistryConn::PutBlobFrom(const Digest& d, uint64_t size, BlobSource& src) {
+  return PutBody(d, Body{{}, &src, size});
+}
+
+Status RegistryConn::GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) {
+  HttpRequest req;
+  req.url = t_->RepoUrl("blobs/" + d.str());
+  req.max_body = size;  // one byte more than announced aborts the transfer
+  CheckedSink checked(sink);
+  req.download = &checked;
+  KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET blob " + d.str()));
+  if (r.status != 200) return HttpStatusError("GET blob " + d.str(), r);
+  return checked.Check(d, size, "blob " + d.str() + " from the registry");
 }
 
 Result<std::string> RegistryConn::GetBlob(const Digest& d, uint64_t size) {

@@ -4,8 +4,9 @@
 // A Target is shared by the worker threads of one push or pull; each worker
 // opens its own Conn (for a registry: its own kept-alive connection).
 // Every Conn method verifies what it returns: GetBlob returns bytes that
-// hash to the digest asked for and have the size announced; GetManifest
-// returns the body and the digest it hashes to.
+// hash to the digest asked for and have the size announced (GetBlobTo
+// checks the same of what it passed to its sink, and fails otherwise);
+// GetManifest returns the body and the digest it hashes to.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "ki/digest.h"
 #include "ki/remote.h"
 #include "ki/status.h"
+#include "remote/stream.h"
 
 namespace ki::remote {
 
@@ -40,6 +42,14 @@ class Conn {
   virtual Status PutBlob(const Digest& d, std::string_view bytes) = 0;
   // Bytes checked against `d` and `size` (and size against the limit).
   virtual Result<std::string> GetBlob(const Digest& d, uint64_t size) = 0;
+  // The streamed forms, for blobs too large to hold (TransferOptions::
+  // stream_above): PutBlobFrom uploads the `size` bytes `src` gives, which
+  // hash to `d`; GetBlobTo passes the blob to `sink` as it arrives, never
+  // more than `size` bytes, and fails (Corruption) when they are fewer or
+  // do not hash to `d`: the caller then discards what the sink got. No
+  // size limit (the caller decides).
+  virtual Status PutBlobFrom(const Digest& d, uint64_t size, BlobSource& src) = 0;
+  virtual Status GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) = 0;
   // NotFound when the remote has no such tag or digest. A digest reference
   // is checked against the body.
   virtual Result<FetchedManifest> GetManifest(std::string_view ref) = 0;

@@ -19,9 +19,18 @@
 // attestations are written only when everything is verified; verified
 // blobs past TransferOptions::pull_buffer_bytes go in batches of their own
 // as they arrive, so that memory stays bounded.
+//
+// Blobs over TransferOptions::stream_above are never held whole: push
+// reads them from the store into the upload through a bounded pipe
+// (StoreSource), pull downloads each into a scratch file under
+// objects/incoming (ScratchDownload), checked as it arrives, and stores it
+// at once through Batch::PutBlobStream, in a batch of its own.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -29,6 +38,7 @@
 #include <unordered_set>
 
 #include "json/fields.h"
+#include "ki/env.h"
 #include "ki/json.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
@@ -68,6 +78,156 @@ class Progress {
   std::mutex mu_;
   TransferProgress p_;
 };
+
+// What a streamed upload holds of its object at once.
+constexpr size_t kPipeBytes = 4 << 20;
+
+// A stored object as a BlobSource, for an upload that must not hold it
+// whole. Store::ReadStream hands out pieces rather than being asked for
+// them, while curl asks, so ReadStream runs on a thread of its own and
+// fills a ring of kPipeBytes that Read drains. The object's last byte is
+// handed out only after ReadStream has checked the content hash: an
+// upload of a damaged object fails before its request completes, instead
+// of sending bytes that do not hash to the digest announced.
+class StoreSource final : public remote::BlobSource {
+ public:
+  StoreSource(Store& store, const Digest& d, uint64_t size) : store_(store), digest_(d), size_(size), ring_(kPipeBytes) {}
+  ~StoreSource() override { Stop(); }
+  StoreSource(const StoreSource&) = delete;
+  StoreSource& operator=(const StoreSource&) = delete;
+
+  Status Rewind() override {
+    Stop();
+    reader_ = std::thread([this] { Produce(); });
+    return Status::OK();
+  }
+
+  Result<size_t> Read(char* buf, size_t n) override {
+    if (!reader_.joinable()) return Status::IOError("internal error: " + digest_.str() + " read before Rewind");
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      if (done_ && !result_.ok()) return result_;
+      const uint64_t keep = done_ ? 0 : 1;  // the last byte waits for the hash check
+      const uint64_t left = size_ > delivered_ + keep ? size_ - delivered_ - keep : 0;
+      const size_t k = size_t(std::min<uint64_t>({n, fill_, left, ring_.size() - head_}));
+      if (k > 0) {
+        std::memcpy(buf, ring_.data() + head_, k);
+        head_ = (head_ + k) % ring_.size();
+        fill_ -= k;
+        delivered_ += k;
+        cv_.notify_all();
+        return k;
+      }
+      if (done_ && fill_ == 0) return size_t(0);
+      cv_.wait(l);
+    }
+  }
+
+ private:
+  void Produce() {
+    uint64_t produced = 0;
+    Status st = store_.ReadStream(digest_, [&](std::string_view piece) -> Status {
+      produced += piece.size();
+      if (produced > size_) return Status::Corruption(digest_.str() + ": the store holds more than its " + std::to_string(size_) + " bytes");
+      std::unique_lock<std::mutex> l(mu_);
+      while (!piece.empty()) {
+        cv_.wait(l, [&] { return cancel_ || fill_ < ring_.size(); });
+        if (cancel_) return Status::IOError("upload of " + digest_.str() + " stopped");
+        const size_t tail = (head_ + fill_) % ring_.size();
+        const size_t k = std::min({piece.size(), ring_.size() - fill_, ring_.size() - tail});
+        std::memcpy(ring_.data() + tail, piece.data(), k);
+        fill_ += k;
+        piece.remove_prefix(k);
+        cv_.notify_all();
+      }
+      return Status::OK();
+    });
+    if (st.ok() && produced != size_) {
+      st = Status::Corruption(digest_.str() + ": the store gave " + std::to_string(produced) + " bytes, its index says " +
+                              std::to_string(size_));
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    done_ = true;
+    result_ = std::move(st);
+    cv_.notify_all();
+  }
+
+  // Ends the reading thread (if any) and empties the ring.
+  void Stop() {
+    if (reader_.joinable()) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        cancel_ = true;
+        cv_.notify_all();
+      }
+      reader_.join();
+    }
+    head_ = fill_ = 0;
+    delivered_ = 0;
+    cancel_ = done_ = false;
+    result_ = Status::OK();
+  }
+
+  Store& store_;
+  const Digest digest_;
+  const uint64_t size_;
+  std::thread reader_;
+  std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::vector<char> ring_;
+  size_t head_ = 0, fill_ = 0;
+  uint64_t delivered_ = 0;
+  bool cancel_ = false, done_ = false;
+  Status result_;
+};
+
+// A streamed download's scratch file under objects/incoming (the folder
+// Batch::PutBlobStream spools to, which audit lists and --reindex clears
+// of what a killed process left). Written through an AtomicFile: until
+// Commit it is a temporary that goes away with this object, a retried
+// download starts a new one, and the committed file is removed on the way
+// out too, so a failed or finished download leaves nothing behind.
+class ScratchDownload final : public remote::BlobSink {
+ public:
+  ScratchDownload(Env* env, std::string path) : env_(env), path_(std::move(path)) {}
+  ~ScratchDownload() override {
+    file_.reset();
+    if (committed_) (void)env_->RemoveFile(path_);  // best effort: audit notes leftovers
+  }
+  ScratchDownload(const ScratchDownload&) = delete;
+  ScratchDownload& operator=(const ScratchDownload&) = delete;
+
+  Status Restart() override {
+    file_.reset();
+    KI_ASSIGN_OR_RETURN(file_, env_->NewAtomicFile(path_));
+    return Status::OK();
+  }
+  Status Append(std::string_view b) override {
+    if (!file_) return Status::IOError("internal error: " + path_ + " written before Restart");
+    return file_->Append(b);
+  }
+  // The complete download, under its scratch name. Not fsynced: nothing
+  // reads it after a crash (the stored copy is synced by its batch).
+  Result<std::string> Commit() {
+    if (!file_) return Status::IOError("internal error: " + path_ + " committed before Restart");
+    KI_RETURN_IF_ERROR(file_->Commit(Durability::kNone));
+    committed_ = true;
+    return path_;
+  }
+
+ private:
+  Env* env_;
+  std::string path_;
+  std::unique_ptr<AtomicFile> file_;
+  bool committed_ = false;
+};
+
+// A scratch name unique among the processes writing to the store, not a
+// hex digest (so audit reads it as a leftover, never as an object).
+std::string ScratchPath(const Store& store) {
+  static std::atomic<uint64_t> counter{0};
+  return store.path() + "/objects/incoming/" + std::to_string(::getpid()) + "-pull-" + std::to_string(counter++);
+}
 
 }  // namespace
 
@@ -337,18 +497,6 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     closures.push_back(std::move(c));
   }
   cache.nodes.clear();
-  // Push reads each object whole (and a pull takes no larger layer): an
-  // object over the transfer's cap is refused before anything is sent.
-  for (size_t i = 0; i < closures.size(); ++i) {
-    for (const Layer& l : closures[i].layers) {
-      if (l.size > opts.max_blob_size) {
-        return Status::InvalidInput("push " + report.refs[i].ref + ": " + l.digest.str() + " is " +
-                                    std::to_string(l.size) + " bytes, over the limit of " +
-                                    std::to_string(opts.max_blob_size) +
-                                    " for an object pushed or pulled (both hold it whole in memory); nothing was sent");
-      }
-    }
-  }
   // A bundle: the union of the closures, each object once, in closure
   // order, listed by parts that a pull accepts (before anything is sent).
   std::vector<Layer> all;
@@ -409,8 +557,11 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   std::mutex flight_mu;
   std::condition_variable flight_cv;
   uint64_t in_flight = 0;
+  std::atomic<uint64_t> n_streamed{0};
   auto upload = [&](Conn& conn, size_t i) -> Status {
-    const uint64_t n = items[i].size;
+    const bool streamed = i != 0 && items[i].size > opts.stream_above && items[i].size > 0;
+    // A streamed object holds its pipe, not itself.
+    const uint64_t n = streamed ? std::min<uint64_t>(items[i].size, kPipeBytes) : items[i].size;
     {
       std::unique_lock<std::mutex> l(flight_mu);
       flight_cv.wait(l, [&] { return in_flight == 0 || in_flight + n <= opts.push_buffer_bytes; });
@@ -428,6 +579,16 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
         cv.notify_all();
       }
     } landed{flight_mu, flight_cv, in_flight, n};
+    if (streamed) {
+      // ReadStream re-hashes as it reads: what we upload is what the digest names.
+      StoreSource source(store, items[i].digest, items[i].size);
+      KI_RETURN_IF_ERROR(conn.PutBlobFrom(items[i].digest, items[i].size, source));
+      bytes_up += items[i].size;
+      n_streamed++;
+      sent[i] = 1;
+      learnt.Blob(items[i].digest);
+      return Status::OK();
+    }
     std::string bytes;
     if (i == 0) {
       bytes = std::string(remote::EmptyConfig());
@@ -683,6 +844,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   report.blobs_sent = 0;
   for (uint8_t s : sent) report.blobs_sent += s;
   report.bytes_sent = bytes_up;
+  report.blobs_streamed = n_streamed;
   count_sent();
   save_state();
   if (!mst.ok()) {
@@ -710,6 +872,9 @@ struct PullItem {
   bool received = false;   // bytes are here, checked (from a pack or a GET)
   bool from_pack = false;
   bool stored = false;     // written by an early blob batch (TransferOptions::pull_buffer_bytes)
+  // A blob over TransferOptions::stream_above: never in `bytes`, stored
+  // by the worker that downloaded it.
+  bool streamed = false;
 };
 
 }  // namespace
@@ -952,6 +1117,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     PullItem p;
     p.layer = l;
     p.present = info.has_value();
+    p.streamed = !p.present && l.role == Role::kBlob && l.size > opts.stream_above && l.size > 0;
     if (info && info->size != l.size) {
       return Status::InvalidInput("remote says " + l.digest.str() + " has " + std::to_string(l.size) +
                                   " bytes; the local copy has " + std::to_string(info->size));
@@ -1074,7 +1240,9 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   uint64_t held_bytes = 0, writing_bytes = 0;
   bool writing = false;
   std::atomic<uint64_t> written_early{0};
+  std::mutex batch_mu;  // one Batch at a time: the early blob writes and the streamed blobs
   auto write_blobs = [&](const std::vector<size_t>& to_write) -> Status {
+    std::lock_guard<std::mutex> bl(batch_mu);
     KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
     for (size_t k : to_write) KI_RETURN_IF_ERROR(batch->PutBlob(items[k].bytes, items[k].layer.media_type).status());
     KI_RETURN_IF_ERROR(batch->Commit());
@@ -1116,9 +1284,35 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       write_done.wait(l);
     }
   };
+  // A streamed blob: downloaded into a scratch file, checked as it
+  // arrives (GetBlobTo), then stored from that file in a batch of its own,
+  // as the early blob writes above are (and for the same reason, nothing
+  // reads a blob's bytes after its check). The scratch file goes away on
+  // every way out.
+  std::atomic<uint64_t> streamed_stored{0};
+  auto stream_blob = [&](Conn& c, size_t i) -> Status {
+    PullItem& p = items[i];
+    Env* env = Env::Default();
+    KI_RETURN_IF_ERROR(env->CreateDirs(store.path() + "/objects/incoming"));
+    ScratchDownload scratch(env, ScratchPath(store));
+    KI_RETURN_IF_ERROR(c.GetBlobTo(p.layer.digest, p.layer.size, scratch));
+    KI_ASSIGN_OR_RETURN(std::string path, scratch.Commit());
+    KI_ASSIGN_OR_RETURN(auto in, env->NewSequentialFile(path));
+    std::lock_guard<std::mutex> bl(batch_mu);
+    KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+    KI_ASSIGN_OR_RETURN(PutResult put, batch->PutBlobStream(*in, p.layer.media_type, path));
+    if (put.digest != p.layer.digest) {  // hashed on arrival: only a scratch file changed meanwhile gets here
+      return Status::Corruption("blob " + p.layer.digest.str() + ": its scratch file " + path + " hashes to " +
+                                put.digest.str() + " when stored");
+    }
+    KI_RETURN_IF_ERROR(batch->Commit().WithContext("writing verified blob " + p.layer.digest.str() + " to the store"));
+    p.stored = true;
+    streamed_stored++;
+    return Status::OK();
+  };
   // What a failure leaves in the store, for its message.
   auto stored_note = [&]() -> std::string {
-    const uint64_t n = written_early;
+    const uint64_t n = written_early + streamed_stored;
     if (n == 0) return "nothing was stored";
     return "no manifest, name or attestation was stored; the " + std::to_string(n) +
            " verified blobs written before the failure stay, and a re-run does not fetch them again";
@@ -1212,6 +1406,13 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
       return Status::OK();
     }
     PullItem& p = items[need[k]];
+    if (p.streamed) {
+      KI_RETURN_IF_ERROR(stream_blob(c, need[k]));
+      p.received = true;
+      progress.Add(1, p.layer.size);
+      if (completes(need[k])) items[manifest_of[need[k]]].prepared = prepare(manifest_of[need[k]]);
+      return Status::OK();
+    }
     KI_ASSIGN_OR_RETURN(p.bytes, c.GetBlob(p.layer.digest, p.layer.size));
     p.received = true;
     progress.Add(1, p.bytes.size());
@@ -1221,6 +1422,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   });
   report.http_requests = target->requests();
   report.blobs_written_early = written_early;
+  report.blobs_streamed = streamed_stored;
   if (!st.ok()) return st.WithContext("pull from " + url.str() + " failed; " + stored_note());
 
   // A tag that moved meanwhile: what we pulled is the manifest we read

@@ -257,6 +257,10 @@ class FakeRegistry {
     std::lock_guard<std::mutex> l(mu_);
     return blobs_.size();
   }
+  bool HasBlob(const std::string& digest) {
+    std::lock_guard<std::mutex> l(mu_);
+    return blobs_.count(digest) > 0;
+  }
 
  private:
   static HttpReply Json(int status, std::string body) {

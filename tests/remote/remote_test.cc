@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "ki/json.h"
 #include "ki/remote.h"
 #include "ki/sign.h"
+#include "odb/tables.h"
 #include "remote/fake_registry.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
@@ -1235,6 +1237,194 @@ TEST_F(RemoteTest, BodyLargerThanAnnouncedIsRefused) {
   EXPECT_EQ(CountObjects(*dst_), 0u);
 }
 
+// ------------------------------------------------------------ streamed blobs
+// Blobs over TransferOptions::stream_above (1 MiB) are never held whole:
+// push reads them from the store into the upload, pull downloads them into
+// a scratch file under objects/incoming and stores that.
+
+// `bytes` of generated text (compressible: stored as a zstd frame), or of
+// random bytes (stored raw, so a flipped byte is found only by the hash at
+// the end), added to `s` through the streaming write path.
+Digest AddLargeBlob(Store& s, const TempDir& dir, uint64_t bytes, bool random, uint32_t seed) {
+  std::string x(bytes, '\0');
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = random ? char(rng()) : char('a' + (i * 7919u + i / 13 + seed) % 26);
+  std::string path = dir.Join("large-" + std::to_string(seed));
+  test::WriteFileOrDie(path, x);
+  auto in = Env::Default()->NewSequentialFile(path);
+  EXPECT_OK(in);
+  auto b = s.NewBatch();
+  EXPECT_OK(b);
+  auto put = (*b)->PutBlobStream(**in, "application/octet-stream", path);
+  EXPECT_OK(put);
+  EXPECT_OK((*b)->Commit());
+  return put->digest;
+}
+
+// Files left in a store's objects/incoming (scratch files of streamed writes).
+size_t IncomingFiles(Store& s) {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator(s.path() + "/objects/incoming", ec);
+       !ec && it != std::filesystem::directory_iterator(); ++it)
+    n++;
+  return n;
+}
+
+TEST_F(RemoteTest, LargeBlobStreamsBothWaysThroughARegistry) {
+  FakeRegistry reg;
+  Digest big = AddLargeBlob(*src_, dir_, 6 << 20, true, 1);  // random: a loose file
+  auto pushed = Push(*src_, Url(reg.host()), {big.str()}, Opts());
+  ASSERT_OK(pushed);
+  EXPECT_EQ(pushed->blobs_streamed, 1u);
+  EXPECT_LT(pushed->peak_bytes_in_flight, uint64_t(6 << 20));  // its pipe, not the blob
+  EXPECT_TRUE(reg.HasBlob(big.str()));
+  auto pulled = Pull(*dst_, Url(reg.host()), {big.str()}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->blobs_streamed, 1u);
+  EXPECT_EQ(pulled->peak_blob_bytes_held, 0u);
+  ExpectSameObjects(*src_, *dst_, {big});
+  auto info = dst_->Stat(big);
+  ASSERT_OK(info);
+  ASSERT_TRUE(info->has_value());
+  EXPECT_EQ((*info)->location, Location::kLoose);
+  EXPECT_EQ(IncomingFiles(*dst_), 0u);
+  auto v = dst_->Verify(big);
+  ASSERT_OK(v);
+  EXPECT_FALSE(v->HasFaults());
+}
+
+TEST_F(RemoteTest, LargeBlobStreamsInPatchChunks) {
+  FakeRegistry reg;
+  Digest big = AddLargeBlob(*src_, dir_, 5 << 20, false, 2);
+  auto o = Opts();
+  o.force_chunked = true;
+  o.chunk_size = 1 << 20;
+  auto pushed = Push(*src_, Url(reg.host()), {big.str()}, o);
+  ASSERT_OK(pushed);
+  EXPECT_EQ(pushed->blobs_streamed, 1u);
+  EXPECT_EQ(reg.Count("PATCH", "/blobs/uploads/"), 6u);  // five of the blob, one of the empty config
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {big.str()}, Opts()));
+  ExpectSameObjects(*src_, *dst_, {big});
+}
+
+TEST_F(RemoteTest, LargeBlobStreamsBothWaysThroughALayout) {
+  Digest big = AddLargeBlob(*src_, dir_, 6 << 20, false, 3);
+  auto url = ParseRemoteUrl("oci-layout:" + dir_.Join("layout"), false);
+  ASSERT_OK(url);
+  auto pushed = Push(*src_, *url, {big.str()}, Opts());
+  ASSERT_OK(pushed);
+  EXPECT_EQ(pushed->blobs_streamed, 1u);
+  std::string file = test::ReadFileOrDie(dir_.Join("layout/blobs/sha256/" + big.hex()));
+  EXPECT_EQ(Sha256Of(file), big);
+  auto pulled = Pull(*dst_, *url, {big.str()}, Opts());
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->blobs_streamed, 1u);
+  ExpectSameObjects(*src_, *dst_, {big});
+  EXPECT_EQ(IncomingFiles(*dst_), 0u);
+}
+
+// A registry that serves a large blob wrongly: the pull fails saying how,
+// stores nothing and leaves no scratch file.
+TEST_F(RemoteTest, LargeBlobServedWronglyStoresNothingAndLeavesNoScratchFile) {
+  FakeRegistry reg;
+  Digest big = AddLargeBlob(*src_, dir_, 3 << 20, false, 4);
+  ASSERT_OK(Push(*src_, Url(reg.host()), {big.str()}, Opts()));
+  auto good = src_->Read(big);
+  ASSERT_OK(good);
+  struct Case {
+    const char* name;
+    HttpReply reply;
+    Code code;
+    const char* message;
+  };
+  std::vector<Case> cases;
+  HttpReply more;
+  more.body = *good + "and then some more";
+  cases.push_back({"more bytes than announced", more, Code::kCorruption, "larger than the limit"});
+  HttpReply fewer;
+  fewer.body = good->substr(0, good->size() - 1000);
+  cases.push_back({"fewer bytes (a complete response)", fewer, Code::kCorruption, "received 3144728 bytes, the manifest announces 3145728"});
+  HttpReply cut;
+  cut.body = good->substr(0, 2 << 20);
+  cut.declared_length = long(good->size());  // then the connection closes
+  cases.push_back({"fewer bytes (the connection closes)", cut, Code::kIOError, "truncated"});
+  HttpReply wrong;
+  wrong.body = *good;
+  wrong.body[wrong.body.size() - 1] ^= 1;
+  cases.push_back({"other bytes", wrong, Code::kCorruption, "received bytes that hash to"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Store& dst = NewStore();
+    Answer(reg, "GET", "/blobs/" + big.str(), c.reply);
+    auto r = Pull(dst, Url(reg.host()), {big.str()}, Opts());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), c.code) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("nothing was stored"), std::string::npos) << r.status().ToString();
+    EXPECT_EQ(CountObjects(dst), 0u);
+    EXPECT_EQ(IncomingFiles(dst), 0u);
+  }
+}
+
+TEST_F(RemoteTest, LargeBlobDamagedInALayoutStoresNothing) {
+  Digest big = AddLargeBlob(*src_, dir_, 3 << 20, false, 5);
+  auto url = ParseRemoteUrl("oci-layout:" + dir_.Join("layout"), false);
+  ASSERT_OK(url);
+  ASSERT_OK(Push(*src_, *url, {big.str()}, Opts()));
+  std::string path = dir_.Join("layout/blobs/sha256/" + big.hex());
+  std::string good = test::ReadFileOrDie(path);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  for (const auto& [bytes, message] : std::vector<std::pair<std::string, std::string>>{
+           {good + "x", "larger than announced"},
+           {good.substr(0, good.size() - 1), "received 3145727 bytes"},
+           {std::string(good).replace(100, 1, good[100] == 'a' ? "b" : "a"), "received bytes that hash to"}}) {
+    SCOPED_TRACE(message);
+    test::WriteFileOrDie(path, bytes);
+    Store& dst = NewStore();
+    auto r = Pull(dst, *url, {big.str()}, Opts());
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(message), std::string::npos) << r.status().ToString();
+    EXPECT_EQ(CountObjects(dst), 0u);
+    EXPECT_EQ(IncomingFiles(dst), 0u);
+  }
+}
+
+// A stored object damaged where only its content hash can tell (a raw
+// frame, one payload byte flipped): the streamed upload fails before its
+// request completes, so neither remote ends up with the damaged bytes.
+TEST_F(RemoteTest, DamagedLargeObjectIsNeverUploaded) {
+  Digest big = AddLargeBlob(*src_, dir_, 3 << 20, true, 6);
+  std::string loose = odb::LoosePath(src_->path(), big);
+  std::string frame = test::ReadFileOrDie(loose);
+  ASSERT_GT(frame.size(), uint64_t(3 << 20));  // stored raw: random bytes do not compress
+  frame[frame.size() - 10] ^= 1;
+  std::filesystem::permissions(loose, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  test::WriteFileOrDie(loose, frame);
+  for (bool chunked : {false, true}) {
+    SCOPED_TRACE(chunked ? "PATCH chunks" : "one PUT");
+    FakeRegistry reg;
+    auto o = Opts();
+    o.force_chunked = chunked;
+    o.chunk_size = 1 << 20;
+    auto r = Push(*src_, Url(reg.host()), {big.str()}, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("hashes to"), std::string::npos) << r.status().ToString();
+    EXPECT_FALSE(reg.HasBlob(big.str()));
+    // Not even refused by the registry's own digest check: the PUT that
+    // would have completed the upload never reached it.
+    for (const HttpReq& q : reg.log()) EXPECT_FALSE(q.method == "PUT" && q.query.find(big.hex()) != std::string::npos);
+  }
+  auto url = ParseRemoteUrl("oci-layout:" + dir_.Join("layout"), false);
+  ASSERT_OK(url);
+  auto r = Push(*src_, *url, {big.str()}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir_.Join("layout/blobs/sha256/" + big.hex())));
+}
+
 TEST_F(RemoteTest, BlobOverTheSizeLimitIsNeverRequested) {
   FakeRegistry reg;
   ASSERT_OK(Push(*src_, Url(reg.host()), {blob_.str()}, Opts()));
@@ -1805,6 +1995,8 @@ class NoConn final : public remote::Conn {
   Result<bool> HasBlob(const Digest&, uint64_t) override { return false; }
   Status PutBlob(const Digest&, std::string_view) override { return Status::OK(); }
   Result<std::string> GetBlob(const Digest&, uint64_t) override { return Status::NotFound("none"); }
+  Status PutBlobFrom(const Digest&, uint64_t, remote::BlobSource&) override { return Status::OK(); }
+  Status GetBlobTo(const Digest&, uint64_t, remote::BlobSink&) override { return Status::NotFound("none"); }
   Result<remote::FetchedManifest> GetManifest(std::string_view) override { return Status::NotFound("none"); }
   Result<std::optional<Digest>> ResolveTag(std::string_view) override { return std::optional<Digest>(); }
   Status PutManifest(std::string_view, std::string_view, std::string_view, bool*) override { return Status::OK(); }

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# ki push and ki pull of a blob larger than the memory ki may use: a ~200 MB
+# blob pushed to a loopback registry (Debian's docker-registry) and to an
+# OCI image layout, pulled from each into a fresh store, catted and
+# verified, every ki command under a 64 MB limit on its data segment
+# (RLIMIT_DATA, as store_stream_slow.sh: holding the blob whole fails; the
+# mapped input file and LMDB's shared map do not count). Skipped (77) when
+# docker-registry is not installed.
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/testlib.bash" "$@"
+if ! command -v docker-registry >/dev/null; then
+  echo "skipped: docker-registry is not installed (apt-get install docker-registry)"
+  exit 77
+fi
+source "$HERE/registry.bash"
+trap 'registry_stop; chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
+
+LIMIT_KB=65536
+# ~200 MB that zstd compresses (base64 text) but not to nothing.
+head -c 150000000 /dev/urandom | base64 -w 120 > big.txt
+want="sha256:$(sha256sum big.txt | cut -d' ' -f1)"
+# The limit is real: a process that holds the blob whole fails under it.
+( ulimit -d $LIMIT_KB; python3 -c "open('big.txt','rb').read()" ) 2>/dev/null &&
+  fail "the data limit does not stop a whole-file read; the test proves nothing"
+limited() { ( ulimit -d $LIMIT_KB; "$KI_BIN" "$@" ); }
+no_scratch() {  # no scratch file of a streamed download left in store $1
+  [ -z "$(ls -A "$1/.ki/objects/incoming" 2>/dev/null)" ] || fail "scratch files left in $1: $(ls "$1/.ki/objects/incoming")"
+}
+
+registry_start "$WORK" "$WORK/registry" || { fail "docker-registry did not start"; finish; }
+REG="oci://127.0.0.1:$REG_PORT/ki/large"
+expect_exit 0 ki init src
+expect_exit 0 limited --store src add --blob big.txt
+expect_contains "$OUT" "$want	blob	-	new" "add under the limit"
+
+# ---- registry: push, pull into a fresh store, cat, verify
+expect_exit 0 limited --store src push --insecure --json "$REG" "$want"
+expect_contains "$OUT" '"streamed": 1' "push streamed the blob"
+expect_exit 0 ki init dst
+expect_exit 0 limited --store dst pull --insecure --json "$REG" "$want"
+expect_contains "$OUT" '"blobsStreamed": 1' "pull streamed the blob"
+limited --store dst cat "$want" | cmp -s - big.txt || fail "cat after the pull from the registry gives other bytes"
+expect_exit 0 limited --store dst verify "$want"
+expect_exit 0 limited --store dst audit
+expect_contains "$OUT" "0 faults" "audit after the pull from the registry"
+no_scratch dst
+# Again: the registry and the store have it, nothing moves.
+expect_exit 0 limited --store dst pull --insecure "$REG" "$want"
+expect_contains "$OUT" "0 received (0 bytes), 1 already here" "second pull"
+
+# ---- image layout: push, the blob file, pull into a fresh store
+expect_exit 0 limited --store src push "oci-layout:$WORK/layout" "$want"
+cmp -s "$WORK/layout/blobs/sha256/${want#sha256:}" big.txt || fail "the layout's blob file is not the blob"
+expect_exit 0 ki init dst2
+expect_exit 0 limited --store dst2 pull "oci-layout:$WORK/layout" "$want"
+limited --store dst2 cat "$want" | cmp -s - big.txt || fail "cat after the pull from the layout gives other bytes"
+expect_exit 0 limited --store dst2 verify "$want"
+no_scratch dst2
+
+# ---- a layout whose blob file was damaged: exit 1, nothing stored, no scratch file
+chmod u+w "$WORK/layout/blobs/sha256/${want#sha256:}"
+printf 'X' | dd of="$WORK/layout/blobs/sha256/${want#sha256:}" bs=1 seek=100000000 conv=notrunc status=none
+expect_exit 0 ki init dst3
+expect_exit 1 limited --store dst3 pull "oci-layout:$WORK/layout" "$want"
+expect_contains "$ERR" "received bytes that hash to" "damaged layout blob"
+expect_contains "$ERR" "nothing was stored" "damaged layout blob"
+expect_exit 3 ki --store dst3 cat "$want"
+no_scratch dst3
+finish
