@@ -5,6 +5,7 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -235,6 +236,35 @@ Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t
   // EncodeFrame's rule: compressed only when the payload is smaller.
   s.smaller = s.written - header.size() < raw.size();
   return s;
+}
+
+namespace {
+struct HashStep {
+  const char* data;
+  size_t size;
+  size_t hashed;
+  Sha256* hash;
+};
+// Hashes the next piece; runs inside MappedFile::ReadGuarded (owns nothing).
+void RunHashStep(void* arg) {
+  auto* s = static_cast<HashStep*>(arg);
+  const size_t n = std::min(kStreamChunk * 16, s->size - s->hashed);
+  s->hash->Update(std::string_view(s->data + s->hashed, n));
+  s->hashed += n;
+}
+}  // namespace
+
+Result<Digest> HashMapped(MappedFile& in, const std::string& where) {
+  const std::string_view raw = in.data();
+  Sha256 hash;
+  HashStep step{raw.data(), raw.size(), 0, &hash};
+  while (step.hashed < step.size) {
+    if (!in.ReadGuarded(RunHashStep, &step)) {
+      return Status::InvalidInput(where + ": shrank while being read; nothing was stored");
+    }
+    in.Release(step.hashed);
+  }
+  return hash.Finish();
 }
 
 Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& where) {

@@ -63,6 +63,10 @@ struct StreamedFrame {
 Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t kind, std::string_view media_type,
                                         int zstd_level, const std::string& where, const ByteSink& out);
 
+// SHA-256 of a mapped file's bytes, read front to back with the pages
+// behind released (and guarded, as EncodeFrameStream's reads are).
+Result<Digest> HashMapped(MappedFile& in, const std::string& where);
+
 // Reads and parses a frame's header (media type included) from the start
 // of `file`, leaving it at the payload.
 Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& where);

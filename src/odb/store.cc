@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <optional>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -655,6 +656,29 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
     KI_ASSIGN_OR_RETURN(auto spooled, env->NewSequentialFile(path));
     KI_ASSIGN_OR_RETURN(map, spooled->Map());
   }
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  // Is the file's content already stored? Hashing it first costs a read
+  // that SHA-256 does several times faster than zstd -3 compresses, and
+  // spares an object already held the compression and a scratch write of
+  // all of it (bench/results/blob-2026-11-30-readd.md). A pipe cannot be
+  // read twice: its scratch copy goes through the one pass below.
+  std::optional<Digest> hashed_first;
+  if (direct) {
+    KI_ASSIGN_OR_RETURN(hashed_first, odb::HashMapped(*map, where));
+    KI_ASSIGN_OR_RETURN(auto held, txn_.Get(meta, hashed_first->raw()));
+    if (held) {
+      map.reset();
+      KI_ASSIGN_OR_RETURN(FileStat now, in.Stat());
+      if (now.size != st.size || now.mtime_ns != st.mtime_ns || now.ctime_ns != st.ctime_ns) {
+        return Status::InvalidInput(where + ": changed while it was read; nothing was stored");
+      }
+      return PutResult{*hashed_first, true};
+    }
+    // Mapped again: the pass below releases the pages behind it as it goes,
+    // which a mapping that the hash pass released whole would not do.
+    map.reset();
+    KI_ASSIGN_OR_RETURN(map, in.Map());
+  }
   const uint64_t size = map->data().size();
   // The frame goes to a scratch name: its loose path is known at its end.
   const std::string staged = incoming + "/" + ScratchName();
@@ -667,13 +691,15 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
     // zstd and the hash read the file at slightly different times: a file
     // written meanwhile could give a frame that is not what the digest
     // names, so it is refused (as git refuses a racily changed file).
+    // The digest is the one the frame pass computed (zstd and SHA-256 read
+    // the same pages together); the first pass must agree with it.
     KI_ASSIGN_OR_RETURN(FileStat now, in.Stat());
-    if (now.size != st.size || now.mtime_ns != st.mtime_ns || now.ctime_ns != st.ctime_ns) {
+    if (now.size != st.size || now.mtime_ns != st.mtime_ns || now.ctime_ns != st.ctime_ns ||
+        (hashed_first && *hashed_first != s.digest)) {
       return Status::InvalidInput(where + ": changed while it was read; nothing was stored");
     }
   }
   const Digest& d = s.digest;
-  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));
   if (existing) return PutResult{d, true};  // not rewritten; `file` removes its temporary
   const std::string header = odb::EncodeFrameHeader(ObjectType::kBlob, 0, media_type, size, false);

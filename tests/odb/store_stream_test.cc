@@ -178,6 +178,38 @@ TEST(StoreStream, PresentObjectIsNotRewritten) {
   EXPECT_EQ(IncomingFiles(*store), 0u);
 }
 
+// A file whose content the store already holds is hashed, found and not
+// compressed again: nothing is written, not even a scratch frame, and the
+// put says `existed`. (A pipe has to be spooled and compressed: one pass.)
+TEST(StoreStream, ReaddedFileIsHashedNotCompressedAgain) {
+  TempDir dir, files;
+  test::FaultInjectionEnv env;
+  StoreOptions o;
+  o.env = &env;
+  auto store = OpenStore(dir.path(), o);
+  ASSERT_TRUE(store);
+  const std::string path = files.Join("tensor.bin");
+  test::WriteFileOrDie(path, Words(3 << 20, 16));
+  auto put_file = [&]() -> Result<PutResult> {
+    KI_ASSIGN_OR_RETURN(auto in, Env::Default()->NewSequentialFile(path));
+    KI_ASSIGN_OR_RETURN(auto batch, store->NewBatch());
+    KI_ASSIGN_OR_RETURN(PutResult r, batch->PutBlobStream(*in, "application/octet-stream", "tensor.bin"));
+    KI_RETURN_IF_ERROR(batch->Commit());
+    return r;
+  };
+  auto first = put_file();
+  ASSERT_OK(first);
+  EXPECT_FALSE(first->existed);
+  const int64_t written = env.bytes_written();
+  EXPECT_GT(written, 0);
+  auto again = put_file();
+  ASSERT_OK(again);
+  EXPECT_TRUE(again->existed);
+  EXPECT_EQ(again->digest, first->digest);
+  EXPECT_EQ(env.bytes_written(), written);  // no scratch frame, no scratch copy
+  EXPECT_EQ(IncomingFiles(*store), 0u);
+}
+
 // Streamed objects have no size cap; objects read whole keep theirs.
 TEST(StoreStream, NoCapForStreamedLooseBlobs) {
   TempDir dir;
@@ -325,7 +357,8 @@ TEST(StoreStream, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
 }
 
 // A real file whose mapping shrinks under the reader: on the reader's
-// second step (zstd has consumed part of the input), another process
+// third step (the hash pass is done, zstd has consumed part of the input
+// in the second; PutBlobStream maps the file once per pass), another process
 // truncates the file to `keep` bytes, as a user's `truncate` or a writer
 // rewriting it would. The pages past the new end are gone from the
 // mapping: reading one raises SIGBUS.
@@ -355,7 +388,7 @@ class ShrinkingFile final : public SequentialFile {
     std::string_view data() const override { return base_->data(); }
     void Release(uint64_t offset) override { base_->Release(offset); }
     bool ReadGuarded(void (*read)(void*), void* arg) override {
-      if (++file_->steps == 2) file_->Truncate();
+      if (++file_->steps == 3) file_->Truncate();
       return base_->ReadGuarded(read, arg);
     }
 
@@ -385,7 +418,7 @@ TEST(StoreStream, FileTruncatedWhileMappedIsAnErrorNotASignal) {
     auto batch = store->NewBatch();
     ASSERT_OK(batch);
     auto r = (*batch)->PutBlobStream(in, "application/octet-stream", "tensor.bin");
-    EXPECT_GE(in.steps, 2);
+    EXPECT_GE(in.steps, 3);
     ASSERT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
     EXPECT_EQ(r.status().message(), "tensor.bin: shrank while being read; nothing was stored");
   }
