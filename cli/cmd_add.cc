@@ -3,11 +3,28 @@
 #include <iostream>
 
 #include "command.h"
+#include "ki/env.h"
 #include "ki/ingest.h"
+#include "ki/json.h"
 #include "ki/run.h"
 
 namespace ki::cli {
 namespace {
+
+// The first n bytes of `file` (fewer when it ends first).
+Result<std::string> ReadUpTo(SequentialFile& file, size_t n) {
+  KI_ASSIGN_OR_RETURN(FileStat st, file.Stat());
+  if (st.directory) return Status::InvalidInput("standard input is a directory");
+  std::string out(n, '\0');
+  size_t used = 0;
+  while (used < n) {
+    KI_ASSIGN_OR_RETURN(size_t got, file.Read(out.data() + used, n - used));
+    if (got == 0) break;
+    used += got;
+  }
+  out.resize(used);
+  return out;
+}
 
 struct Options {
   std::vector<std::string> files;
@@ -69,6 +86,23 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
         file = env->StandardInput();
       } else {
         KI_ASSIGN_OR_RETURN(file, env->NewSequentialFile(f));
+      }
+      if (f == "-" && !IsBlobInput(in)) {
+        // Read only to tell a manifest from a blob: a manifest is at most
+        // the parser's limit, so one byte more says "blob", and that blob
+        // is streamed (what was read, then the rest of the input) instead
+        // of held whole.
+        const size_t manifest_max = ParseLimits{}.max_bytes;
+        KI_ASSIGN_OR_RETURN(std::string head, ReadUpTo(*file, manifest_max + 1));
+        if (head.size() > manifest_max) {
+          in.type = InputType::kBlob;
+          in.stream = true;
+          in.prefix = std::move(head);
+        } else {
+          in.bytes = std::move(head);
+        }
+        inputs.push_back(std::move(in));
+        continue;
       }
       if (IsBlobInput(in)) {
         KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());

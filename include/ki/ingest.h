@@ -24,6 +24,9 @@ struct AddInput {
   // stores it with Batch::PutBlobStream, a piece at a time, so that its
   // size is not bounded by memory. `bytes` is unused.
   bool stream = false;
+  // With `stream`: bytes already read from `source` (standard input read
+  // that far to tell a manifest from a blob), stored before the rest.
+  std::string prefix;
 };
 
 struct AddedObject {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstring>
+#include <memory>
 #include <thread>
 
 namespace ki {
@@ -123,6 +125,31 @@ bool LooksLikeManifestInput(const AddInput& in) {
 namespace {
 
 // One manifest of an input with the document it is stored with.
+// What was read of a pipe, then the rest of it. It reports itself as a
+// pipe (no size), so PutBlobStream spools it instead of mapping it.
+class PrefixedFile final : public SequentialFile {
+ public:
+  PrefixedFile(std::string_view prefix, std::unique_ptr<SequentialFile> rest)
+      : prefix_(prefix), rest_(std::move(rest)) {}
+  Result<size_t> Read(char* buf, size_t n) override {
+    if (prefix_.empty()) return rest_->Read(buf, n);
+    n = std::min(n, prefix_.size());
+    std::memcpy(buf, prefix_.data(), n);
+    prefix_.remove_prefix(n);
+    return n;
+  }
+  Result<FileStat> Stat() override {
+    KI_ASSIGN_OR_RETURN(FileStat st, rest_->Stat());
+    st.regular = false;
+    st.size = 0;
+    return st;
+  }
+
+ private:
+  std::string_view prefix_;
+  std::unique_ptr<SequentialFile> rest_;
+};
+
 struct ManifestWithDocument {
   Manifest manifest;
   std::string document;
@@ -229,6 +256,7 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
         } else {
           KI_ASSIGN_OR_RETURN(file, env->NewSequentialFile(in.source));
         }
+        if (!in.prefix.empty()) file = std::make_unique<PrefixedFile>(in.prefix, std::move(file));
         KI_ASSIGN_OR_RETURN(r, batch->PutBlobStream(*file, mt, in.source));
       } else {
         KI_ASSIGN_OR_RETURN(r, batch->PutBlob(in.bytes, mt));

@@ -23,6 +23,17 @@ for f in text.dat noise.bin small.bin; do
   expect_exit 0 bash -c "cat $f | \"$KI_BIN\" add --blob -"
   expect_contains "$OUT" "$want	blob	-	existed" "add $f from a pipe"
 done
+# `ki add -` without --blob reads 1 MiB + 1 byte to tell a manifest from a
+# blob; more than that is a blob, streamed with what was read in front.
+want="sha256:$(sha256sum text.dat | cut -d' ' -f1)"
+expect_exit 0 bash -c "cat text.dat | \"$KI_BIN\" add -"
+expect_contains "$OUT" "$want	blob	-	existed" "text.dat piped without --blob"
+# Longer than a manifest may be, so a blob, even though it starts like one.
+{ printf '{"apiVersion": "'; head -c 1048576 /dev/zero | tr '\0' x; printf '"}\n'; } > brace.json.dat
+want="sha256:$(sha256sum brace.json.dat | cut -d' ' -f1)"
+expect_exit 0 bash -c "cat brace.json.dat | \"$KI_BIN\" add -"
+expect_contains "$OUT" "$want	blob	-	new" "over 1 MiB starting with { piped without --blob"
+ki cat "$want" | cmp -s - brace.json.dat || fail "cat gives the piped bytes back"
 ls store/.ki/objects/incoming 2>/dev/null | grep -q . && fail "scratch files left in objects/incoming"
 expect_exit 0 ki audit
 expect_contains "$OUT" "0 faults" "audit after adds"

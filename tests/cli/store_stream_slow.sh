@@ -24,6 +24,15 @@ expect_exit 0 limited audit
 expect_contains "$OUT" "0 faults" "audit under the limit"
 expect_exit 0 bash -c "ulimit -d $LIMIT_KB; cat big.txt | \"$KI_BIN\" add --blob -"
 expect_contains "$OUT" "$want	blob	-	existed" "add from a pipe under the limit"
+# Without --blob, standard input is read only as far as tells it from a
+# manifest (1 MiB + 1 byte), then streamed: 200 MB read whole would break
+# the limit.
+head -c 200000000 big.txt > big200.txt
+want200="sha256:$(sha256sum big200.txt | cut -d' ' -f1)"
+( ulimit -d $LIMIT_KB; python3 -c "open('big200.txt','rb').read()" ) 2>/dev/null &&
+  fail "the data limit does not stop a whole read of 200 MB; the test proves nothing"
+expect_exit 0 bash -c "ulimit -d $LIMIT_KB; cat big200.txt | \"$KI_BIN\" add -"
+expect_contains "$OUT" "$want200	blob	-	new" "200 MB piped without --blob under the limit"
 expect_exit 0 limited audit --reindex
 expect_contains "$OUT" "0 faults" "reindex under the limit"
 finish
