@@ -6,36 +6,13 @@
 #include <random>
 
 #include "odb/frame.h"
+#include "testutil/string_file.h"
 #include "testutil/testutil.h"
 
 namespace ki::odb {
 namespace {
 
-// A SequentialFile over a string, handing out at most `piece` bytes a read
-// (a pipe returns short reads).
-class StringFile final : public SequentialFile {
- public:
-  explicit StringFile(std::string data, size_t piece = size_t(-1), bool regular = true)
-      : data_(std::move(data)), piece_(piece), regular_(regular) {}
-  Result<size_t> Read(char* buf, size_t n) override {
-    n = std::min({n, piece_, data_.size() - pos_});
-    std::memcpy(buf, data_.data() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-  Result<FileStat> Stat() override {
-    FileStat st;
-    st.regular = regular_;
-    st.size = regular_ ? data_.size() : 0;
-    return st;
-  }
-
- private:
-  std::string data_;
-  size_t pos_ = 0;
-  size_t piece_;
-  bool regular_;
-};
+using test::StringFile;
 
 // A MappedFile over a string, counting what was released.
 class StringMap final : public MappedFile {
@@ -112,7 +89,7 @@ TEST(FrameStream, SameBytesAsEncodeFrame) {
         EXPECT_TRUE(s.bytes == want) << "streamed " << s.bytes.size() << " bytes, EncodeFrame " << want.size();
       }
       // Either way the streamed frame decodes to the raw bytes.
-      StringFile f(s.bytes, piece);
+      StringFile f(s.bytes, StringFile::Looks::kFile, piece);
       auto h = ReadFrameHeader(f, "t");
       ASSERT_OK(h);
       EXPECT_TRUE(h->compressed);

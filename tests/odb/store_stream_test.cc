@@ -12,6 +12,7 @@
 #include "ki/store.h"
 #include "odb/tables.h"
 #include "testutil/fault_env.h"
+#include "testutil/string_file.h"
 #include "testutil/testutil.h"
 
 namespace ki {
@@ -19,28 +20,7 @@ namespace {
 
 using test::TempDir;
 
-// A SequentialFile over a string; `regular` false makes it look like a pipe.
-class StringFile final : public SequentialFile {
- public:
-  StringFile(std::string data, bool regular) : data_(std::move(data)), regular_(regular) {}
-  Result<size_t> Read(char* buf, size_t n) override {
-    n = std::min(n, data_.size() - pos_);
-    std::memcpy(buf, data_.data() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-  Result<FileStat> Stat() override {
-    FileStat st;
-    st.regular = regular_;
-    st.size = regular_ ? data_.size() : 0;
-    return st;
-  }
-
- private:
-  std::string data_;
-  size_t pos_ = 0;
-  bool regular_;
-};
+using test::StringFile;
 
 std::string Random(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
@@ -66,7 +46,7 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, StoreOptions o = {}) {
 
 Result<PutResult> PutStream(Store& store, const std::string& bytes, bool regular = true) {
   KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
-  StringFile in(bytes, regular);
+  StringFile in(bytes, regular ? StringFile::Looks::kFile : StringFile::Looks::kPipe);
   KI_ASSIGN_OR_RETURN(PutResult r, batch->PutBlobStream(in, "application/octet-stream", "input.bin"));
   KI_RETURN_IF_ERROR(batch->Commit());
   return r;
@@ -299,7 +279,7 @@ TEST(StoreStream, UncommittedBatchStoresNothing) {
   {
     auto batch = store->NewBatch();
     ASSERT_OK(batch);
-    StringFile in(Words(2 << 20, 12), true);
+    StringFile in(Words(2 << 20, 12));
     auto r = (*batch)->PutBlobStream(in, "text/plain", "x");
     ASSERT_OK(r);
     d = r->digest;
@@ -327,7 +307,7 @@ TEST(StoreStream, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
   {
     auto batch = store->NewBatch();
     ASSERT_OK(batch);
-    StringFile in(bytes, true);
+    StringFile in(bytes);
     ASSERT_OK((*batch)->PutBlobStream(in, "text/plain", "x"));
     std::string frame = test::ReadFileOrDie(path);
     batch->reset();
@@ -337,7 +317,7 @@ TEST(StoreStream, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
   {
     auto batch = store->NewBatch();
     ASSERT_OK(batch);
-    StringFile in(bytes, true);
+    StringFile in(bytes);
     ASSERT_OK((*batch)->PutBlobStream(in, "text/plain", "x"));
     EXPECT_TRUE((*batch)->Commit().IsIOError());
   }
@@ -345,7 +325,7 @@ TEST(StoreStream, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
   {
     auto batch = store->NewBatch();
     ASSERT_OK(batch);
-    StringFile in(bytes, true);
+    StringFile in(bytes);
     ASSERT_OK((*batch)->PutBlobStream(in, "text/plain", "x"));
     ASSERT_OK((*batch)->Commit());
   }
