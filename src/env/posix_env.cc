@@ -23,6 +23,17 @@ Status ErrnoStatus(std::string_view op, const std::string& path, int err) {
   return Status::IOError(std::string(op) + " " + path + ": " + std::strerror(err));
 }
 
+// Opens `path` read-only (with `flags` added), fsyncs it and closes it.
+Status FsyncPath(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) return ErrnoStatus("open", path, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoStatus("fsync", path, err);
+  return Status::OK();
+}
+
 Status Env::WriteFileAtomic(const std::string& path, std::string_view data, Durability d) {
   KI_ASSIGN_OR_RETURN(auto file, NewAtomicFile(path));
   KI_RETURN_IF_ERROR(file->Append(data));
@@ -314,27 +325,11 @@ class PosixEnv final : public Env {
     return Status::OK();
   }
 
-  Status SyncDir(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return ErrnoStatus("open", path, errno);
-    int rc = ::fsync(fd);
-    int err = errno;
-    ::close(fd);
-    if (rc != 0) return ErrnoStatus("fsync", path, err);
-    return Status::OK();
-  }
+  Status SyncDir(const std::string& path) override { return FsyncPath(path, O_DIRECTORY); }
 
-  Status SyncFile(const std::string& path) override {
-    // fsync flushes the file's dirty pages whoever wrote them, through any
-    // descriptor: a read-only one is enough (Linux, and what POSIX intends).
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return ErrnoStatus("open", path, errno);
-    int rc = ::fsync(fd);
-    int err = errno;
-    ::close(fd);
-    if (rc != 0) return ErrnoStatus("fsync", path, err);
-    return Status::OK();
-  }
+  // fsync flushes the file's dirty pages whoever wrote them, through any
+  // descriptor: a read-only one is enough (Linux, and what POSIX intends).
+  Status SyncFile(const std::string& path) override { return FsyncPath(path, O_NOFOLLOW); }
 
   Status Rename(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename", from + " -> " + to, errno);
