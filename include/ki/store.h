@@ -128,8 +128,17 @@ class Batch {
   // for the same bytes. A regular file is mapped whole (one changed while
   // it is read is InvalidInput); anything else (a pipe) is first copied to
   // a scratch file, which is mapped. `where` names the input in errors.
-  virtual Result<PutResult> PutBlobStream(SequentialFile& in, std::string_view media_type,
-                                          const std::string& where) = 0;
+  // A file whose content the store already holds is hashed first and
+  // skipped, nothing compressed or written.
+  Result<PutResult> PutBlobStream(SequentialFile& in, std::string_view media_type, const std::string& where) {
+    return PutBlobStream(in, media_type, where, std::nullopt);
+  }
+  // The same for bytes the caller has already hashed to `expected` (a pull
+  // checks every byte as it arrives): whether the store holds them is then
+  // known without reading them, and a new input is read once, not twice.
+  // The one pass must still hash to `expected` (Corruption if not).
+  virtual Result<PutResult> PutBlobStream(SequentialFile& in, std::string_view media_type, const std::string& where,
+                                          const std::optional<Digest>& expected) = 0;
   // Stores the manifest object and indexes its kind and references. When
   // `document` is given (the original text, metadata included), it is
   // stored as a blob linked to the manifest, and its metadata.name is

@@ -139,8 +139,9 @@ class LmdbBatch final : public Batch {
   Result<PutResult> PutBlob(std::string_view bytes, std::string_view media_type) override {
     return PutObject(ObjectType::kBlob, 0, media_type, bytes, Sha256Of(bytes));
   }
-  Result<PutResult> PutBlobStream(SequentialFile& in, std::string_view media_type,
-                                  const std::string& where) override;
+  using Batch::PutBlobStream;
+  Result<PutResult> PutBlobStream(SequentialFile& in, std::string_view media_type, const std::string& where,
+                                  const std::optional<Digest>& expected) override;
   Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
                                 std::string_view document_media_type) override;
   Result<PutResult> PutEncodedManifest(const EncodedManifest& m) override;
@@ -624,7 +625,7 @@ Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::strin
 }
 
 Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view media_type,
-                                           const std::string& where) {
+                                           const std::string& where, const std::optional<Digest>& expected) {
   Env* env = store_->env();
   const StoreOptions& opts = store_->options();
   const std::string incoming = store_->path() + "/objects/" + std::string(odb::kIncomingDir);
@@ -632,6 +633,10 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   ScratchFiles scratch{env, {}};
   KI_ASSIGN_OR_RETURN(FileStat st, in.Stat());
   if (st.directory) return Status::InvalidInput(where + " is a directory");
+  if (expected) {
+    KI_ASSIGN_OR_RETURN(bool held, Has(*expected));
+    if (held) return PutResult{*expected, true};
+  }
   // The frame is compressed over the input mapped whole (EncodeFrameStream
   // says why); what cannot be mapped (a pipe, or a file that reports no
   // size) is copied to a scratch file first, and that is mapped.
@@ -663,7 +668,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   // all of it (bench/results/blob-2026-11-30-readd.md). A pipe cannot be
   // read twice: its scratch copy goes through the one pass below.
   std::optional<Digest> hashed_first;
-  if (direct) {
+  if (direct && !expected) {
     KI_ASSIGN_OR_RETURN(hashed_first, odb::HashMapped(*map, where));
     KI_ASSIGN_OR_RETURN(auto held, txn_.Get(meta, hashed_first->raw()));
     if (held) {
@@ -698,6 +703,10 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
         (hashed_first && *hashed_first != s.digest)) {
       return Status::InvalidInput(where + ": changed while it was read; nothing was stored");
     }
+  }
+  if (expected && s.digest != *expected) {
+    return Status::Corruption(where + " hashes to " + s.digest.str() + ", not the " + expected->str() +
+                              " it was checked to be; nothing was stored");
   }
   const Digest& d = s.digest;
   KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));

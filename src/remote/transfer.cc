@@ -1300,11 +1300,10 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     KI_ASSIGN_OR_RETURN(auto in, env->NewSequentialFile(path));
     std::lock_guard<std::mutex> bl(batch_mu);
     KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
-    KI_ASSIGN_OR_RETURN(PutResult put, batch->PutBlobStream(*in, p.layer.media_type, path));
-    if (put.digest != p.layer.digest) {  // hashed on arrival: only a scratch file changed meanwhile gets here
-      return Status::Corruption("blob " + p.layer.digest.str() + ": its scratch file " + path + " hashes to " +
-                                put.digest.str() + " when stored");
-    }
+    // Hashed on arrival: the store reads the scratch file once, to compress
+    // it, and refuses it (Corruption) if it no longer hashes to the digest.
+    KI_ASSIGN_OR_RETURN(PutResult put, batch->PutBlobStream(*in, p.layer.media_type, path, p.layer.digest));
+    (void)put;
     KI_RETURN_IF_ERROR(batch->Commit().WithContext("writing verified blob " + p.layer.digest.str() + " to the store"));
     p.stored = true;
     streamed_stored++;

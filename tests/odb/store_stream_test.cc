@@ -422,5 +422,79 @@ TEST(StoreStream, FileTruncatedWhileMappedIsAnErrorNotASignal) {
               test::ReadFileOrDie(odb::LoosePath(whole_store->path(), whole->digest)));
 }
 
+// Counts the mappings PutBlobStream makes of its input: one per pass over it.
+class CountingFile final : public SequentialFile {
+ public:
+  explicit CountingFile(std::unique_ptr<SequentialFile> base) : base_(std::move(base)) {}
+  Result<size_t> Read(char* buf, size_t n) override { return base_->Read(buf, n); }
+  Result<FileStat> Stat() override { return base_->Stat(); }
+  Result<std::unique_ptr<MappedFile>> Map() override {
+    ++maps;
+    return base_->Map();
+  }
+  int maps = 0;
+
+ private:
+  std::unique_ptr<SequentialFile> base_;
+};
+
+// A pull has hashed a blob as it arrived: the store need not hash it first
+// to learn whether it holds it, so a new blob is read once (not twice), a
+// held one not at all, and bytes that no longer hash to what they were
+// checked to be are refused with nothing stored.
+TEST(StoreStream, ExpectedDigestSparesTheHashPass) {
+  TempDir dir, files;
+  auto store = OpenStore(dir.path());
+  ASSERT_TRUE(store);
+  const std::string bytes = Words(3 << 20, 21);
+  const Digest d = Sha256Of(bytes);
+  const std::string path = files.Join("blob.bin");
+  test::WriteFileOrDie(path, bytes);
+  auto put = [&](const std::optional<Digest>& expected, int* maps) -> Result<PutResult> {
+    KI_ASSIGN_OR_RETURN(auto base, Env::Default()->NewSequentialFile(path));
+    CountingFile in(std::move(base));
+    KI_ASSIGN_OR_RETURN(auto batch, store->NewBatch());
+    KI_ASSIGN_OR_RETURN(PutResult r, batch->PutBlobStream(in, "application/octet-stream", "blob.bin", expected));
+    KI_RETURN_IF_ERROR(batch->Commit());
+    *maps = in.maps;
+    return r;
+  };
+  int maps = -1;
+  auto r = put(d, &maps);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->digest, d);
+  EXPECT_FALSE(r->existed);
+  EXPECT_EQ(maps, 1);  // the frame pass only
+  auto back = store->Read(d);
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, bytes);
+  r = put(d, &maps);
+  ASSERT_OK(r);
+  EXPECT_TRUE(r->existed);
+  EXPECT_EQ(maps, 0);  // held: not read at all
+
+  // Without a digest, a new file is read twice (hash first, then the frame).
+  TempDir dir2;
+  store = OpenStore(dir2.path());
+  ASSERT_TRUE(store);
+  r = put(std::nullopt, &maps);
+  ASSERT_OK(r);
+  EXPECT_EQ(maps, 2);
+
+  // Changed since it was checked: refused, nothing stored, no scratch left.
+  TempDir dir3;
+  store = OpenStore(dir3.path());
+  ASSERT_TRUE(store);
+  const Digest other = Sha256Of("something else");
+  r = put(other, &maps);
+  ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("blob.bin hashes to " + d.str() + ", not the " + other.str()), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(IncomingFiles(*store), 0u);
+  size_t n = 0;
+  ASSERT_OK(store->ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
+  EXPECT_EQ(n, 0u);
+}
+
 }  // namespace
 }  // namespace ki
