@@ -208,8 +208,10 @@ struct ImportSummary {
   std::optional<uint64_t> malformed;
 };
 // Every stored import, by content digest. A summary that is not the JSON
-// format.md describes is Corruption naming its content digest.
-Result<std::vector<ImportSummary>> StoredImports(Store& store);
+// format.md describes is Corruption naming its content digest; with
+// `damaged`, each such summary's message is appended there instead and the
+// rest are read (audit reports every one).
+Result<std::vector<ImportSummary>> StoredImports(Store& store, std::vector<std::string>* damaged = nullptr);
 // Every entry of every catalog table checked against its format
 // (docs/format.md, "Catalog tables"), and every run digest an entry names
 // looked up in the store: what `ki audit` adds to the store's own audit.

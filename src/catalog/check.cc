@@ -168,14 +168,11 @@ class Checker {
       if (k.size() != 32) return Fault(tables::kRuns, k, "key is not a run digest (32 bytes)");
       const Digest run = Digest::FromRaw(k);
       RankEntry e;
-      if (!tables::EntryFromStored(run, v, &e)) return Fault(tables::kRuns, k, "value is not a run entry");
-      Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
-      auto cohort = j.is_object() && j.contains("cohort") && j["cohort"].is_string()
-                        ? Digest::Parse(j["cohort"].get<std::string>())
-                        : Result<Digest>(Status::Corruption(""));
+      tables::RunEntryExtra x;  // cohort and kind, from the same pass
+      if (!tables::EntryFromStored(run, v, &e, &x)) return Fault(tables::kRuns, k, "value is not a run entry");
+      auto cohort = x.cohort ? Digest::Parse(*x.cohort) : Result<Digest>(Status::Corruption(""));
       if (!cohort.ok()) return Fault(tables::kRuns, k, "`cohort` is not a digest");
-      if (!j.contains("kind") || !j["kind"].is_string() ||
-          (j["kind"] != "kernel" && j["kind"] != "serving"))
+      if (!x.kind || (*x.kind != "kernel" && *x.kind != "serving"))
         return Fault(tables::kRuns, k, "`kind` is not \"kernel\" or \"serving\"");
       KI_ASSIGN_OR_RETURN(auto desc, store_.Get(tables::kCohorts, cohort->raw()));
       if (!desc) return Fault(tables::kRuns, k, "names comparison group " + cohort->str() + ", which catalog.cohorts lacks");
@@ -219,15 +216,15 @@ class Checker {
       return Status::OK();
     }));
     KI_RETURN_IF_ERROR(Each(tables::kImports, [&](std::string_view, std::string_view) -> Status { return Status::OK(); }));
-    // Import summaries have one reader with the field rules; it stops at the
-    // first bad summary and names it.
-    auto imports = StoredImports(store_);
-    if (!imports.ok()) {
-      if (!imports.status().IsCorruption()) return imports.status();
+    // Import summaries have one reader with the field rules; each damaged
+    // summary is a fault of its own.
+    std::vector<std::string> damaged;
+    KI_RETURN_IF_ERROR(StoredImports(store_, &damaged).status());
+    for (std::string& d : damaged) {
       CheckEntry e;
       e.state = CheckState::kCorrupt;
       e.what = std::string(tables::kImports);
-      e.detail = imports.status().message();
+      e.detail = std::move(d);
       out_.faults.push_back(std::move(e));
     }
     return Status::OK();

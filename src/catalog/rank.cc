@@ -133,14 +133,15 @@ RankEntry EntryFromJson(const Digest& run, const Json& j) {
 // `ki show` decode every entry of a cohort (up to hundreds), and the tree's
 // allocations were most of their time. Same fields and defaults as
 // EntryFromJson; false when the value is not a JSON object.
-bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out) {
+bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out, RunEntryExtra* extra) {
   struct Handler : nlohmann::json_sax<Json> {
     RankEntry& e;
+    RunEntryExtra* x;
     std::string field;
     int depth = 0;
     std::vector<double> ci;
     bool ci_ok = false;
-    explicit Handler(RankEntry& entry) : e(entry) {}
+    Handler(RankEntry& entry, RunEntryExtra* extra) : e(entry), x(extra) {}
 
     bool Number(double v) {
       if (depth == 1) {
@@ -164,7 +165,9 @@ bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out)
     bool number_float(Json::number_float_t v, const Json::string_t&) override { return Number(v); }
     bool string(Json::string_t& v) override {
       if (depth != 1) return Other();
-      if (field == "id") e.id = std::move(v);
+      if (x && field == "cohort") x->cohort = std::move(v);
+      else if (x && field == "kind") x->kind = std::move(v);
+      else if (field == "id") e.id = std::move(v);
       else if (field == "name") e.name = std::move(v);
       else if (field == "impl") e.implementation = std::move(v);
       else if (field == "st") e.status = std::move(v);
@@ -203,7 +206,9 @@ bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out)
     }
     void Reset() {
       RankEntry d;
-      if (field == "id") e.id.clear();
+      if (x && field == "cohort") x->cohort.reset();
+      else if (x && field == "kind") x->kind.reset();
+      else if (field == "id") e.id.clear();
       else if (field == "name") e.name.clear();
       else if (field == "impl") e.implementation.clear();
       else if (field == "st") e.status.clear();
@@ -222,8 +227,9 @@ bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out)
   };
   *out = RankEntry();
   out->run = run;
+  if (extra) *extra = RunEntryExtra();
   if (stored.empty() || stored.front() != '{') return false;
-  Handler h(*out);
+  Handler h(*out, extra);
   if (!Json::sax_parse(stored.begin(), stored.end(), &h, nlohmann::detail::input_format_t::json, true)) return false;
   if (h.ci_ok && h.ci.size() == 2) out->interval = std::make_pair(h.ci[0], h.ci[1]);
   return true;
@@ -334,7 +340,7 @@ Result<bool> HasCatalog(Store& store) {
   return any;
 }
 
-Result<std::vector<ImportSummary>> StoredImports(Store& store) {
+Result<std::vector<ImportSummary>> StoredImports(Store& store, std::vector<std::string>* damaged) {
   std::vector<ImportSummary> out;
   Status bad;
   KI_RETURN_IF_ERROR(store.Scan(tables::kImports, "", [&](std::string_view k, std::string_view v) {
@@ -352,7 +358,12 @@ Result<std::vector<ImportSummary>> StoredImports(Store& store) {
     // count when present.
     if (ok && j.contains("malformed") && !count("malformed")) ok = false;
     if (!ok) {
-      bad = Status::Corruption(where + " is not an import summary (docs/format.md, \"Catalog tables\")");
+      const std::string what = where + " is not an import summary (docs/format.md, \"Catalog tables\")";
+      if (damaged) {
+        damaged->push_back(what);
+        return true;
+      }
+      bad = Status::Corruption(what);
       return false;
     }
     ImportSummary s;

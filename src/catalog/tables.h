@@ -2,6 +2,7 @@
 // tables"). Keys are byte strings; digests are their 32 raw bytes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,8 +58,16 @@ Json EntryToJson(const RankEntry& e);
 // defaults); the read paths use EntryFromStored, which must agree with it
 // on every input (tests/catalog: CatalogTables.StoredEntriesDecodeAsTheirJson).
 RankEntry EntryFromJson(const Digest& run, const Json& j);
+// The catalog.runs fields a RankEntry does not carry (catalog.cohort
+// entries have neither), read in the same pass when asked: audit checks
+// them for every run, and a second parse of each entry cost it a third of
+// its time on the full export.
+struct RunEntryExtra {
+  std::optional<std::string> cohort;  // nullopt: absent, or not a string
+  std::optional<std::string> kind;
+};
 // EntryFromJson of the stored bytes, without a Json tree (the hot path).
-bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out);
+bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out, RunEntryExtra* extra = nullptr);
 
 // The catalog.ranks value of a ranking: "KIR1", u32le ranked count, u32le
 // ineligible count, then one 37-byte record per run (32-byte digest, u32le

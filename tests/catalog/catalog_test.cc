@@ -525,6 +525,21 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
   }));
   ASSERT_EQ(key.size(), 64u);
   const Digest cohort = Digest::FromRaw(key.substr(0, 32)), absent = Sha256Of("no such run");
+  // Two catalog.runs entries of other cohorts, one whose cohort is not a
+  // string and one whose kind is neither kernel nor serving (a repeated key:
+  // the last one counts, as in a parsed document).
+  std::vector<std::pair<std::string, std::string>> runs;
+  ASSERT_OK(store->Scan(tables::kRuns, "", [&](std::string_view k, std::string_view v) {
+    Json j = Json::parse(v);
+    if (j["cohort"] != cohort.str()) runs.emplace_back(k, v);
+    return runs.size() < 2;
+  }));
+  ASSERT_EQ(runs.size(), 2u);
+  Json no_cohort = Json::parse(runs[0].second), bad_kind = Json::parse(runs[1].second);
+  no_cohort["cohort"] = 5;
+  std::string bad_kind_text = bad_kind.dump();
+  bad_kind_text.insert(bad_kind_text.size() - 1, ",\"kind\":\"gpu\"");
+  const Digest import_a = Sha256Of("export a"), import_b = Sha256Of("export b");
   {
     auto batch = store->NewBatch();
     ASSERT_OK(batch);
@@ -532,6 +547,10 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
     ASSERT_OK((*batch)->Put(tables::kRows, tables::RowKey("benchmark_runs", "r-bad"), "[1]"));
     ASSERT_OK((*batch)->Put(tables::kRanks, std::string("\x01\x02\0", 3), "KIR1"));
     ASSERT_OK((*batch)->Put(tables::kCohorts, cohort.raw(), "{\"kind\":\"kernel\""));
+    ASSERT_OK((*batch)->Put(tables::kRuns, runs[0].first, no_cohort.dump()));
+    ASSERT_OK((*batch)->Put(tables::kRuns, runs[1].first, bad_kind_text));
+    ASSERT_OK((*batch)->Put(tables::kImports, import_a.raw(), "not json"));
+    ASSERT_OK((*batch)->Put(tables::kImports, import_b.raw(), "{\"source\":\"b.jsonl\"}"));
     ASSERT_OK((*batch)->Commit());
   }
   auto found = CheckTables(*store);
@@ -548,11 +567,19 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
   std::sort(faults.begin(), faults.end());
   // catalog.runs entries of the damaged cohort are not faults: they ask
   // only that catalog.cohorts has an entry for it.
-  EXPECT_EQ(faults, (std::vector<std::string>{
-                        "catalog.cohorts " + cohort.str() + ": value is not a JSON object",
-                        "catalog.ranks 0x010200 (3 bytes): key is not a cohort digest (32 bytes)",
-                        "catalog.rows benchmark_runs/r-bad: value is not a JSON object",
-                    }));
+  // Every damaged import summary is a fault of its own.
+  const std::string summary = " is not an import summary (docs/format.md, \"Catalog tables\")";
+  std::vector<std::string> want = {
+      "catalog.cohorts " + cohort.str() + ": value is not a JSON object",
+      "catalog.imports: catalog.imports entry " + import_a.str() + summary,
+      "catalog.imports: catalog.imports entry " + import_b.str() + summary,
+      "catalog.ranks 0x010200 (3 bytes): key is not a cohort digest (32 bytes)",
+      "catalog.rows benchmark_runs/r-bad: value is not a JSON object",
+      "catalog.runs " + tables::KeyText(tables::kRuns, runs[0].first) + ": `cohort` is not a digest",
+      "catalog.runs " + tables::KeyText(tables::kRuns, runs[1].first) + ": `kind` is not \"kernel\" or \"serving\"",
+  };
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(faults, want);
 }
 
 // catalog.rows values are syntax-checked without Json::accept (check.cc):
