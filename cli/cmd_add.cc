@@ -95,6 +95,18 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
         const size_t manifest_max = ParseLimits{}.max_bytes;
         KI_ASSIGN_OR_RETURN(std::string head, ReadUpTo(*file, manifest_max + 1));
         if (head.size() > manifest_max) {
+          // Input that starts like a manifest is one too long, as a .json
+          // file of that size is: refused, not stored as a blob the user
+          // did not ask for (--blob says so).
+          AddInput probe;
+          probe.source = in.source;
+          probe.bytes = std::move(head);
+          const bool manifest_like = LooksLikeManifestInput(probe);
+          head = std::move(probe.bytes);
+          if (manifest_like) {
+            return Status::InvalidInput("standard input: starts like a manifest but is longer than a manifest "
+                                        "may be (1 MiB); nothing was stored (give --blob to store it as a blob)");
+          }
           in.type = InputType::kBlob;
           in.stream = true;
           in.prefix = std::move(head);

@@ -124,7 +124,6 @@ bool LooksLikeManifestInput(const AddInput& in) {
 
 namespace {
 
-// One manifest of an input with the document it is stored with.
 // What was read of a pipe, then the rest of it. It reports itself as a
 // pipe (no size), so PutBlobStream spools it instead of mapping it.
 class PrefixedFile final : public SequentialFile {
@@ -150,6 +149,7 @@ class PrefixedFile final : public SequentialFile {
   std::unique_ptr<SequentialFile> rest_;
 };
 
+// One manifest of an input with the document it is stored with.
 struct ManifestWithDocument {
   Manifest manifest;
   std::string document;

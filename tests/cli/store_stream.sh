@@ -28,11 +28,16 @@ done
 want="sha256:$(sha256sum text.dat | cut -d' ' -f1)"
 expect_exit 0 bash -c "cat text.dat | \"$KI_BIN\" add -"
 expect_contains "$OUT" "$want	blob	-	existed" "text.dat piped without --blob"
-# Longer than a manifest may be, so a blob, even though it starts like one.
+# Longer than a manifest may be, but starting like one: refused, as a
+# .json file of that size is, and nothing stored; --blob stores it.
 { printf '{"apiVersion": "'; head -c 1048576 /dev/zero | tr '\0' x; printf '"}\n'; } > brace.json.dat
 want="sha256:$(sha256sum brace.json.dat | cut -d' ' -f1)"
-expect_exit 0 bash -c "cat brace.json.dat | \"$KI_BIN\" add -"
-expect_contains "$OUT" "$want	blob	-	new" "over 1 MiB starting with { piped without --blob"
+expect_exit 4 bash -c "cat brace.json.dat | \"$KI_BIN\" add -"
+expect_contains "$ERR" "standard input: starts like a manifest but is longer than a manifest may be (1 MiB)" \
+  "over 1 MiB starting with { piped without --blob"
+expect_exit 3 ki cat "$want"
+expect_exit 0 bash -c "cat brace.json.dat | \"$KI_BIN\" add --blob -"
+expect_contains "$OUT" "$want	blob	-	new" "the same with --blob"
 ki cat "$want" | cmp -s - brace.json.dat || fail "cat gives the piped bytes back"
 ls store/.ki/objects/incoming 2>/dev/null | grep -q . && fail "scratch files left in objects/incoming"
 expect_exit 0 ki audit
