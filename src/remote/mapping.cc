@@ -158,7 +158,19 @@ Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_vie
   c.root = root;
   KI_ASSIGN_OR_RETURN(auto root_info, store.Stat(root));
   if (!root_info) return Status::NotFound(root.str() + " is not held by this store (only its digest is known)");
-  KI_ASSIGN_OR_RETURN(auto names, store.NamesOf(root));
+  // A name becomes the tag only for its latest holder: several manifests
+  // may carry one name (metadata is not identity), and a tag names one
+  // image. An earlier holder is tagged by its digest, as an unnamed root is,
+  // so one push never gives two roots the same tag.
+  KI_ASSIGN_OR_RETURN(auto all_names, store.NamesOf(root));
+  std::vector<std::string> names;
+  for (const auto& n : all_names) {
+    auto slash = n.find('/');
+    std::optional<Kind> kind = slash == std::string::npos ? std::nullopt : ParseKind(n.substr(0, slash));
+    if (!kind) continue;
+    KI_ASSIGN_OR_RETURN(auto holders, store.LookupName(*kind, n.substr(slash + 1)));
+    if (!holders.empty() && holders.front() == root) names.push_back(n);
+  }
   for (const auto& n : names)
     if (n == preferred_name) c.name = n;
   if (c.name.empty() && !names.empty()) c.name = names.front();

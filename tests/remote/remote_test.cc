@@ -1130,6 +1130,35 @@ TEST_F(RemoteTest, PullBringsTheDocumentOfAManifestTheStoreHasWithoutIt) {
   EXPECT_FALSE(v->HasFaults());
 }
 
+// Two runs carry one name (the seed's, and a second run of its workload
+// added after it): only the latest holder is pushed under the name's tag;
+// the earlier one is tagged by its digest, so the two never share a tag.
+TEST_F(RemoteTest, ANameTwoRunsCarryTagsOnlyItsLatestHolder) {
+  Json bundle = Json::parse(test::ReadFileOrDie(test::DataPath(
+      "kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json")));
+  bundle["run"]["spec"]["timing"]["latencyNs"]["mean"] = 350000;
+  AddInput in;
+  in.source = "second.json";
+  in.bytes = bundle.dump();
+  auto added = AddInputs(*src_, {in});
+  ASSERT_OK(added);
+  const Digest second = (*added)[0].digest;
+  ASSERT_NE(second, run_);
+  FakeRegistry reg;
+  auto pushed = Push(*src_, Url(reg.host()), {run_.str(), second.str()}, Opts());
+  ASSERT_OK(pushed);
+  ASSERT_EQ(pushed->refs.size(), 2u);
+  EXPECT_EQ(pushed->refs[0].tag, "ki-" + run_.hex());
+  EXPECT_EQ(pushed->refs[1].tag, "BenchmarkRun.sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a");
+  // Both come back, each under its own tag, with its name.
+  ASSERT_OK(Pull(*dst_, Url(reg.host()), {pushed->refs[0].tag, pushed->refs[1].tag}, Opts()));
+  for (const Digest& d : {run_, second}) {
+    auto names = dst_->NamesOf(d);
+    ASSERT_OK(names);
+    EXPECT_EQ(*names, std::vector<std::string>{"BenchmarkRun/sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a"});
+  }
+}
+
 TEST_F(RemoteTest, PullByKiDigestAndByManifestDigest) {
   FakeRegistry reg;
   auto pushed = Push(*src_, Url(reg.host()), {kRunName}, Opts());
