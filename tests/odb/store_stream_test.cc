@@ -74,6 +74,19 @@ size_t IncomingFiles(const Store& store) {
   return size_t(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
 }
 
+// A write that failed left nothing: no object, no scratch file, and an
+// audit with neither faults nor notes.
+void ExpectEmptyAndClean(Store& store) {
+  EXPECT_EQ(IncomingFiles(store), 0u);
+  size_t n = 0;
+  ASSERT_OK(store.ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
+  EXPECT_EQ(n, 0u);
+  auto audit = store.Audit();
+  ASSERT_OK(audit);
+  EXPECT_FALSE(audit->HasFaults());
+  EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+}
+
 // The frames on disk are the same bytes whichever path wrote them: loose
 // files compared byte for byte, LMDB frames through their stored size and
 // content.
@@ -260,14 +273,7 @@ TEST(StoreStream, DiskFullStoresNothing) {
     auto r = PutStream(*store, Random(3 << 20, 11), regular);
     EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
     env.SetWriteBudget(-1);
-    EXPECT_EQ(IncomingFiles(*store), 0u);
-    size_t n = 0;
-    ASSERT_OK(store->ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
-    EXPECT_EQ(n, 0u);
-    auto audit = store->Audit();
-    ASSERT_OK(audit);
-    EXPECT_FALSE(audit->HasFaults());
-    EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+    ExpectEmptyAndClean(*store);
   }
 }
 
@@ -402,14 +408,7 @@ TEST(StoreStream, FileTruncatedWhileMappedIsAnErrorNotASignal) {
     ASSERT_TRUE(r.status().IsInvalidInput()) << r.status().ToString();
     EXPECT_EQ(r.status().message(), "tensor.bin: shrank while being read; nothing was stored");
   }
-  EXPECT_EQ(IncomingFiles(*store), 0u);
-  size_t n = 0;
-  ASSERT_OK(store->ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
-  EXPECT_EQ(n, 0u);
-  auto audit = store->Audit();
-  ASSERT_OK(audit);
-  EXPECT_FALSE(audit->HasFaults());
-  EXPECT_TRUE(audit->notes.empty()) << audit->notes.front();
+  ExpectEmptyAndClean(*store);
 
   const std::string bytes = Words(3 << 20, 15);
   auto streamed = PutStream(*store, bytes);
@@ -490,10 +489,7 @@ TEST(StoreStream, ExpectedDigestSparesTheHashPass) {
   ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
   EXPECT_NE(r.status().message().find("blob.bin hashes to " + d.str() + ", not the " + other.str()), std::string::npos)
       << r.status().message();
-  EXPECT_EQ(IncomingFiles(*store), 0u);
-  size_t n = 0;
-  ASSERT_OK(store->ForEachObject([&](const ObjectInfo&) { return ++n, true; }));
-  EXPECT_EQ(n, 0u);
+  ExpectEmptyAndClean(*store);
 }
 
 }  // namespace

@@ -256,23 +256,37 @@ TEST_F(RunOnCpu, MissingWorkloadIsNotFound) {
   EXPECT_TRUE(r.status().IsNotFound());
 }
 
+// A fresh build cache directory (with its build/ folder) under the test's
+// temporary directory, one per test and process.
+std::filesystem::path EmptyCache(const std::string& prefix) {
+  const std::filesystem::path cache =
+      std::filesystem::path(::testing::TempDir()) / (prefix + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  std::filesystem::create_directories(cache / "build");
+  return cache;
+}
+
+// A one-file C++ kernel library exporting `symbol` (returning `value`): a
+// build whose cache key no other test shares.
+run::BuildRequest OneFileRequest(const std::string& symbol, int value) {
+  run::BuildRequest req;
+  req.language = run::Language::kCpp;
+  req.sources.main = "k.cc";
+  req.sources.units = {"k.cc"};
+  req.sources.files["k.cc"] = "extern \"C\" int " + symbol + "() { return " + std::to_string(value) + "; }\n";
+  req.source_digest = Sha256Of(req.sources.files["k.cc"]);
+  req.timeout_s = 120;
+  return req;
+}
+
 // A build cache entry a power loss damaged: its `ok` marker gone, empty or
 // cut short, or its library cut short under an intact marker. Each used to
 // make the next build's rename onto the entry fail ("cannot move the build
 // into ...") until .ki/cache/build was deleted by hand, or (the library)
 // be loaded as it was; each is now discarded and built again.
 TEST(BuildCache, DamagedEntryIsDiscardedAndRebuilt) {
-  const std::filesystem::path cache =
-      std::filesystem::path(::testing::TempDir()) / ("ki-build-cache-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(cache);
-  std::filesystem::create_directories(cache / "build");
-  run::BuildRequest req;
-  req.language = run::Language::kCpp;
-  req.sources.main = "k.cc";
-  req.sources.units = {"k.cc"};
-  req.sources.files["k.cc"] = "extern \"C\" int ki_build_cache_test() { return 7; }\n";
-  req.source_digest = Sha256Of(req.sources.files["k.cc"]);
-  req.timeout_s = 120;
+  const std::filesystem::path cache = EmptyCache("ki-build-cache-");
+  const run::BuildRequest req = OneFileRequest("ki_build_cache_test", 7);
   auto first = run::Build(*Env::Default(), cache.string(), req);
   ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_TRUE(first->ok) << first->log;
@@ -316,17 +330,8 @@ TEST(BuildCache, DamagedEntryIsDiscardedAndRebuilt) {
 // it); an `ok` marker is never written before the library, the log and the
 // command are synced and their directory is.
 TEST(BuildCache, EachFailedSyncOrRenameLeavesNoEntryOrAWholeOne) {
-  const std::filesystem::path cache =
-      std::filesystem::path(::testing::TempDir()) / ("ki-build-steps-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(cache);
-  std::filesystem::create_directories(cache / "build");
-  run::BuildRequest req;
-  req.language = run::Language::kCpp;
-  req.sources.main = "k.cc";
-  req.sources.units = {"k.cc"};
-  req.sources.files["k.cc"] = "extern \"C\" int ki_build_steps_test() { return 8; }\n";
-  req.source_digest = Sha256Of(req.sources.files["k.cc"]);
-  req.timeout_s = 120;
+  const std::filesystem::path cache = EmptyCache("ki-build-steps-");
+  const run::BuildRequest req = OneFileRequest("ki_build_steps_test", 8);
   test::FaultInjectionEnv env;
 
   auto index_of = [](const std::vector<std::string>& steps, const std::string& step, size_t from = 0) {
