@@ -5,6 +5,7 @@
 set -u
 KI_BIN=$1
 DATA=$2
+HERE=$(cd "$(dirname "$0")" && pwd)  # prompt_pty.py
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export KI_HOME=$T/home KI_STORE=$T/store
@@ -131,215 +132,74 @@ PY
 # typed blind until fg. Now echo is on while ki is stopped, and off again
 # (the prompt written again) once it is continued; the passphrase typed
 # then is the one kept (checked by signing with it below).
-python3 - "$KI_BIN" "$KI_HOME" <<'PY' || fails=$((fails + 1))
-# A forked child plays the shell: session leader with the pty as its
-# controlling terminal, ki in its own foreground process group (a group the
-# kernel may stop: not orphaned), Ctrl-Z typed, waitpid(WUNTRACED), SIGCONT.
-import os, select, signal, sys, termios, time, fcntl
+python3 - "$KI_BIN" "$KI_HOME" "$HERE" <<'PY' || fails=$((fails + 1))
+# The shell (prompt_pty.py) starts ki in its own foreground process group (a
+# group the kernel may stop: not orphaned), types Ctrl-Z, waits for the stop
+# (WUNTRACED) and sends SIGCONT. Without job control ki shares the shell's
+# group, which is orphaned: the kernel does not stop it.
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[3])
+from prompt_pty import PROMPT, echo, run_case
 ki, home = sys.argv[1], sys.argv[2]
-PROMPT = b"passphrase for the new key"
-def echo(fd):
-    return bool(termios.tcgetattr(fd)[3] & termios.ECHO)
-def shell(master, slave, name, job_control):
-    os.setsid()
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-    deadline = time.time() + 20
-    def read_until(text, out):
-        while text not in out and time.time() < deadline:
-            if select.select([master], [], [], 0.1)[0]:
-                out += os.read(master, 1024)
-        return out
-    def wait_echo_off():
-        while echo(slave) and time.time() < deadline:
-            time.sleep(0.01)
-        return not echo(slave)
-    pid = os.fork()
-    if pid == 0:
+def ctrl_z(name, job_control):
+    def play(sh):
+        sh.start_ki(ki, home, name, own_group=job_control, foreground=True)
+        checks = []
+        out = sh.read_until(PROMPT, b"")
+        checks.append(("echo off while asking", sh.wait_echo_off()))
+        os.write(sh.master, b"xx\x1a")  # typed, then Ctrl-Z: the partial line is dropped
         if job_control:
-            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-            os.setpgid(0, 0)
-            os.tcsetpgrp(slave, os.getpid())
-            signal.signal(signal.SIGTTOU, signal.SIG_DFL)
-        for fd in (0, 1, 2):
-            os.dup2(slave, fd)
-        env = dict(os.environ, KI_HOME=home)
-        env.pop("KI_PASSPHRASE", None)
-        os.execve(ki, [ki, "key", "generate", name], env)
-    checks = []
-    out = read_until(PROMPT, b"")
-    checks.append(("echo off while asking", wait_echo_off()))
-    os.write(master, b"xx\x1a")  # typed, then Ctrl-Z: the partial line is dropped
-    if job_control:
-        _, st = os.waitpid(pid, os.WUNTRACED)
-        checks.append(("stopped by SIGTSTP", os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTSTP))
-        checks.append(("echo on while stopped", echo(slave)))
-        time.sleep(0.2)  # still stopped, still echo on
-        checks.append(("echo still on while stopped", echo(slave)))
-        os.kill(pid, signal.SIGCONT)
-    # Continued (or, orphaned, never stopped): asked again, echo off again.
-    out = read_until(PROMPT, out.split(PROMPT, 1)[1])
-    checks.append(("prompt written again", PROMPT in out))
-    checks.append(("echo off again", wait_echo_off()))
-    os.write(master, b"pw\n")
-    read_until(b"again", out)
-    wait_echo_off()
-    os.write(master, b"pw\n")
-    st = None
-    while st is None and time.time() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            st = status
-        else:
-            time.sleep(0.05)
-    if st is None:  # still asking: kill it rather than hang the test
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    checks.append(("exit 0", st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0))
-    checks.append(("echo on after", echo(slave)))
-    return checks
-def case(name, job_control):
-    master, slave = os.openpty()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            checks = shell(master, slave, name, job_control)
-        except Exception as e:
-            checks = [("no exception: %r" % e, False)]
-        os.write(w, repr(checks).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 4096)
-        if not chunk:
-            break
-        data += chunk
-    os.waitpid(pid, 0)
-    os.close(r); os.close(master); os.close(slave)
-    checks = eval(data.decode()) if data else [("the shell reported", False)]
-    ok = all(v for _, v in checks)
-    print(("ok  " if ok else "FAIL") + " Ctrl-Z at the passphrase prompt (%s): %s" % (
-        "job control" if job_control else "orphaned, not stopped",
-        ", ".join("%s %s" % (k, v) for k, v in checks)))
-    return ok
-sys.exit(0 if all([case("tty-ctrl-z", True), case("tty-ctrl-z-orphan", False)]) else 1)
+            _, st = os.waitpid(sh.pid, os.WUNTRACED)
+            checks.append(("stopped by SIGTSTP", os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTSTP))
+            checks.append(("echo on while stopped", echo(sh.slave)))
+            time.sleep(0.2)  # still stopped, still echo on
+            checks.append(("echo still on while stopped", echo(sh.slave)))
+            os.kill(sh.pid, signal.SIGCONT)
+        # Continued (or, orphaned, never stopped): asked again, echo off again.
+        return sh.answer_again(out, checks)
+    return run_case(play, "Ctrl-Z at the passphrase prompt (%s)" % (
+        "job control" if job_control else "orphaned, not stopped"))
+sys.exit(0 if all([ctrl_z("tty-ctrl-z", True), ctrl_z("tty-ctrl-z-orphan", False)]) else 1)
 PY
 # The prompt in the background: a ki stopped at the prompt (kill -STOP) and
 # continued with bg read the terminal from the background and was stopped
 # by SIGTTIN with echo off; a ki started with & is stopped by SIGTTOU when
 # it turns echo off. Either way it is now stopped with echo on, and once
 # brought to the foreground (fg) turns echo off and writes the prompt again.
-python3 - "$KI_BIN" "$KI_HOME" <<'PY' || fails=$((fails + 1))
-# A forked child plays the shell, as in the Ctrl-Z case: session leader with
-# the pty as its controlling terminal, ki in its own process group; the
-# shell moves the terminal between the groups (tcsetpgrp) as bg and fg do.
-import os, select, signal, sys, termios, time, fcntl
+python3 - "$KI_BIN" "$KI_HOME" "$HERE" <<'PY' || fails=$((fails + 1))
+# The shell (prompt_pty.py) starts ki in its own process group and moves the
+# terminal between the groups (tcsetpgrp) as bg and fg do; it ignores
+# SIGTTOU, since it sets the terminal from the background.
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[3])
+from prompt_pty import PROMPT, echo, run_case
 ki, home = sys.argv[1], sys.argv[2]
-PROMPT = b"passphrase for the new key"
-def echo(fd):
-    return bool(termios.tcgetattr(fd)[3] & termios.ECHO)
-def shell(master, slave, name, start_in_background):
-    os.setsid()
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-    signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # the shell sets the terminal from the background
-    deadline = time.time() + 20
-    def read_until(text, out):
-        while text not in out and time.time() < deadline:
-            if select.select([master], [], [], 0.1)[0]:
-                out += os.read(master, 1024)
-        return out
-    def wait_echo_off():
-        while echo(slave) and time.time() < deadline:
-            time.sleep(0.01)
-        return not echo(slave)
-    def wait_stopped(pid):
-        while time.time() < deadline:
-            done, st = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
-            if done:
-                return os.WSTOPSIG(st) if os.WIFSTOPPED(st) else -1
-            time.sleep(0.02)
-        return 0
-    pid = os.fork()
-    if pid == 0:
-        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
-        os.setpgid(0, 0)
-        if not start_in_background:
-            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-            os.tcsetpgrp(slave, os.getpid())
-            signal.signal(signal.SIGTTOU, signal.SIG_DFL)
-        for fd in (0, 1, 2):
-            os.dup2(slave, fd)
-        env = dict(os.environ, KI_HOME=home)
-        env.pop("KI_PASSPHRASE", None)
-        os.execve(ki, [ki, "key", "generate", name], env)
-    checks = []
-    out = read_until(PROMPT, b"")
-    if start_in_background:
-        expected = signal.SIGTTOU
-    else:
-        expected = signal.SIGTTIN
-        checks.append(("echo off while asking", wait_echo_off()))
-        os.kill(pid, signal.SIGSTOP)  # stopped at the prompt (echo off: SIGSTOP cannot be caught)
-        checks.append(("stopped by SIGSTOP", wait_stopped(pid) == signal.SIGSTOP))
-        os.tcsetpgrp(slave, os.getpgrp())  # bg: the shell keeps the terminal
-        os.kill(pid, signal.SIGCONT)
-    stop = wait_stopped(pid)
-    checks.append(("stopped by %s (got %s)" % (signal.Signals(expected).name, stop), stop == expected))
-    checks.append(("echo on while stopped", echo(slave)))
-    time.sleep(0.2)
-    checks.append(("echo still on while stopped", echo(slave)))
-    os.tcsetpgrp(slave, pid)  # fg
-    os.kill(pid, signal.SIGCONT)
-    out = read_until(PROMPT, out.split(PROMPT, 1)[1])
-    checks.append(("prompt written again", PROMPT in out))
-    checks.append(("echo off again", wait_echo_off()))
-    os.write(master, b"pw\n")
-    read_until(b"again", out)
-    wait_echo_off()
-    os.write(master, b"pw\n")
-    st = None
-    while st is None and time.time() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            st = status
+def background(name, start_in_background):
+    def play(sh):
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        sh.start_ki(ki, home, name, own_group=True, foreground=not start_in_background)
+        checks = []
+        out = sh.read_until(PROMPT, b"")
+        if start_in_background:
+            expected = signal.SIGTTOU
         else:
-            time.sleep(0.05)
-    if st is None:  # still asking (or stopped): kill it rather than hang the test
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    checks.append(("exit 0", st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0))
-    checks.append(("echo on after", echo(slave)))
-    return checks
-def case(name, start_in_background):
-    master, slave = os.openpty()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            checks = shell(master, slave, name, start_in_background)
-        except Exception as e:
-            checks = [("no exception: %r" % e, False)]
-        os.write(w, repr(checks).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 4096)
-        if not chunk:
-            break
-        data += chunk
-    os.waitpid(pid, 0)
-    os.close(r); os.close(master); os.close(slave)
-    checks = eval(data.decode()) if data else [("the shell reported", False)]
-    ok = all(v for _, v in checks)
-    print(("ok  " if ok else "FAIL") + " the passphrase prompt in the background (%s): %s" % (
-        "started with &" if start_in_background else "kill -STOP, bg, fg",
-        ", ".join("%s %s" % (k, v) for k, v in checks)))
-    return ok
-sys.exit(0 if all([case("tty-bg-ttin", False), case("tty-bg-ttou", True)]) else 1)
+            expected = signal.SIGTTIN
+            checks.append(("echo off while asking", sh.wait_echo_off()))
+            os.kill(sh.pid, signal.SIGSTOP)  # stopped at the prompt (echo off: SIGSTOP cannot be caught)
+            checks.append(("stopped by SIGSTOP", sh.wait_stopped() == signal.SIGSTOP))
+            os.tcsetpgrp(sh.slave, os.getpgrp())  # bg: the shell keeps the terminal
+            os.kill(sh.pid, signal.SIGCONT)
+        stop = sh.wait_stopped()
+        checks.append(("stopped by %s (got %s)" % (signal.Signals(expected).name, stop), stop == expected))
+        checks.append(("echo on while stopped", echo(sh.slave)))
+        time.sleep(0.2)
+        checks.append(("echo still on while stopped", echo(sh.slave)))
+        os.tcsetpgrp(sh.slave, sh.pid)  # fg
+        os.kill(sh.pid, signal.SIGCONT)
+        return sh.answer_again(out, checks)
+    return run_case(play, "the passphrase prompt in the background (%s)" % (
+        "started with &" if start_in_background else "kill -STOP, bg, fg"))
+sys.exit(0 if all([background("tty-bg-ttin", False), background("tty-bg-ttou", True)]) else 1)
 PY
 
 # --- trust
