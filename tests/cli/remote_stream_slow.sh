@@ -4,8 +4,9 @@
 # OCI image layout, pulled from each into a fresh store, catted and
 # verified, every ki command under a 64 MB limit on its data segment
 # (RLIMIT_DATA, as store_stream_slow.sh: holding the blob whole fails; the
-# mapped input file and LMDB's shared map do not count). Skipped (77) when
-# docker-registry is not installed.
+# mapped input file and LMDB's shared map do not count). A kill -9 in the
+# middle of a streamed pull leaves a clean store that a second pull
+# completes. Skipped (77) when docker-registry is not installed.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/testlib.bash" "$@"
 if ! command -v docker-registry >/dev/null; then
@@ -47,6 +48,31 @@ no_scratch dst
 # Again: the registry and the store have it, nothing moves.
 expect_exit 0 limited --store dst pull --insecure "$REG" "$want"
 expect_contains "$OUT" "0 received (0 bytes), 1 already here" "second pull"
+
+# ---- kill -9 in the middle of a streamed pull: the store stays clean (the
+# download's scratch file is a leftover that audit notes and --reindex
+# removes), and pulling again completes it.
+expect_exit 0 ki init dst4
+( ulimit -d $LIMIT_KB; exec "$KI_BIN" --store dst4 pull --insecure "$REG" "$want" ) >/dev/null 2>&1 &
+pid=$!
+started=0
+for _ in $(seq 400); do  # killed once its scratch file exists: the download is under way
+  [ -n "$(ls -A dst4/.ki/objects/incoming 2>/dev/null)" ] && { started=1; break; }
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.05
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+[ $started = 1 ] || fail "the pull was not caught with its scratch file (it ended first or never began)"
+expect_exit 0 ki --store dst4 audit
+expect_contains "$OUT" "0 faults" "audit after kill -9 during a pull"
+expect_contains "$OUT" "leftover temporary file objects/incoming/" "audit notes the killed download's scratch file"
+expect_exit 3 ki --store dst4 cat "$want"
+expect_exit 0 limited --store dst4 pull --insecure "$REG" "$want"
+limited --store dst4 cat "$want" | cmp -s - big.txt || fail "cat after a pull again gives other bytes"
+expect_exit 0 ki --store dst4 audit --reindex
+expect_contains "$OUT" "0 faults" "reindex after the killed pull"
+no_scratch dst4
 
 # ---- image layout: push, the blob file, pull into a fresh store
 expect_exit 0 limited --store src push "oci-layout:$WORK/layout" "$want"
