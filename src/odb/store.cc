@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "index/lmdb.h"
+#include "json/fields.h"
 #include "odb/frame.h"
 #include "odb/tables.h"
 
@@ -45,6 +46,14 @@ std::string KindKey(Kind k, const Digest& d) {
 
 std::string NameKey(Kind k, std::string_view name) {
   return std::string(KindName(k)) + "/" + std::string(name);
+}
+
+// obj[outer][key] when it is a string, else "" (whatever obj is): a
+// document's metadata.name or .title, an environment's hardware.product.
+std::string NestedString(const Json& obj, std::string_view outer, std::string_view key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(outer);
+  return it == obj.end() ? "" : StringOr(*it, key);
 }
 
 // nameset: "Kind/name" + digest. metadata.name is at most 200 characters
@@ -1040,39 +1049,21 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
     std::string what = info.ok() && *info ? Describe(**info) : "absent";
     auto names = NamesOf(d);
     if (names.ok() && !names->empty()) what += " " + names->front();
-    if (info.ok() && *info && (*info)->type == ObjectType::kManifest) {
-      auto doc = ReadDocument(d);
-      if (doc.ok() && *doc) {
-        const Json* title = (**doc).contains("metadata") && (**doc)["metadata"].is_object() &&
-                                    (**doc)["metadata"].contains("title")
-                                ? &(**doc)["metadata"]["title"]
-                                : nullptr;
-        if (title && title->is_string()) what += "  \"" + title->get<std::string>() + "\"";
-      }
-      // One name's runs often share a title too (a leaderboard entry run on
-      // several GPUs): the hardware and the time tell them apart.
-      if ((*info)->kind == Kind::kBenchmarkRun) {
-        auto run = ReadManifest(d);
-        if (run.ok()) {
-          const Json& spec = run->spec;
-          if (spec.contains("environmentDigest") && spec["environmentDigest"].is_string()) {
-            auto env_digest = Digest::Parse(spec["environmentDigest"].get<std::string>());
-            auto env = env_digest.ok() ? ReadManifest(*env_digest) : Result<Manifest>(env_digest.status());
-            if (env.ok()) {
-              const Json* product = nullptr;
-              if (env->spec.contains("hardware") && env->spec["hardware"].is_object() &&
-                  env->spec["hardware"].contains("product")) {
-                product = &env->spec["hardware"]["product"];
-              }
-              if (product && product->is_string()) what += " on " + product->get<std::string>();
-            }
-          }
-          if (spec.contains("observedAt") && spec["observedAt"].is_string()) {
-            what += ", observed " + spec["observedAt"].get<std::string>();
-          }
-        }
-      }
-    }
+    if (!info.ok() || !*info || (*info)->type != ObjectType::kManifest) return what;
+    auto doc = ReadDocument(d);
+    const std::string title = doc.ok() && *doc ? NestedString(**doc, "metadata", "title") : "";
+    if (!title.empty()) what += "  \"" + title + "\"";
+    // One name's runs often share a title too (a leaderboard entry run on
+    // several GPUs): the hardware and the time tell them apart.
+    if ((*info)->kind != Kind::kBenchmarkRun) return what;
+    auto run = ReadManifest(d);
+    if (!run.ok()) return what;
+    auto env_digest = Digest::Parse(StringOr(run->spec, "environmentDigest"));
+    auto env = env_digest.ok() ? ReadManifest(*env_digest) : Result<Manifest>(env_digest.status());
+    const std::string product = env.ok() ? NestedString(env->spec, "hardware", "product") : "";
+    if (!product.empty()) what += " on " + product;
+    const std::string observed = StringOr(run->spec, "observedAt");
+    if (!observed.empty()) what += ", observed " + observed;
     return what;
   };
   auto add_named = [&](Kind kind, std::string_view name) -> Status {
@@ -1392,12 +1383,7 @@ Status LmdbStore::RecordDocumentNames() {
     auto info = Stat(d);
     if (!info.ok() || !*info || (*info)->type != ObjectType::kManifest || !(*info)->kind) continue;
     auto doc = ReadDocument(d);
-    if (!doc.ok() || !*doc || !(**doc).is_object()) continue;
-    const Json& j = **doc;
-    if (!j.contains("metadata") || !j["metadata"].is_object()) continue;
-    const Json& meta = j["metadata"];
-    if (!meta.contains("name") || !meta["name"].is_string()) continue;
-    const std::string name = meta["name"].get<std::string>();
+    const std::string name = doc.ok() && *doc ? NestedString(**doc, "metadata", "name") : "";
     if (!name.empty()) KI_RETURN_IF_ERROR(batch->RecordName(*(*info)->kind, name, d));
   }
   for (const auto& [key, d] : current) {

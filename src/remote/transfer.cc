@@ -559,7 +559,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   uint64_t in_flight = 0;
   std::atomic<uint64_t> n_streamed{0};
   auto upload = [&](Conn& conn, size_t i) -> Status {
-    const bool streamed = i != 0 && items[i].size > opts.stream_above && items[i].size > 0;
+    const bool streamed = i != 0 && items[i].size > opts.stream_above;
     // A streamed object holds its pipe, not itself.
     const uint64_t n = streamed ? std::min<uint64_t>(items[i].size, kPipeBytes) : items[i].size;
     {
@@ -1117,7 +1117,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     PullItem p;
     p.layer = l;
     p.present = info.has_value();
-    p.streamed = !p.present && l.role == Role::kBlob && l.size > opts.stream_above && l.size > 0;
+    p.streamed = !p.present && l.role == Role::kBlob && l.size > opts.stream_above;
     if (info && info->size != l.size) {
       return Status::InvalidInput("remote says " + l.digest.str() + " has " + std::to_string(l.size) +
                                   " bytes; the local copy has " + std::to_string(info->size));
@@ -1302,8 +1302,7 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
     KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
     // Hashed on arrival: the store reads the scratch file once, to compress
     // it, and refuses it (Corruption) if it no longer hashes to the digest.
-    KI_ASSIGN_OR_RETURN(PutResult put, batch->PutBlobStream(*in, p.layer.media_type, path, p.layer.digest));
-    (void)put;
+    KI_RETURN_IF_ERROR(batch->PutBlobStream(*in, p.layer.media_type, path, p.layer.digest).status());
     KI_RETURN_IF_ERROR(batch->Commit().WithContext("writing verified blob " + p.layer.digest.str() + " to the store"));
     p.stored = true;
     streamed_stored++;
