@@ -35,6 +35,22 @@ void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, i
   sub->add_option("--buffer-mib", args->buffer_mib,
                   std::string(buffer_help) + " (default " + std::to_string(args->buffer_mib) + ")")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
+  TransferTimeouts& t = args->timeouts;
+  auto dflt = [](auto v) { return " (default " + std::to_string(v) + ")"; };
+  sub->add_option("--connect-timeout", t.connect_s, "seconds to wait for a connection" + dflt(t.connect_s))
+      ->check(CLI::Range(1L, 3600L));
+  sub->add_option("--low-speed-limit", t.low_speed_bytes,
+                  "bytes/s: a request slower than this for --low-speed-time seconds is aborted" + dflt(t.low_speed_bytes))
+      ->check(CLI::Range(1L, 1L << 30));
+  sub->add_option("--low-speed-time", t.low_speed_time_s,
+                  "seconds below --low-speed-limit before a request is aborted" + dflt(t.low_speed_time_s))
+      ->check(CLI::Range(1L, 86400L));
+  sub->add_option("--timeout", t.deadline_s,
+                  "seconds a request may take, plus 1 s per --min-rate bytes it carries; 0: no deadline" +
+                      dflt(t.deadline_s))
+      ->check(CLI::Range(0L, 1L << 30));
+  sub->add_option("--min-rate", t.min_rate, "bytes/s that --timeout's deadline allows for a request's body" + dflt(t.min_rate))
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub->add_flag("--json", args->json, "print a JSON report");
 }
 
@@ -52,6 +68,7 @@ Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& a
   s.store = std::move(store).value();
   KI_ASSIGN_OR_RETURN(s.url, LookupRemote(*s.store, args.remote, args.insecure));
   s.opts.progress = ProgressMeter(verb);
+  s.opts.timeouts = args.timeouts;
   return s;
 }
 

@@ -19,11 +19,14 @@ struct TransferArgs {
   bool json = false;
   int jobs = 0;             // set by AddTransferArgs
   uint64_t buffer_mib = 0;  // set by AddTransferArgs
+  TransferTimeouts timeouts;  // --connect-timeout ... --min-rate
 };
 
 // Adds `remote`, `refs`, --insecure, -j/--jobs (default `jobs`),
 // --buffer-mib (default `buffer_bytes` in MiB; the memory bound of the
-// direction: push_buffer_bytes or pull_buffer_bytes) and --json to `sub`;
+// direction: push_buffer_bytes or pull_buffer_bytes), the time limits
+// (--connect-timeout, --low-speed-limit, --low-speed-time, --timeout,
+// --min-rate: TransferTimeouts) and --json to `sub`;
 // each help text states its default after the help given.
 void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, int jobs, const char* jobs_help,
                      uint64_t buffer_bytes, const char* buffer_help);

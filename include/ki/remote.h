@@ -156,6 +156,30 @@ struct TransferProgress {
   uint64_t bytes_done = 0;
 };
 
+// Time limits of every request to a registry, so that no server can keep
+// a push or pull waiting without end (docs/cli.md, "Time limits"; the CLI's
+// --connect-timeout, --low-speed-limit, --low-speed-time, --timeout and
+// --min-rate set them). A request that hits one fails with IOError saying
+// which limit and which option raises it; it is tried `attempts` times in
+// all (a stall may be the network's, once), not max_attempts.
+struct TransferTimeouts {
+  long connect_s = 15;
+  // Aborted when slower than low_speed_bytes a second for low_speed_time_s
+  // seconds (libcurl's CURLOPT_LOW_SPEED_LIMIT / _TIME), either way: a
+  // server that drips, or stalls, or never answers. 1 KiB/s is far below
+  // any working link and far above a drip.
+  long low_speed_bytes = 1024;
+  long low_speed_time_s = 30;
+  // Aborted when the whole request takes longer than deadline_s plus one
+  // second per min_rate bytes it may carry (an upload's length; for a
+  // download, the most it may receive: a blob's announced size, a
+  // manifest's cap), so a server that keeps just above the low-speed limit
+  // still ends. 0: no deadline.
+  long deadline_s = 300;
+  uint64_t min_rate = 64 << 10;
+  int attempts = 2;
+};
+
 struct TransferOptions {
   // Connections (one worker thread each) of Push and of Pull; the CLI's
   // --jobs defaults are these. Measured on a 2-core machine against
@@ -183,8 +207,7 @@ struct TransferOptions {
   bool force_chunked = false;                // tests: always use PATCH
   int max_attempts = 5;                      // per request, on 5xx / connection failure
   int backoff_initial_ms = 200;              // doubled per attempt
-  long connect_timeout_s = 15;
-  long stall_timeout_s = 60;                 // abort a transfer stalled this long
+  TransferTimeouts timeouts;
   std::optional<Credentials> credentials;    // unset: FindCredentials(host)
   // Push: also tag each named root `ki-<hex of its ki digest>` (unnamed
   // roots always get that tag, it is their only one).

@@ -4,6 +4,7 @@
 #include "remote/curl_api.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cstdlib>
 #include <mutex>
@@ -119,6 +120,32 @@ std::string HttpResponse::Header(std::string_view name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
+long RequestDeadline(const HttpLimits& limits, uint64_t bytes) {
+  if (limits.deadline_s <= 0) return 0;
+  uint64_t extra = bytes / std::max<uint64_t>(1, limits.min_rate);
+  // Saturates: a deadline of years is no deadline, but stays one.
+  constexpr uint64_t kMax = uint64_t(1) << 40;
+  return long(std::min<uint64_t>(kMax, uint64_t(limits.deadline_s) + extra));
+}
+
+// Which limit a timed-out request hit, and the option that raises it. curl
+// reports all three as CURLE_OPERATION_TIMEDOUT.
+std::string HttpClient::TimeoutReason(const char* curl_error, long deadline, double elapsed) const {
+  // libcurl's own text ("Operation too slow. Less than 1024 bytes/sec
+  // transferred the last 30 seconds") tells the low-speed abort apart.
+  if (std::string_view(curl_error).starts_with("Operation too slow")) {
+    return "the transfer stayed below " + std::to_string(limits_.low_speed_bytes) + " bytes/s for " +
+           std::to_string(limits_.low_speed_time_s) +
+           " s: the server stalled or sends too slowly (--low-speed-limit, --low-speed-time)";
+  }
+  if (deadline > 0 && elapsed + 0.5 >= double(deadline)) {
+    return "not complete within its deadline of " + std::to_string(deadline) + " s (" +
+           std::to_string(limits_.deadline_s) + " s plus 1 s per " + std::to_string(limits_.min_rate) +
+           " bytes it may carry: --timeout, --min-rate)";
+  }
+  return "no connection within " + std::to_string(limits_.connect_s) + " s (--connect-timeout)";
+}
+
 HttpClient::HttpClient(HttpLimits limits) : limits_(limits) {
   auto api = Curl();
   if (!api.ok()) {
@@ -151,9 +178,17 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   api_->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   api_->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   api_->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  api_->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, limits_.connect_timeout_s);
-  api_->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  api_->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, limits_.stall_timeout_s);
+  api_->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, limits_.connect_s);
+  api_->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, limits_.low_speed_bytes);
+  api_->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, limits_.low_speed_time_s);
+  // What the request may carry: its upload, or, downloading, its cap.
+  const uint64_t carried = req.upload ? req.upload_size : !req.body.empty() ? req.body.size()
+                           : req.method == "HEAD"                         ? 0
+                                                                          : req.max_body;
+  const long deadline = RequestDeadline(limits_, carried);
+  api_->easy_setopt(h, CURLOPT_TIMEOUT, deadline);
+  char curl_error[CURL_ERROR_SIZE] = "";
+  api_->easy_setopt(h, CURLOPT_ERRORBUFFER, curl_error);
   api_->easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
   api_->easy_setopt(h, CURLOPT_HEADERDATA, &sink);
   api_->easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
@@ -191,8 +226,11 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
     api_->easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   }
   api_->easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  const auto started = std::chrono::steady_clock::now();
   CURLcode rc = api_->easy_perform(h);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   api_->slist_free_all(hdrs);
+  api_->easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);  // curl_error goes out of scope
   api_->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   std::string where = req.method + " " + req.url;
   // The source's or the sink's own failure (a damaged object, a full disk)
@@ -203,6 +241,10 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
     return Status::Corruption(where + ": response body is larger than the limit of " +
                               std::to_string(req.max_body) + " bytes");
   }
+  if (rc == CURLE_OPERATION_TIMEDOUT) {
+    *transport = Transport::kTimedOut;
+    return Status::IOError(where + ": " + TimeoutReason(curl_error, deadline, elapsed));
+  }
   if (rc != CURLE_OK) {
     switch (rc) {
       case CURLE_COULDNT_CONNECT:
@@ -210,7 +252,6 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
       case CURLE_RECV_ERROR:
       case CURLE_PARTIAL_FILE:
       case CURLE_GOT_NOTHING:
-      case CURLE_OPERATION_TIMEDOUT:
         *transport = Transport::kRetryable;
         break;
       default:

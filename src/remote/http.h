@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "ki/remote.h"
 #include "ki/status.h"
 #include "remote/stream.h"
 
@@ -43,13 +44,16 @@ struct HttpResponse {
   std::string Header(std::string_view name) const;  // "" when absent
 };
 
-// Why a request failed without an HTTP status.
-enum class Transport { kOk, kRetryable, kFatal };
+// Why a request failed without an HTTP status. kTimedOut: it hit a limit
+// of HttpLimits (too slow, past its deadline, no connection in time),
+// which one more attempt may cure and more attempts only prolong.
+enum class Transport { kOk, kRetryable, kTimedOut, kFatal };
 
-struct HttpLimits {
-  long connect_timeout_s = 15;
-  long stall_timeout_s = 60;
-};
+// Every request is bounded in time (remote.h, TransferTimeouts).
+using HttpLimits = TransferTimeouts;
+// The deadline of a request that may carry `bytes`, in seconds (0: none):
+// deadline_s plus one second per min_rate bytes.
+long RequestDeadline(const HttpLimits& limits, uint64_t bytes);
 
 class HttpClient {
  public:
@@ -59,10 +63,13 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // Performs one request. On transport failure (refused, reset, truncated,
-  // stalled, over max_body) returns IOError/Corruption and sets *transport.
+  // stalled, too slow, past its deadline, over max_body) returns
+  // IOError/Corruption and sets *transport.
   Result<HttpResponse> Perform(const HttpRequest& req, Transport* transport);
 
  private:
+  std::string TimeoutReason(const char* curl_error, long deadline, double elapsed) const;
+
   const struct CurlApi* api_ = nullptr;  // libcurl, loaded on first use
   Status load_error_;
   void* curl_ = nullptr;  // CURL*

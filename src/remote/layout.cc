@@ -2,7 +2,13 @@
 // `index.json` and `blobs/sha256/<hex>`, as the image-spec defines them.
 //
 // File names come only from validated digests, never from annotations, so
-// nothing a layout says can make ki write outside it. Blobs are written
+// nothing a layout says can make ki write outside it; nor can its files:
+// `blobs` and `blobs/sha256` must be directories, not symbolic links (one
+// could lead a push's writes anywhere), and everything read is opened
+// without following a link and without blocking, and refused unless it is
+// a regular file (a FIFO would block the open for ever). A layout that
+// swaps a checked directory for a link while ki runs is not defended
+// against: the layout's owner can write anywhere the link could lead. Blobs are written
 // through AtomicFile (fsync + rename): a blob file is complete or absent.
 // index.json is rewritten once, atomically, in Finish(), after every blob
 // and manifest it names is on disk.
@@ -12,7 +18,9 @@
 #include <vector>
 
 #include "json/fields.h"
+#include "ki/env.h"
 #include "ki/json.h"
+#include "remote/mapping.h"
 #include "remote/target.h"
 
 namespace ki::remote {
@@ -51,14 +59,15 @@ class LayoutTarget final : public Target {
     std::string layout = dir + "/" + std::string(kLayoutFile);
     if (!env_->Exists(layout)) {
       if (access == Access::kPull) return Status::NotFound(dir + " is not an OCI image layout (no oci-layout file)");
-      KI_RETURN_IF_ERROR(env_->CreateDirs(dir + "/blobs/sha256"));
+      KI_RETURN_IF_ERROR(CheckDirs(access));
       Json j = {{"imageLayoutVersion", kLayoutVersion}};
       KI_RETURN_IF_ERROR(env_->WriteFileAtomic(layout, j.dump(), Durability::kSync));
       KI_RETURN_IF_ERROR(Load({{"schemaVersion", 2}, {"mediaType", kOciIndexType}, {"manifests", Json::array()}}, ""));
       dirty_ = true;
       return Status::OK();
     }
-    KI_ASSIGN_OR_RETURN(std::string text, env_->ReadFile(layout, 4096));
+    KI_RETURN_IF_ERROR(CheckDirs(access));
+    KI_ASSIGN_OR_RETURN(std::string text, ReadLayoutFile(layout, 4096));
     Json j = Json::parse(text, nullptr, false);
     if (!j.is_object() || !j.contains("imageLayoutVersion") || j["imageLayoutVersion"] != kLayoutVersion) {
       return Status::InvalidInput(layout + ": unsupported image layout version (ki reads 1.0.0)");
@@ -69,7 +78,7 @@ class LayoutTarget final : public Target {
     }
     // index.json lists every tag of the layout (two per pushed record), so
     // it is capped far above one manifest.
-    KI_ASSIGN_OR_RETURN(std::string idx, env_->ReadFile(index_path, 1ull << 30));
+    KI_ASSIGN_OR_RETURN(std::string idx, ReadLayoutFile(index_path, 1ull << 30));
     Json index = Json::parse(idx, nullptr, false);
     // Compared as JSON values: "2" (a string) is not 2, and does not throw.
     if (!index.is_object() || !index.contains("schemaVersion") || index["schemaVersion"] != 2 ||
@@ -77,6 +86,46 @@ class LayoutTarget final : public Target {
       return Status::InvalidInput(index_path + ": not an OCI image index");
     }
     return Load(std::move(index), index_path);
+  }
+
+  // A file of the layout, opened for reading as the top comment says.
+  Result<std::unique_ptr<SequentialFile>> OpenLayoutFile(const std::string& path) {
+    SequentialFileOptions o;
+    o.no_follow = true;
+    o.regular_only = true;
+    auto f = env_->NewSequentialFile(path, o);
+    if (f.ok() || f.status().IsNotFound()) return f;
+    return f.status().WithContext("OCI image layout " + url_.dir + " (it may hold regular files only)");
+  }
+  Result<std::string> ReadLayoutFile(const std::string& path, uint64_t max_bytes) {
+    KI_ASSIGN_OR_RETURN(auto f, OpenLayoutFile(path));
+    return ReadAll(*f, path, max_bytes);
+  }
+
+  // `blobs` and `blobs/sha256` are directories of the layout, not links
+  // (created for a push where absent; a pull of a layout without them
+  // finds no blobs, which each read reports).
+  Status CheckDirs(Access access) {
+    for (const char* rel : {"/blobs", "/blobs/sha256"}) {
+      const std::string path = url_.dir + rel;
+      if (!env_->Exists(path)) {
+        if (access == Access::kPull) return Status::OK();
+        KI_RETURN_IF_ERROR(env_->CreateDirs(path));
+      }
+      SequentialFileOptions o;
+      o.no_follow = true;
+      auto f = env_->NewSequentialFile(path, o);
+      if (!f.ok()) {
+        // A dangling link does not "exist" but is refused all the same.
+        return f.status().WithContext("OCI image layout " + url_.dir + ": `" + std::string(rel + 1) +
+                                      "` must be a directory inside the layout");
+      }
+      KI_ASSIGN_OR_RETURN(FileStat st, (*f)->Stat());
+      if (!st.directory) {
+        return Status::IOError("OCI image layout " + url_.dir + ": `" + std::string(rel + 1) + "` is not a directory");
+      }
+    }
+    return Status::OK();
   }
 
   Result<std::unique_ptr<Conn>> Connect() override { return std::unique_ptr<Conn>(new LayoutConn(this)); }
@@ -149,6 +198,7 @@ class LayoutTarget final : public Target {
       std::string where = path + ": manifests[" + std::to_string(k) + "]";
       KI_ASSIGN_OR_RETURN(std::string digest, GetString(m, "digest", where));
       KI_RETURN_IF_ERROR(GetString(m, "mediaType", where).status());
+      KI_RETURN_IF_ERROR(DescriptorSize(m, where).status());
       std::string tag;
       if (m.contains("annotations")) {
         KI_ASSIGN_OR_RETURN(tag, GetString(m["annotations"], kAnnRefName, where + ".annotations"));
@@ -190,7 +240,7 @@ Result<std::string> LayoutConn::GetBlob(const Digest& d, uint64_t size) {
     return Status::InvalidInput("blob " + d.str() + " is announced at " + std::to_string(size) +
                                 " bytes, over the limit of " + std::to_string(t_->opts_.max_blob_size));
   }
-  auto bytes = t_->env_->ReadFile(t_->BlobPath(d), size);
+  auto bytes = t_->ReadLayoutFile(t_->BlobPath(d), size);
   if (!bytes.ok()) {
     if (bytes.status().IsInvalidInput()) {
       return Status::Corruption("blob " + d.str() + " in " + t_->url_.str() + " is larger than announced");
@@ -231,7 +281,7 @@ Status LayoutConn::PutBlobFrom(const Digest& d, uint64_t size, BlobSource& src) 
 
 Status LayoutConn::GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) {
   const std::string what = "blob " + d.str() + " in " + t_->url_.str();
-  KI_ASSIGN_OR_RETURN(auto file, t_->env_->NewSequentialFile(t_->BlobPath(d)));
+  KI_ASSIGN_OR_RETURN(auto file, t_->OpenLayoutFile(t_->BlobPath(d)));
   CheckedSink checked(sink);
   KI_RETURN_IF_ERROR(checked.Restart());
   std::string buf(kStreamPiece, '\0');
@@ -251,27 +301,32 @@ Status LayoutConn::GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) {
 Result<FetchedManifest> LayoutConn::GetManifest(std::string_view ref) {
   FetchedManifest m;
   Digest want;
+  std::optional<Json> desc;
   if (Digest::IsValid(ref)) {
     // Only what index.json lists is a manifest; any other file under blobs/
     // is a blob (a registry answers 404 alike).
     KI_ASSIGN_OR_RETURN(want, Digest::Parse(ref));
-    auto desc = t_->FindDigest(want);
+    desc = t_->FindDigest(want);
     if (!desc) return Status::NotFound(t_->url_.str() + " lists no manifest " + want.str());
-    m.media_type = StringOr(*desc, "mediaType");  // type-checked by Load
   } else {
-    auto desc = t_->FindTag(ref);
+    desc = t_->FindTag(ref);
     if (!desc) return Status::NotFound(t_->url_.str() + " has no tag '" + std::string(ref) + "'");
     auto d = Digest::Parse(StringOr(*desc, "digest"));
     if (!d.ok()) return Status::InvalidInput(t_->url_.str() + ": index.json entry for '" + std::string(ref) + "' has a bad digest");
     want = *d;
-    m.media_type = StringOr(*desc, "mediaType");
+  }
+  m.media_type = StringOr(*desc, "mediaType");  // type-checked by Load
+  // The descriptor's size (checked by Load) is what is read, and refused
+  // before reading when over the cap; the file must have exactly that many
+  // bytes (GetBlob).
+  const std::string where = t_->url_.str() + ": index.json entry of " + want.str();
+  KI_ASSIGN_OR_RETURN(uint64_t size, DescriptorSize(*desc, where));
+  if (size > t_->opts_.max_manifest_size) {
+    return Status::InvalidInput(where + ": `size` " + std::to_string(size) + " is over the manifest limit of " +
+                                std::to_string(t_->opts_.max_manifest_size) + " bytes");
   }
   if (!t_->env_->Exists(t_->BlobPath(want))) {
     return Status::NotFound(t_->url_.str() + " has no manifest " + want.str());
-  }
-  KI_ASSIGN_OR_RETURN(uint64_t size, t_->env_->FileSize(t_->BlobPath(want)));
-  if (size > t_->opts_.max_manifest_size) {
-    return Status::InvalidInput("manifest " + want.str() + " is over the limit of " + std::to_string(t_->opts_.max_manifest_size) + " bytes");
   }
   KI_ASSIGN_OR_RETURN(m.bytes, GetBlob(want, size));
   m.digest = want;

@@ -332,6 +332,24 @@ std::string AttestationManifest(const Layer& att, const Digest& subject_manifest
   return m.dump();
 }
 
+Result<uint64_t> DescriptorSize(const Json& d, std::string_view where) {
+  const std::string w(where);
+  if (!d.is_object() || !d.contains("size")) return Status::InvalidInput(w + ": no `size` (a descriptor needs one)");
+  const Json& v = d["size"];
+  if (!v.is_number_integer()) {
+    return Status::InvalidInput(w + ": `size` is " + std::string(JsonTypeName(v)) + " " + v.dump().substr(0, 40) +
+                                ", not an integer");
+  }
+  if (!v.is_number_unsigned() && v.get<int64_t>() < 0) {
+    return Status::InvalidInput(w + ": `size` is " + v.dump() + ", negative");
+  }
+  uint64_t size = v.get<uint64_t>();
+  if (size > uint64_t(INT64_MAX)) {
+    return Status::InvalidInput(w + ": `size` " + std::to_string(size) + " is past the image-spec's int64");
+  }
+  return size;
+}
+
 namespace {
 
 Result<Json> ParseRemoteJson(std::string_view bytes, std::string_view content_type, const TransferOptions& opts) {
@@ -361,9 +379,10 @@ std::string Ann(const Json& ann, std::string_view key) { return StringOr(ann, ke
 Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
   std::string where = "layer " + std::to_string(i);
   if (!d.is_object() || !d.contains("digest") || !d["digest"].is_string() || !d.contains("size") ||
-      !d["size"].is_number_unsigned() || !d.contains("mediaType") || !d["mediaType"].is_string()) {
+      !d.contains("mediaType") || !d["mediaType"].is_string()) {
     return Bad(where + ": not a descriptor {mediaType, digest, size}");
   }
+  KI_RETURN_IF_ERROR(DescriptorSize(d, "remote manifest: " + where).status());
   Layer l;
   auto dg = Digest::Parse(d["digest"].get<std::string>());
   if (!dg.ok()) return Bad(where + ": digest is not sha256:<64 hex>");
@@ -492,7 +511,7 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
     KI_ASSIGN_OR_RETURN(std::string art, GetString(d, "artifactType", where));
     KI_ASSIGN_OR_RETURN(std::string media_type, GetString(d, "mediaType", where));
     KI_ASSIGN_OR_RETURN(std::string digest, GetString(d, "digest", where));
-    KI_ASSIGN_OR_RETURN(uint64_t size, GetUnsigned(d, "size", where));
+    KI_ASSIGN_OR_RETURN(uint64_t size, DescriptorSize(d, where));
     bool pack = art == kOciPackType;
     if (media_type != kOciManifestType || (art != kOciBundleType && !pack && (typed || !art.empty()))) {
       return bad("an entry that is neither a ki bundle part nor a pack manifest descriptor");
@@ -533,7 +552,7 @@ Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view conte
   const std::string where = "remote manifest: the pack manifest's layer";
   KI_ASSIGN_OR_RETURN(std::string media_type, GetString(d, "mediaType", where));
   KI_ASSIGN_OR_RETURN(std::string digest, GetString(d, "digest", where));
-  KI_ASSIGN_OR_RETURN(uint64_t size, GetUnsigned(d, "size", where));
+  KI_ASSIGN_OR_RETURN(uint64_t size, DescriptorSize(d, where));
   if (media_type != kOciPackMediaType) {
     return Bad("the pack manifest's layer is not a " + std::string(kOciPackMediaType) + " descriptor");
   }

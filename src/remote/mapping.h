@@ -10,10 +10,18 @@
 #include <vector>
 
 #include "ki/digest.h"
+#include "ki/json.h"
 #include "ki/remote.h"
 #include "ki/store.h"
 
 namespace ki::remote {
+
+// The `size` of an OCI descriptor, checked as the image-spec defines it
+// (descriptor.md: "size int64 ... MUST" ): present, an integer (not "12",
+// not 1.5), not negative, at most 2^63 - 1. InvalidInput "<where>: `size`
+// ..." otherwise. Whether it fits a limit is the caller's to check, before
+// reading that many bytes.
+Result<uint64_t> DescriptorSize(const Json& descriptor, std::string_view where);
 
 enum class Role { kManifest, kDocument, kBlob, kAttestation };
 std::string_view RoleName(Role r);

@@ -27,21 +27,20 @@ std::string Snippet(const std::string& body) {
   return s;
 }
 
-Status HttpStatusError(const std::string& what, const HttpResponse& r) {
+Status HttpStatusError(const std::string& what, const HttpResponse& r, const std::string& withheld = "") {
   std::string msg = what + ": HTTP " + std::to_string(r.status);
   if (!r.body.empty()) msg += " (" + Snippet(r.body) + ")";
+  if (r.status == 401 && !withheld.empty()) return Status::IOError(msg + "; authentication failed: " + withheld);
   if (r.status == 401) return Status::IOError(msg + "; authentication failed (set KI_REGISTRY_USER/KI_REGISTRY_PASSWORD or docker login)");
   if (r.status == 403) return Status::IOError(msg + "; access denied");
   if (r.status == 404) return Status::NotFound(msg);
   return Status::IOError(msg);
 }
 
-// The last two labels of a DNS name ("auth.docker.io" -> "docker.io").
-std::string SiteOf(const std::string& host) {
-  auto last = host.rfind('.');
-  if (last == std::string::npos || last == 0) return host;
-  auto prev = host.rfind('.', last - 1);
-  return prev == std::string::npos ? host : host.substr(prev + 1);
+// True for an IPv4 or bracketed IPv6 literal: an address has no site.
+bool IsAddress(const std::string& host) {
+  if (!host.empty() && host.front() == '[') return true;
+  return !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
 }
 
 class RegistryTarget;
@@ -73,6 +72,11 @@ class RegistryConn final : public Conn {
   // max_attempts times with backoff.
   Status Retry(const std::string& what, const std::function<Status(bool* retry)>& attempt);
   void Backoff(int attempt);
+  // Whether a request that failed with `tr` is worth another attempt: a
+  // dropped connection is, a timed-out one only TransferTimeouts::attempts
+  // times per operation (a server that drips would drip again).
+  bool Retries(Transport tr);
+  int timeouts_ = 0;  // of the operation Retry runs now
   // An upload's bytes: held, or read from a source while they are sent.
   struct Body {
     std::string_view bytes;
@@ -82,6 +86,9 @@ class RegistryConn final : public Conn {
   Status Upload(const Digest& d, const Body& body, bool chunked, bool* retry, bool* refused);
   Status PutBody(const Digest& d, const Body& body);
   Result<FetchedManifest> FetchManifest(std::string_view ref, bool retry);
+  // HttpStatusError, saying so when a 401 follows credentials withheld from
+  // a token realm.
+  Status StatusError(const std::string& what, const HttpResponse& r);
 
   RegistryTarget* t_;
   HttpClient http_;
@@ -168,17 +175,27 @@ class RegistryTarget final : public Target {
     HttpRequest req;
     req.url = q;
     req.max_body = 1 << 20;
-    // Credentials go to the realm only when it belongs to the registry's own
-    // site (registry-1.docker.io -> auth.docker.io); anything else gets an
-    // anonymous token request.
-    if (!creds_.empty() && SiteOf(realm.host) == SiteOf(origin_.host)) {
-      req.headers.emplace_back("Authorization", "Basic " + Base64Encode(creds_.username + ":" + creds_.password));
+    // Credentials go to the realm only where WithholdCredentialsFrom
+    // allows; anything else gets an anonymous token request, which is
+    // enough for a public repository, and a login that the registry then
+    // refuses says why the password was not sent.
+    withheld_.clear();
+    if (!creds_.empty()) {
+      if (auto why = WithholdCredentialsFrom(realm, origin_)) {
+        withheld_ = "the credentials were not sent to the token realm " + ch.realm + " (" + *why +
+                    "; ki sends them only to the registry's own origin, or over https to its host or site)";
+      } else {
+        req.headers.emplace_back("Authorization", "Basic " + Base64Encode(creds_.username + ":" + creds_.password));
+      }
     }
-    HttpClient client({opts_.connect_timeout_s, opts_.stall_timeout_s});
+    HttpClient client(opts_.timeouts);
     Transport tr;
     requests_++;
     KI_ASSIGN_OR_RETURN(HttpResponse r, client.Perform(req, &tr));
-    if (r.status != 200) return HttpStatusError("token request to " + realm.host, r);
+    if (r.status != 200) {
+      Status st = HttpStatusError("token request to " + realm.host, r);
+      return withheld_.empty() ? st : Status::IOError(st.message() + "; " + withheld_);
+    }
     Json j = Json::parse(r.body, nullptr, false);
     std::string token;
     if (j.is_object()) {
@@ -201,13 +218,25 @@ class RegistryTarget final : public Target {
   std::atomic<uint64_t> requests_{0};
   std::atomic<int> single_{0};  // single-request uploads: 0 unknown, 1 taken, -1 not
 
+  // Why the last token request went without the credentials ("" when it
+  // had them or there were none): added to a 401 that follows.
+  std::string Withheld() {
+    std::lock_guard<std::mutex> l(mu_);
+    return withheld_;
+  }
+
  private:
   std::mutex mu_;
   std::string auth_;
   uint64_t auth_gen_ = 0;
+  std::string withheld_;
 };
 
-RegistryConn::RegistryConn(RegistryTarget* t) : t_(t), http_({t->opts_.connect_timeout_s, t->opts_.stall_timeout_s}) {}
+RegistryConn::RegistryConn(RegistryTarget* t) : t_(t), http_(t->opts_.timeouts) {}
+
+Status RegistryConn::StatusError(const std::string& what, const HttpResponse& r) {
+  return HttpStatusError(what, r, r.status == 401 ? t_->Withheld() : "");
+}
 
 Result<HttpResponse> RegistryConn::Send(HttpRequest req, Transport* tr) {
   bool authenticated = false;
@@ -251,16 +280,26 @@ void RegistryConn::Backoff(int attempt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms, 10000)));
 }
 
+bool RegistryConn::Retries(Transport tr) {
+  if (tr == Transport::kRetryable) return true;
+  return tr == Transport::kTimedOut && ++timeouts_ < std::max(1, t_->opts_.timeouts.attempts);
+}
+
 Status RegistryConn::Retry(const std::string& what, const std::function<Status(bool*)>& attempt) {
   Status last;
   int n = std::max(1, t_->opts_.max_attempts);
+  timeouts_ = 0;
   for (int i = 0; i < n; ++i) {
     bool retry = false;
     last = attempt(&retry);
-    if (last.ok() || !retry) return last;
-    if (i + 1 < n) Backoff(i);
+    if (last.ok()) return last;
+    if (!retry || i + 1 == n) {
+      if (i == 0) return last;
+      return last.WithContext(what + ": gave up after " + std::to_string(i + 1) + " attempts");
+    }
+    Backoff(i);
   }
-  return last.WithContext(what + ": gave up after " + std::to_string(n) + " attempts");
+  return last;
 }
 
 Result<HttpResponse> RegistryConn::SendRetry(const HttpRequest& req, const std::string& what) {
@@ -269,12 +308,12 @@ Result<HttpResponse> RegistryConn::SendRetry(const HttpRequest& req, const std::
     Transport tr;
     auto r = Send(req, &tr);
     if (!r.ok()) {
-      *retry = tr == Transport::kRetryable;
+      *retry = Retries(tr);
       return r.status();
     }
     if (Retryable(r->status)) {
       *retry = true;
-      return HttpStatusError(what, *r);
+      return StatusError(what, *r);
     }
     out = std::move(r).value();
     return Status::OK();
@@ -289,7 +328,7 @@ Result<bool> RegistryConn::HasBlob(const Digest& d, uint64_t size) {
   req.url = t_->RepoUrl("blobs/" + d.str());
   KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "HEAD blob " + d.str()));
   if (r.status == 404) return false;
-  if (r.status != 200) return HttpStatusError("HEAD blob " + d.str(), r);
+  if (r.status != 200) return StatusError("HEAD blob " + d.str(), r);
   // A registry that holds other bytes under this digest is not trusted to
   // have ours: upload again (the registry will verify the digest).
   std::string len = r.Header("content-length");
@@ -313,7 +352,7 @@ Status RegistryConn::Upload(const Digest& d, const Body& body, bool chunked, boo
   }
   Transport tr;
   auto r = Send(start, &tr);
-  if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
+  if (!r.ok()) return *retry = Retries(tr), r.status();
   if (single && r->status == 201) {
     t_->SingleRequestWorks(true);
     return Status::OK();
@@ -326,7 +365,7 @@ Status RegistryConn::Upload(const Digest& d, const Body& body, bool chunked, boo
   }
   if (r->status != 202 || r->Header("location").empty()) {
     *retry = Retryable(r->status);
-    return HttpStatusError(what + " (POST)", *r);
+    return StatusError(what + " (POST)", *r);
   }
   // A 202 to a single-request upload: the registry opened an upload
   // session instead. It either ignored the body (distribution 2.8: "Range:
@@ -362,10 +401,10 @@ Status RegistryConn::Upload(const Digest& d, const Body& body, bool chunked, boo
       }
       patch.headers.emplace_back("Content-Range", std::to_string(off) + "-" + std::to_string(off + patch.body.size() - 1));
       r = Send(patch, &tr);
-      if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
+      if (!r.ok()) return *retry = Retries(tr), r.status();
       if (r->status != 202 || r->Header("location").empty()) {
         *retry = Retryable(r->status);
-        return HttpStatusError(what + " (PATCH)", *r);
+        return StatusError(what + " (PATCH)", *r);
       }
       loc = ResolveLocation(loc, r->Header("location"));
     }
@@ -384,13 +423,13 @@ Status RegistryConn::Upload(const Digest& d, const Body& body, bool chunked, boo
     }
   }
   r = Send(put, &tr);
-  if (!r.ok()) return *retry = tr == Transport::kRetryable, r.status();
+  if (!r.ok()) return *retry = Retries(tr), r.status();
   if (r->status != 201) {
     *retry = Retryable(r->status);
     // A registry that will not take the blob in one request (413, or a
     // 4xx about the range) gets it in PATCH chunks instead.
     *refused = !chunked && (r->status == 413 || r->status == 416 || r->status == 400 || r->status == 405);
-    return HttpStatusError(what + " (PUT)", *r);
+    return StatusError(what + " (PUT)", *r);
   }
   return Status::OK();
 }
@@ -421,7 +460,7 @@ Status RegistryConn::GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) {
   CheckedSink checked(sink);
   req.download = &checked;
   KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET blob " + d.str()));
-  if (r.status != 200) return HttpStatusError("GET blob " + d.str(), r);
+  if (r.status != 200) return StatusError("GET blob " + d.str(), r);
   return checked.Check(d, size, "blob " + d.str() + " from the registry");
 }
 
@@ -434,7 +473,7 @@ Result<std::string> RegistryConn::GetBlob(const Digest& d, uint64_t size) {
   req.url = t_->RepoUrl("blobs/" + d.str());
   req.max_body = size;  // one byte more than announced aborts the transfer
   KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET blob " + d.str()));
-  if (r.status != 200) return HttpStatusError("GET blob " + d.str(), r);
+  if (r.status != 200) return StatusError("GET blob " + d.str(), r);
   if (r.body.size() != size) {
     return Status::Corruption("blob " + d.str() + ": received " + std::to_string(r.body.size()) +
                               " bytes, the manifest announces " + std::to_string(size));
@@ -456,7 +495,7 @@ Result<FetchedManifest> RegistryConn::FetchManifest(std::string_view ref, bool r
   Transport tr;
   KI_ASSIGN_OR_RETURN(HttpResponse r, retry ? SendRetry(req, what) : Send(req, &tr));
   if (r.status == 404) return Status::NotFound(t_->url_.str() + " has no manifest '" + std::string(ref) + "'");
-  if (r.status != 200) return HttpStatusError(what, r);
+  if (r.status != 200) return StatusError(what, r);
   FetchedManifest m;
   m.digest = Sha256Of(r.body);
   m.media_type = r.Header("content-type");
@@ -479,7 +518,7 @@ Result<std::optional<Digest>> RegistryConn::ResolveTag(std::string_view tag) {
   req.headers.emplace_back("Accept", std::string(kOciManifestType) + ", " + std::string(kOciIndexType));
   KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "HEAD manifest " + std::string(tag)));
   if (r.status == 404) return std::optional<Digest>();
-  if (r.status != 200) return HttpStatusError("HEAD manifest " + std::string(tag), r);
+  if (r.status != 200) return StatusError("HEAD manifest " + std::string(tag), r);
   auto d = Digest::Parse(r.Header("docker-content-digest"));
   if (d.ok()) return std::optional<Digest>(*d);
   auto m = GetManifest(tag);  // no digest header: hash the body
@@ -496,7 +535,7 @@ Status RegistryConn::PutManifest(std::string_view ref, std::string_view bytes, s
   req.headers.emplace_back("Content-Type", std::string(media_type));
   std::string what = "PUT manifest " + std::string(ref);
   KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, what));
-  if (r.status != 201 && r.status != 200) return HttpStatusError(what, r);
+  if (r.status != 201 && r.status != 200) return StatusError(what, r);
   if (subject_indexed) *subject_indexed = !r.Header("oci-subject").empty();
   return Status::OK();
 }
@@ -509,7 +548,7 @@ Result<std::optional<std::string>> RegistryConn::Referrers(const Digest& subject
   std::string ct = r.Header("content-type");
   if (r.status == 200 && ct.rfind(std::string(kOciIndexType), 0) == 0) return std::optional<std::string>(std::move(r.body));
   if (r.status == 200 || r.status == 404 || r.status == 400 || r.status == 405) return std::optional<std::string>();
-  return HttpStatusError("GET referrers " + subject.str(), r);
+  return StatusError("GET referrers " + subject.str(), r);
 }
 
 // The URL in a `Link: <URL>; rel="next"` header, "" when there is none.
@@ -534,7 +573,7 @@ Result<std::optional<std::vector<std::string>>> RegistryConn::ListTags() {
     KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET tags/list"));
     if (r.status == 404 && page == 0) return std::optional<std::vector<std::string>>(std::move(tags));  // no tags yet
     if (r.status == 400 || r.status == 405 || r.status == 501) return std::optional<std::vector<std::string>>();
-    if (r.status != 200) return HttpStatusError("GET tags/list", r);
+    if (r.status != 200) return StatusError("GET tags/list", r);
     Json j = Json::parse(r.body, nullptr, false);
     if (!j.is_object()) return std::optional<std::vector<std::string>>();  // not the API: ask per tag
     if (j.contains("tags") && j["tags"].is_array()) {
@@ -554,6 +593,30 @@ Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const Transfe
   auto t = std::make_unique<RegistryTarget>(url, opts, access);
   KI_RETURN_IF_ERROR(t->Init());
   return std::unique_ptr<Target>(std::move(t));
+}
+
+// Whether the token realm `realm` may receive the registry's Basic
+// credentials (docs/cli.md, "Credentials"). Only two cases:
+//  - the realm is the registry's own origin (scheme, host and port): it
+//    already receives them, over http too when the remote is insecure;
+//  - the realm is https and its host is the registry's host, or lies in
+//    the registry host's parent domain (registry-1.docker.io ->
+//    auth.docker.io, registry.gitlab.com -> gitlab.com), when that parent
+//    has at least two labels: ghcr.io's parent "io" makes no site, so
+//    ghcr.io's realm must be ghcr.io itself.
+// Never to an address other than the registry's own (127.1.0.1 and
+// 127.0.0.1 "share" nothing), nor to another port over plain http. The
+// reason when not, for the error a refused login then gets.
+std::optional<std::string> WithholdCredentialsFrom(const UrlParts& realm, const UrlParts& registry) {
+  if (realm.origin() == registry.origin()) return std::nullopt;
+  if (realm.scheme != "https") return "the realm is plain http on another origin than the registry's";
+  if (realm.host == registry.host) return std::nullopt;
+  if (IsAddress(realm.host) || IsAddress(registry.host)) return "the realm is on another host";
+  auto dot = registry.host.find('.');
+  std::string parent = dot == std::string::npos ? "" : registry.host.substr(dot + 1);
+  bool site = parent.find('.') != std::string::npos;
+  if (site && (realm.host == parent || realm.host.ends_with("." + parent))) return std::nullopt;
+  return "the realm is not on the registry's site";
 }
 
 bool ParseChallenge(std::string_view header, Challenge* out) {

@@ -103,4 +103,10 @@ struct Challenge {
 };
 bool ParseChallenge(std::string_view header, Challenge* out);
 
+// Whether a Bearer token realm may receive the registry's Basic
+// credentials: nullopt when it may, else why not (registry.cc has the rule,
+// docs/cli.md "Credentials" states it). Both URLs as ParseHttpUrl gives them.
+struct UrlParts;
+std::optional<std::string> WithholdCredentialsFrom(const UrlParts& realm, const UrlParts& registry);
+
 }  // namespace ki::remote

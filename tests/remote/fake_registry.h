@@ -12,7 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -43,17 +45,27 @@ struct HttpReply {
   std::string body;
   long declared_length = -1;  // >= 0: the Content-Length sent, whatever the body is
   bool close = false;         // close the connection after this reply
+  // A hostile server's pace: the body goes out `drip_bytes` at a time, one
+  // piece every `drip_ms` (0: all at once), and after `stall_after` bytes
+  // (-1: never) nothing more is sent while the connection stays open,
+  // until the client gives up or the server stops.
+  size_t drip_bytes = 0;
+  int drip_ms = 0;
+  long stall_after = -1;
 };
 
 class HttpServer {
  public:
-  explicit HttpServer(std::function<HttpReply(const HttpReq&)> handler) : handler_(std::move(handler)) {
+  // On `address` (another loopback address, 127.1.0.1, is "another host"
+  // to a client of 127.0.0.1: Linux routes all of 127/8 to lo).
+  explicit HttpServer(std::function<HttpReply(const HttpReq&)> handler, const char* address = "127.0.0.1")
+      : handler_(std::move(handler)), address_(address) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::inet_pton(AF_INET, address, &a.sin_addr) != 1) std::abort();
     a.sin_port = 0;
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0) std::abort();
     socklen_t len = sizeof a;
@@ -74,7 +86,7 @@ class HttpServer {
   }
 
   int port() const { return port_; }
-  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string host() const { return address_ + ":" + std::to_string(port_); }
 
  private:
   void AcceptLoop() {
@@ -146,15 +158,47 @@ class HttpServer {
       }
       if (r.close) out += "Connection: close\r\n";
       out += "\r\n";
-      if (req.method != "HEAD") out += r.body;
-      size_t off = 0;
-      while (off < out.size()) {
-        ssize_t n = ::send(c, out.data() + off, out.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) return Close(c);
-        off += size_t(n);
+      const bool paced = r.drip_ms > 0 || r.stall_after >= 0;
+      if (req.method != "HEAD" && !paced) out += r.body;
+      if (!SendAll(c, out)) return Close(c);
+      if (req.method != "HEAD" && paced) {
+        size_t piece = r.drip_ms > 0 && r.drip_bytes > 0 ? r.drip_bytes : r.body.size();
+        for (size_t off = 0; off < r.body.size(); off += piece) {
+          if (r.stall_after >= 0 && off >= size_t(r.stall_after)) {
+            while (!stop_ && Open(c)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            return Close(c);
+          }
+          size_t n = std::min(piece, r.body.size() - off);
+          if (r.stall_after >= 0) n = std::min(n, size_t(r.stall_after) - off);
+          if (!SendAll(c, r.body.substr(off, n))) return Close(c);
+          if (r.drip_ms > 0) {
+            for (int waited = 0; waited < r.drip_ms && !stop_; waited += 10)
+              std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          if (stop_ || !Open(c)) return Close(c);
+        }
       }
       if (r.close || (r.declared_length >= 0 && size_t(r.declared_length) != r.body.size())) return Close(c);
     }
+  }
+
+  bool SendAll(int c, std::string_view out) {
+    size_t off = 0;
+    while (off < out.size()) {
+      ssize_t n = ::send(c, out.data() + off, out.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += size_t(n);
+    }
+    return true;
+  }
+
+  // False once the client has closed its end (a paced reply stops then).
+  static bool Open(int c) {
+    pollfd p{c, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return true;
+    if (p.revents & (POLLHUP | POLLERR)) return false;
+    char b;
+    return ::recv(c, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0;
   }
 
   void Close(int c) {
@@ -165,6 +209,7 @@ class HttpServer {
   }
 
   std::function<HttpReply(const HttpReq&)> handler_;
+  std::string address_;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};

@@ -122,8 +122,8 @@ class RemoteTest : public ::testing::Test {
     o.credentials = Credentials{};
     o.backoff_initial_ms = 1;
     o.max_attempts = 3;
-    o.stall_timeout_s = 5;
-    o.connect_timeout_s = 5;
+    o.timeouts.low_speed_time_s = 5;
+    o.timeouts.connect_s = 5;
     return o;
   }
 
