@@ -8,7 +8,7 @@ pkgs=(
   libssl-dev libsodium-dev libzstd-dev liblmdb-dev lmdb-utils
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev
   libcurl4-openssl-dev
-  python3 python3-nacl
+  python3 python3-nacl python3-scipy
   docker-registry skopeo
 )
 
