@@ -63,10 +63,14 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("--name", o->impl.name, "with --implementation: metadata.name of the revision");
   sub->add_option("--arch", o->impl.archs, "with --implementation: CUDA architectures, e.g. 90a (default 90a 100a)");
   sub->add_flag("--blob", o->blob, "store the files as blobs, even if they look like manifests");
-  sub->add_option("--media-type", o->media_type, "media type of blobs (default: from the extension)");
+  CLI::Option* media_type = sub->add_option("--media-type", o->media_type, "media type of blobs (default: from the extension)");
   sub->add_flag("--json", o->json, "print a JSON array of {digest, kind, name, existed}");
-  return [o, g]() -> Result<int> {
+  return [o, g, media_type]() -> Result<int> {
     if (!o->impl.main.empty()) return AddImplementation(*o, *g);
+    // Given but empty is not "not given": an empty type is refused as any
+    // other malformed one is, not replaced by the extension's.
+    if (media_type->count() > 0 && o->media_type.empty())
+      return CheckMediaType(o->media_type, "--media-type");
     if (o->files.empty()) return Status::Usage("ki add: name files to store (or --implementation FILE)");
     if (!o->media_type.empty() && !o->blob) return Status::Usage("--media-type needs --blob");
     // Read everything first: a bad file means nothing is stored. Blobs

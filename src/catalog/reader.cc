@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -25,6 +26,38 @@ constexpr uint64_t kMaxExportBytes = 4ull << 30;
 // reach (the 49 MB KernelIndex export compresses to a few MB); past it the
 // stream is decoded with a buffer that grows with the bytes produced.
 constexpr uint64_t kMaxTrustedRatio = 256;
+
+// The longest line an export may hold: a row is parsed with this limit
+// (ImportKernelIndex), so a longer line could only fail later, after the
+// reader had held all of it (a 134 KB zstd stream of 4 GiB of NULs without
+// a newline). The longest line of KernelIndex's export is under 10 KB.
+constexpr uint64_t kMaxLineBytes = 64ull << 20;
+
+// Counts lines as bytes arrive and stops at the first one over the limit,
+// so a stream is refused after kMaxLineBytes of a line, not at its end.
+class LineLimit {
+ public:
+  explicit LineLimit(const std::string& path) : path_(path) {}
+  Status Feed(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
+      size_t seg = nl ? static_cast<const char*>(nl) - bytes.data() : bytes.size();
+      len_ += seg;
+      if (len_ > kMaxLineBytes)
+        return Status::InvalidInput(path_ + ":" + std::to_string(line_) + ": line longer than " +
+                                    std::to_string(kMaxLineBytes) + " bytes (64 MiB, the limit on an export line)");
+      if (!nl) break;
+      ++line_;
+      len_ = 0;
+      bytes.remove_prefix(seg + 1);
+    }
+    return Status::OK();
+  }
+
+ private:
+  const std::string& path_;
+  uint64_t line_ = 1, len_ = 0;
+};
 
 struct DStreamDeleter {
   void operator()(ZSTD_DStream* z) const { ZSTD_freeDStream(z); }
@@ -87,7 +120,11 @@ Result<std::string> ReadExport(const std::string& path, Env* env) {
   Result<std::string> read = ReadAll(*in, path, kMaxExportBytes);
   if (!read.ok()) return read.status();
   std::string& input = *read;
-  if (!IsZstdMagic(input)) return std::move(input);
+  LineLimit lines(path);
+  if (!IsZstdMagic(input)) {
+    KI_RETURN_IF_ERROR(lines.Feed(input));
+    return std::move(input);
+  }
 
   // Every frame declares its size (zstd's CLI writes it): one allocation,
   // when the declared size is believable for an input this small.
@@ -103,6 +140,7 @@ Result<std::string> ReadExport(const std::string& path, Env* env) {
       return Status::InvalidInput(path + ": not a valid zstd stream (" + ZSTD_getErrorName(n) + ")");
     }
     if (n != out.size()) return Status::InvalidInput(path + ": truncated zstd stream");
+    KI_RETURN_IF_ERROR(lines.Feed(out));
     return out;
   }
 
@@ -127,6 +165,7 @@ Result<std::string> ReadExport(const std::string& path, Env* env) {
       return Status::InvalidInput(path + ": not a valid zstd stream (" + ZSTD_getErrorName(ret) + ")");
     }
     if (zout.pos > 0 || zin.pos == zin.size) last_ret = ret;
+    KI_RETURN_IF_ERROR(lines.Feed(std::string_view(out).substr(old)));
     if (out.size() > kMaxExportBytes) return Status::InvalidInput(path + ": export larger than 4 GiB");
     // Done when the input is consumed and the decoder holds nothing back.
     if (zin.pos == zin.size && zout.pos < room) break;

@@ -37,7 +37,50 @@ Environment::~Environment() {
   if (env_) mdb_env_close(env_);
 }
 
+namespace {
+
+// What to run. data.mdb holds the index and the frames of small objects
+// (format.md, "Where object bytes live"), so a damaged one loses more than
+// derived tables: a copy is the remedy, reindex only a partial one.
+std::string Repair(const std::string& file) {
+  return "; it holds the index and the objects kept in it (those of at most 64 KiB): restore it from a copy "
+         "of the store, or move it aside, run `ki audit --reindex` to rebuild the index from the loose "
+         "objects, and `ki pull` the rest from a remote that has them (" + file + ")";
+}
+
+}  // namespace
+
+// LMDB reads pages straight from its memory map: a page past the end of the
+// file (a truncated data.mdb) is a SIGBUS, not an error it could return. So
+// the file must hold every page the newest meta page says is in use before
+// anything else reads the map. The meta pages themselves are read with
+// pread by mdb_env_open, which fails cleanly on a file too short for them.
+Status Environment::CheckMapFile(const std::string& file) {
+  MDB_envinfo info;
+  MDB_stat st;
+  int rc = mdb_env_info(env_, &info);
+  if (rc == 0) rc = mdb_env_stat(env_, &st);
+  if (rc) return MdbStatus("open " + file, rc);
+  mdb_filehandle_t fd;
+  struct stat fs;
+  if (mdb_env_get_fd(env_, &fd) != 0 || ::fstat(fd, &fs) != 0)
+    return Status::IOError("index " + file + ": " + std::strerror(errno));
+  const uint64_t need = (uint64_t(info.me_last_pgno) + 1) * st.ms_psize;
+  if (uint64_t(fs.st_size) < need)
+    return Status::Corruption("index " + file + ": the file has " + std::to_string(fs.st_size) +
+                              " bytes, but its pages in use end at " + std::to_string(need) +
+                              " (truncated or damaged)" + Repair(file));
+  return Status::OK();
+}
+
 Status Environment::Open(const std::string& dir, uint64_t map_size, bool read_only) {
+  const std::string file = dir + "/data.mdb";
+  struct stat fs;
+  if (::stat(file.c_str(), &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size == 0) {
+    // LMDB would start a new, empty index over it (or, read-only, fail with
+    // EBADF): either way what the index said is gone, and it says so.
+    return Status::Corruption("index " + file + ": the file is empty (truncated or damaged)" + Repair(file));
+  }
   int rc = mdb_env_create(&env_);
   if (rc) return MdbStatus("create", rc);
   mdb_env_set_maxdbs(env_, 64);
@@ -55,6 +98,8 @@ Status Environment::Open(const std::string& dir, uint64_t map_size, bool read_on
     Status s = (rc == EACCES || rc == EROFS)
                    ? Status::IOError("index " + dir + ": " + std::strerror(rc) +
                                      (read_only ? "" : " (the store is not writable)"))
+               : (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
+                   ? Status::Corruption("index " + file + ": " + mdb_strerror(rc) + Repair(file))
                    : MdbStatus("open " + dir, rc);
     mdb_env_close(env_);
     env_ = nullptr;
@@ -67,6 +112,11 @@ Status Environment::Open(const std::string& dir, uint64_t map_size, bool read_on
     env_ = nullptr;
     return Status::IOError("index " + dir + ": this LMDB's key limit is below " + std::to_string(kMaxKeyBytes) +
                            " bytes");
+  }
+  if (Status s = CheckMapFile(file); !s.ok()) {
+    mdb_env_close(env_);
+    env_ = nullptr;
+    return s;
   }
   return Status::OK();
 }
@@ -116,6 +166,97 @@ Status Environment::OpenAllTables(const std::vector<std::string_view>& core) {
   KI_RETURN_IF_ERROR(txn.Commit());
   std::lock_guard<std::mutex> lock(mu_);
   tables_.merge(opened);
+  return Status::OK();
+}
+
+namespace {
+
+// The names in the main table: every named table of the index.
+Result<std::vector<std::string>> TableNames(Txn& txn) {
+  std::vector<std::string> names;
+  MDB_dbi main;
+  int rc = mdb_dbi_open(txn.get(), nullptr, 0, &main);
+  if (rc) return MdbStatus("open main table", rc);
+  KI_ASSIGN_OR_RETURN(Cursor cur, Cursor::Open(txn, main));
+  KI_ASSIGN_OR_RETURN(bool more, cur.Seek(""));
+  while (more) {
+    names.emplace_back(cur.key());
+    KI_ASSIGN_OR_RETURN(more, cur.Next());
+  }
+  return names;
+}
+
+}  // namespace
+
+Result<Txn> Environment::BeginWrite() {
+  // Tables another process created after this one opened the store are
+  // opened here, in a read transaction of their own, while no write
+  // transaction of ours is live. Otherwise a reader thread would open them
+  // during the batch: LMDB then gives the reader's handle a slot the write
+  // transaction does not know (mdb_cursor_open: EINVAL, "LMDB cursor:
+  // Invalid argument", seen with two concurrent imports into a fresh store),
+  // and a table the batch creates could take the same slot.
+  for (int attempt = 0;; ++attempt) {
+    KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, true));
+    KI_ASSIGN_OR_RETURN(std::vector<std::string> names, TableNames(txn));
+    bool all = true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& n : names) all = all && tables_.count(n) != 0;
+    }
+    // Holding the write lock, no other process can add a table now: every
+    // table this transaction sees has a handle opened before it began.
+    if (all || attempt == 8) return txn;
+    txn.Abort();
+    KI_RETURN_IF_ERROR(RefreshTables());
+  }
+}
+
+Status Environment::RefreshTables() {
+  // mu_ is held for the whole read transaction: no other handle may be
+  // opened in this process while it opens some.
+  std::lock_guard<std::mutex> lock(mu_);
+  KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, false));
+  KI_ASSIGN_OR_RETURN(std::vector<std::string> names, TableNames(txn));
+  for (const std::string& n : names) {
+    if (tables_.count(n)) continue;
+    MDB_dbi dbi;
+    int rc = mdb_dbi_open(txn.get(), n.c_str(), 0, &dbi);
+    if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) continue;  // not a table of ours
+    if (rc) return MdbStatus("open table " + n, rc);
+    tables_.emplace(n, dbi);
+  }
+  return txn.Commit();  // a read transaction's handles stay open after commit
+}
+
+// The bytes of data.mdb and the bytes its newest meta page says are in use.
+static bool FileAndUsed(MDB_env* env, mdb_filehandle_t* fd, uint64_t* file, uint64_t* used) {
+  MDB_envinfo info;
+  MDB_stat st;
+  struct stat fs;
+  if (mdb_env_info(env, &info) != 0 || mdb_env_stat(env, &st) != 0 || mdb_env_get_fd(env, fd) != 0 ||
+      ::fstat(*fd, &fs) != 0)
+    return false;
+  *file = uint64_t(fs.st_size);
+  *used = (uint64_t(info.me_last_pgno) + 1) * st.ms_psize;
+  return true;
+}
+
+Status Environment::TrimFile() {
+  if (read_only_) return Status::OK();
+  mdb_filehandle_t fd;
+  uint64_t file = 0, used = 0;
+  // Best effort throughout: nothing is lost by keeping the space. The
+  // first look is without the lock, so that the usual case (nothing to
+  // give back) never waits for another process's write.
+  if (!FileAndUsed(env_, &fd, &file, &used) || file <= used) return Status::OK();
+  // Under the write lock: no other writer adds pages meanwhile, and no
+  // reader reads past the last page of its snapshot, which is at most the
+  // newest meta's last page.
+  KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, true));
+  if (!FileAndUsed(env_, &fd, &file, &used) || file <= used) return Status::OK();
+  if (::ftruncate(fd, off_t(used)) != 0)
+    return Status::IOError(std::string("index: giving back unused space: ") + std::strerror(errno));
   return Status::OK();
 }
 

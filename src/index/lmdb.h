@@ -59,6 +59,9 @@ class Environment {
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
 
+  // Opens (creating when writable) the index in `dir`. A data.mdb shorter
+  // than the pages its meta page says are in use, or empty, is Corruption
+  // (reading it would fault), with what to run.
   Status Open(const std::string& dir, uint64_t map_size, bool read_only);
   MDB_env* get() const { return env_; }
   bool read_only() const { return read_only_; }
@@ -72,11 +75,25 @@ class Environment {
   // one process at once, and closes handles opened in an aborted one, so
   // lazy opening while a write batch is live is avoided.
   Status OpenAllTables(const std::vector<std::string_view>& core);
+  // Begins a write transaction in which every existing table already has a
+  // cached handle (opened first when another process added tables since),
+  // so that no handle is opened in this process while it is live except the
+  // ones it creates. Use it for every write transaction after the open.
+  Result<Txn> BeginWrite();
+  // Cuts data.mdb back to the pages in use. A write transaction that failed
+  // (a full disk) or was abandoned may have written pages past the last
+  // committed one, growing the file (56 KiB to 8 MiB was seen); LMDB would
+  // reuse them, but until then the disk space is held. Called after every
+  // write transaction that did not commit.
+  Status TrimFile();
   // Caches a handle opened in a write transaction, after that transaction
   // committed (LMDB closes handles of aborted transactions).
   void Remember(std::string_view name, MDB_dbi dbi);
 
  private:
+  Status CheckMapFile(const std::string& file);
+  Status RefreshTables();
+
   MDB_env* env_ = nullptr;
   bool read_only_ = false;
   std::mutex mu_;  // guards tables_ and mdb_dbi_open

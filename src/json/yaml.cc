@@ -11,7 +11,11 @@
 //    "!") are strings. Explicit core tags (!!str, !!int, ...) are honoured.
 //  - mapping keys must be scalars; a key's text is used as is.
 //  - every node, and every node an alias copies, counts against
-//    max_yaml_nodes; nesting counts against max_depth, aliases included.
+//    max_yaml_nodes, and every scalar byte (keys included, copies too)
+//    against 4 x max_bytes, checked before an alias is copied;
+//    nesting counts against max_depth, aliases included.
+//  - scalars must be well-formed UTF-8, as JSON strings must (yaml-cpp
+//    passes \xff or an encoded surrogate through).
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -27,6 +31,7 @@
 #include <yaml-cpp/parser.h>
 
 #include "json/parse_internal.h"
+#include "util/utf8.h"
 
 namespace ki::json_internal {
 namespace {
@@ -121,23 +126,26 @@ class Builder : public YAML::EventHandler {
   void OnDocumentEnd() override {}
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    Count(mark, 1);
-    Emit(mark, Json(nullptr), /*key_text=*/nullptr, anchor, 1, 0);
+    Count(mark, 1, 0);
+    Emit(mark, Json(nullptr), /*key_text=*/nullptr, anchor, 1, 0, 0);
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     auto it = anchors_.find(anchor);
     if (it == anchors_.end()) Fail(mark, "alias to an anchor that is not complete (recursive alias?)");
     const Anchored& a = it->second;
-    Count(mark, a.nodes);
+    Count(mark, a.nodes, a.bytes);
     const std::string* key_text = a.value.is_string() ? &a.value.get_ref<const std::string&>() : nullptr;
-    Emit(mark, Json(a.value), key_text, 0, a.nodes, a.depth);
+    Emit(mark, Json(a.value), key_text, 0, a.nodes, a.bytes, a.depth);
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
-    Count(mark, 1);
-    Emit(mark, Resolve(mark, tag, value), &value, anchor, 1, 0);
+    const size_t bad = Utf8InvalidAt(value);
+    if (bad != value.size())
+      Fail(mark, "invalid UTF-8 in a scalar (byte " + std::to_string(bad) + " of it)");
+    Count(mark, 1, value.size());
+    Emit(mark, Resolve(mark, tag, value), &value, anchor, 1, value.size(), 0);
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
@@ -162,7 +170,7 @@ class Builder : public YAML::EventHandler {
     Json value;
     YAML::Mark mark;
     YAML::anchor_t anchor = 0;
-    size_t nodes_at_start = 0;
+    size_t nodes_at_start = 0, bytes_at_start = 0;
     int child_depth = 0;  // deepest nesting below this container
     bool have_key = false;
     std::string key;
@@ -170,6 +178,7 @@ class Builder : public YAML::EventHandler {
   struct Anchored {
     Json value;
     size_t nodes = 1;
+    size_t bytes = 0;
     int depth = 0;
   };
 
@@ -177,12 +186,22 @@ class Builder : public YAML::EventHandler {
     throw Abort{ErrorAtLineCol(source_, mark.line, mark.column, msg)};
   }
 
-  void Count(const YAML::Mark& mark, size_t n) {
+  void Count(const YAML::Mark& mark, size_t n, size_t bytes) {
     nodes_ += n;
     if (nodes_ > limits_.max_yaml_nodes)
       Fail(mark, "document expands to more than " + std::to_string(limits_.max_yaml_nodes) +
                      " nodes (alias bomb?)");
+    bytes_ += bytes;
+    if (bytes_ > ExpandedBytesBudget())
+      Fail(mark, "document expands to more than " + std::to_string(ExpandedBytesBudget()) +
+                     " bytes of scalars (alias bomb?)");
   }
+
+  // Scalar bytes (keys included) after alias expansion: four times what
+  // the document itself may hold. Without a budget on bytes, a 1 MiB
+  // document whose aliases repeat a 300 KiB string 185,318 times stays
+  // within the node limit and builds 50 GiB of strings.
+  size_t ExpandedBytesBudget() const { return limits_.max_bytes * 4; }
 
   void CheckCollectionTag(const YAML::Mark& mark, const std::string& tag, std::string_view kind) {
     if (tag.empty() || tag == "?" || tag == "!") return;
@@ -240,7 +259,7 @@ class Builder : public YAML::EventHandler {
   void Open(const YAML::Mark& mark, Json::value_t type, YAML::anchor_t anchor) {
     if (!stack_.empty() && stack_.back().value.is_object() && !stack_.back().have_key)
       Fail(mark, "mapping keys must be scalars");
-    Count(mark, 1);
+    Count(mark, 1, 0);
     if (static_cast<int>(stack_.size()) >= limits_.max_depth)
       Fail(mark, "nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
     Frame f;
@@ -248,6 +267,7 @@ class Builder : public YAML::EventHandler {
     f.mark = mark;
     f.anchor = anchor;
     f.nodes_at_start = nodes_;
+    f.bytes_at_start = bytes_;
     stack_.push_back(std::move(f));
   }
 
@@ -255,16 +275,17 @@ class Builder : public YAML::EventHandler {
     Frame f = std::move(stack_.back());
     stack_.pop_back();
     size_t nodes = nodes_ - f.nodes_at_start + 1;
-    Emit(f.mark, std::move(f.value), nullptr, f.anchor, nodes, f.child_depth + 1);
+    size_t bytes = bytes_ - f.bytes_at_start;
+    Emit(f.mark, std::move(f.value), nullptr, f.anchor, nodes, bytes, f.child_depth + 1);
   }
 
   // Places a finished node into its parent (or as the root). key_text is the
   // node's text when it may serve as a mapping key.
   void Emit(const YAML::Mark& mark, Json value, const std::string* key_text, YAML::anchor_t anchor,
-            size_t nodes, int depth) {
+            size_t nodes, size_t bytes, int depth) {
     if (static_cast<int>(stack_.size()) + depth > limits_.max_depth)
       Fail(mark, "nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
-    if (anchor != 0) anchors_[anchor] = Anchored{value, nodes, depth};
+    if (anchor != 0) anchors_[anchor] = Anchored{value, nodes, bytes, depth};
     if (stack_.empty()) {
       root_ = std::move(value);
       has_root_ = true;
@@ -293,6 +314,7 @@ class Builder : public YAML::EventHandler {
   std::vector<Frame> stack_;
   std::unordered_map<YAML::anchor_t, Anchored> anchors_;
   size_t nodes_ = 0;  // for the whole stream
+  size_t bytes_ = 0;  // likewise
   Json root_;
   bool has_root_ = false;
 };

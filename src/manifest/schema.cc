@@ -7,10 +7,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <unordered_map>
 
 #include "ki/embedded.h"
+#include "manifest/pattern.h"
 
 namespace ki::schema {
 namespace {
@@ -74,163 +74,6 @@ std::optional<DurationParts> SplitDuration(std::string_view s) {
 }
 
 }  // namespace
-
-// A compiled `pattern`. The schemas' patterns are mostly anchored sequences
-// of ASCII character classes; those run on a small backtracking matcher
-// (std::regex costs around a microsecond per call, and a manifest has dozens
-// of patterned strings). The duration pattern has its own matcher (it needs
-// ECMAScript's Unicode \s). Anything else goes to std::regex (ECMAScript
-// grammar, applied to UTF-8 bytes: exact for ASCII-only patterns).
-class Pattern {
- public:
-  static Result<std::unique_ptr<Pattern>> Compile(const std::string& src) {
-    auto p = std::unique_ptr<Pattern>(new Pattern);
-    p->src_ = src;
-    if (src == kDurationPattern) {
-      p->mode_ = Mode::kDuration;
-    } else if (p->CompileSimple(src)) {
-      p->mode_ = Mode::kSimple;
-    } else {
-      try {
-        p->regex_.emplace(src, std::regex::ECMAScript | std::regex::optimize);
-      } catch (const std::regex_error& e) {
-        return Status::InvalidInput("invalid pattern " + src + ": " + e.what());
-      }
-      p->mode_ = Mode::kRegex;
-    }
-    return p;
-  }
-
-  bool Matches(std::string_view s) const {
-    switch (mode_) {
-      case Mode::kDuration: return SplitDuration(s).has_value();
-      case Mode::kSimple: return MatchFrom(0, s, 0);
-      case Mode::kRegex: return std::regex_search(s.begin(), s.end(), *regex_);
-    }
-    return false;
-  }
-  const std::string& source() const { return src_; }
-
- private:
-  enum class Mode { kSimple, kDuration, kRegex };
-  struct Atom {
-    std::bitset<128> set;
-    size_t min = 1, max = 1;
-  };
-
-  // ^ (atom quantifier?)* $ with atom = literal | \d | \escaped | [class].
-  bool CompileSimple(std::string_view s) {
-    if (s.size() < 2 || s.front() != '^' || s.back() != '$') return false;
-    s = s.substr(1, s.size() - 2);
-    size_t i = 0;
-    auto escaped = [&](char c, std::bitset<128>* set) {
-      if (c == 'd') {
-        for (char d = '0'; d <= '9'; ++d) set->set(d);
-        return true;
-      }
-      if (std::isalnum(static_cast<unsigned char>(c))) return false;  // \w, \s, \b...: not here
-      set->set(static_cast<unsigned char>(c));
-      return true;
-    };
-    while (i < s.size()) {
-      Atom a;
-      unsigned char c = s[i];
-      if (c >= 0x80) return false;
-      if (c == '[') {
-        ++i;
-        if (i < s.size() && s[i] == '^') return false;
-        bool closed = false;
-        while (i < s.size()) {
-          unsigned char k = s[i];
-          if (k >= 0x80) return false;
-          if (k == ']') {
-            closed = true;
-            ++i;
-            break;
-          }
-          if (k == '\\') {
-            if (i + 1 >= s.size() || !escaped(s[i + 1], &a.set)) return false;
-            i += 2;
-            continue;
-          }
-          if (i + 2 < s.size() && s[i + 1] == '-' && s[i + 2] != ']') {
-            unsigned char hi = s[i + 2];
-            if (hi >= 0x80 || hi < k || hi == '\\') return false;
-            for (unsigned ch = k; ch <= hi; ++ch) a.set.set(ch);
-            i += 3;
-            continue;
-          }
-          a.set.set(k);
-          ++i;
-        }
-        if (!closed) return false;
-      } else if (c == '\\') {
-        if (i + 1 >= s.size() || !escaped(s[i + 1], &a.set)) return false;
-        i += 2;
-      } else if (std::isalnum(c) || c == ':' || c == '-' || c == '_' || c == '/' || c == ' ') {
-        a.set.set(c);
-        ++i;
-      } else {
-        return false;  // groups, alternation, '.', anchors inside: leave to std::regex
-      }
-      if (i < s.size()) {
-        char q = s[i];
-        if (q == '*') a.min = 0, a.max = SIZE_MAX, ++i;
-        else if (q == '+') a.min = 1, a.max = SIZE_MAX, ++i;
-        else if (q == '?') a.min = 0, a.max = 1, ++i;
-        else if (q == '{') {
-          size_t close = s.find('}', i);
-          if (close == std::string_view::npos) return false;
-          std::string_view body = s.substr(i + 1, close - i - 1);
-          size_t comma = body.find(',');
-          auto num = [](std::string_view t, size_t* out) {
-            if (t.empty()) return false;
-            size_t v = 0;
-            for (char ch : t) {
-              if (ch < '0' || ch > '9') return false;
-              v = v * 10 + (ch - '0');
-            }
-            *out = v;
-            return true;
-          };
-          if (comma == std::string_view::npos) {
-            if (!num(body, &a.min)) return false;
-            a.max = a.min;
-          } else {
-            if (!num(body.substr(0, comma), &a.min)) return false;
-            std::string_view hi = body.substr(comma + 1);
-            if (hi.empty()) a.max = SIZE_MAX;
-            else if (!num(hi, &a.max)) return false;
-          }
-          i = close + 1;
-        }
-        if (i < s.size() && (s[i] == '?' || s[i] == '+' || s[i] == '*' || s[i] == '{')) return false;
-      }
-      atoms_.push_back(a);
-    }
-    return true;
-  }
-
-  bool MatchFrom(size_t ai, std::string_view s, size_t pos) const {
-    if (ai == atoms_.size()) return pos == s.size();
-    const Atom& a = atoms_[ai];
-    size_t n = 0;
-    while (n < a.max && pos + n < s.size()) {
-      unsigned char c = s[pos + n];
-      if (c >= 0x80 || !a.set.test(c)) break;
-      ++n;
-    }
-    if (n < a.min) return false;
-    for (size_t k = n + 1; k-- > a.min;)  // greedy, then back off
-      if (MatchFrom(ai + 1, s, pos + k)) return true;
-    return false;
-  }
-
-  Mode mode_ = Mode::kSimple;
-  std::string src_;
-  std::vector<Atom> atoms_;
-  std::optional<std::regex> regex_;
-};
 
 namespace {
 

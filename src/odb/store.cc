@@ -491,7 +491,7 @@ class LmdbStore final : public Store {
 
   Result<std::unique_ptr<Batch>> NewBatch() override {
     if (read_only_) return Status::IOError("the store was opened read-only");
-    KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, true));
+    KI_ASSIGN_OR_RETURN(auto txn, lmdb_.BeginWrite());
     return std::unique_ptr<Batch>(new LmdbBatch(this, std::move(txn)));
   }
 
@@ -549,6 +549,9 @@ Status LmdbBatch::Scan(std::string_view table, std::string_view prefix,
 LmdbBatch::~LmdbBatch() {
   if (!committed_) {
     txn_.Abort();
+    // Pages an aborted or failed commit wrote past the end go back to the
+    // file system (docs/format.md, "Index"); best effort.
+    (void)store_->lmdb().TrimFile();
     // Best effort: a file left behind is an unindexed orphan audit reports.
     for (const auto& f : new_loose_files_) (void)store_->env()->RemoveFile(f);
   }

@@ -336,6 +336,48 @@ std::vector<Candidate> CandidatesFor(const std::string& keyid, const KeySources&
   return out;
 }
 
+// Each signature against the keys that could have made it.
+std::vector<SignatureCheck> CheckSignatures(const DsseEnvelope& env, const std::string& pae,
+                                            const KeySources& keys, const std::optional<PublicKey>& stated,
+                                            const std::string& stated_name) {
+  std::vector<SignatureCheck> out;
+  for (const auto& sig : env.signatures) {
+    SignatureCheck c;
+    c.keyid = sig.keyid;
+    std::vector<Candidate> cands = CandidatesFor(sig.keyid, keys, stated, stated_name);
+    if (cands.empty()) {
+      c.state = SignatureState::kUnknownKey;
+    } else {
+      bool found = false;
+      for (const auto& k : cands) {
+        if (!VerifySig(k.key, pae, sig.sig)) continue;
+        c.state = k.state;
+        c.signer = k.signer;
+        c.role = k.role;
+        c.key_source = k.source;
+        if (c.keyid.empty()) c.keyid = k.key.KeyId();
+        found = true;
+        break;
+      }
+      if (!found) {
+        // With a key id the key is known and the signature is wrong; with no
+        // key id we only know that none of our keys made it.
+        c.state = sig.keyid.empty() ? SignatureState::kUnknownKey : SignatureState::kInvalid;
+        c.signer = cands.front().signer;
+        c.key_source = cands.front().source;
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+bool AnyInvalid(const std::vector<SignatureCheck>& sigs) {
+  for (const auto& s : sigs)
+    if (s.state == SignatureState::kInvalid) return true;
+  return false;
+}
+
 }  // namespace
 
 AttestationReport CheckEnvelope(std::string_view bytes, const Digest& envelope, const Digest& subject,
@@ -360,6 +402,15 @@ AttestationReport CheckEnvelope(std::string_view bytes, const Digest& envelope, 
   pass("envelope");
   pass("encoding");
   pass("signatures", std::to_string(env.signatures.size()));
+
+  // DSSE's order: the signatures are checked over the exact PAE bytes
+  // first, and the payload is read only when no key we know says it was
+  // altered. A payload (or payloadType, which PAE covers) edited into
+  // something that no longer parses, or that lacks a predicate field, is
+  // reported as the failed signature it is.
+  const std::string pae = PreAuthEncoding(env.payload_type, env.payload);
+  r.signatures = CheckSignatures(env, pae, keys, std::nullopt, "");
+  if (AnyInvalid(r.signatures)) return r;
   if (env.payload_type != kInTotoPayloadType) {
     fail("payloadType", "`" + env.payload_type + "`, expected `" + std::string(kInTotoPayloadType) + "`");
   } else {
@@ -367,7 +418,10 @@ AttestationReport CheckEnvelope(std::string_view bytes, const Digest& envelope, 
   }
 
   // The statement. Its content is only believed once a signature verifies;
-  // the signer key it names is used to check signatures, never to trust them.
+  // the signer key it names is used to check signatures, never to trust them
+  // (when no key we hold made a signature, the statement is read for the
+  // key it names, and its signatures are checked again with that key).
+  const size_t first_statement_check = r.checks.size();
   std::optional<PublicKey> stated;
   std::string stated_name;
   auto doc = ParseDocument(env.payload, DocFormat::kJson, "statement");
@@ -414,7 +468,7 @@ AttestationReport CheckEnvelope(std::string_view bytes, const Digest& envelope, 
         // its key id (or, with no key id, verifies with it). A statement
         // naming someone who did not sign it misstates who vouches.
         const PublicKey key = *PublicKey::Parse(r.predicate_body["signer"]["publicKey"].get<std::string>());
-        const std::string id = key.KeyId(), pae = PreAuthEncoding(env.payload_type, env.payload);
+        const std::string id = key.KeyId();
         bool signed_it = false;
         for (const auto& sig : env.signatures)
           signed_it = signed_it || sig.keyid == id || (sig.keyid.empty() && VerifySig(key, pae, sig.sig));
@@ -436,34 +490,16 @@ AttestationReport CheckEnvelope(std::string_view bytes, const Digest& envelope, 
     }
   }
 
-  const std::string pae = PreAuthEncoding(env.payload_type, env.payload);
-  for (const auto& sig : env.signatures) {
-    SignatureCheck c;
-    c.keyid = sig.keyid;
-    std::vector<Candidate> cands = CandidatesFor(sig.keyid, keys, stated, stated_name);
-    if (cands.empty()) {
-      c.state = SignatureState::kUnknownKey;
-    } else {
-      bool found = false;
-      for (const auto& k : cands) {
-        if (!VerifySig(k.key, pae, sig.sig)) continue;
-        c.state = k.state;
-        c.signer = k.signer;
-        c.role = k.role;
-        c.key_source = k.source;
-        if (c.keyid.empty()) c.keyid = k.key.KeyId();
-        found = true;
-        break;
-      }
-      if (!found) {
-        // With a key id the key is known and the signature is wrong; with no
-        // key id we only know that none of our keys made it.
-        c.state = sig.keyid.empty() ? SignatureState::kUnknownKey : SignatureState::kInvalid;
-        c.signer = cands.front().signer;
-        c.key_source = cands.front().source;
-      }
+  if (stated) {
+    r.signatures = CheckSignatures(env, pae, keys, stated, stated_name);
+    if (AnyInvalid(r.signatures)) {
+      // Everything read from the statement above came from bytes that no
+      // key vouches for: none of it is reported.
+      r.checks.resize(first_statement_check);
+      r.predicate.reset();
+      r.predicate_type.clear();
+      r.predicate_body = Json();
     }
-    r.signatures.push_back(std::move(c));
   }
   return r;
 }
@@ -512,6 +548,12 @@ Result<std::pair<PutResult, AttestationReport>> ImportAttestation(Store& store, 
                                                                  const KeySources& keys) {
   KI_ASSIGN_OR_RETURN(DsseEnvelope env, ParseEnvelope(bytes));
   if (!subject) {
+    // Signatures before payload (DSSE), here too: the subject is read from
+    // the statement only when no key we know says the payload was altered.
+    EnsureSodium();
+    AttestationReport pre;
+    pre.signatures = CheckSignatures(env, PreAuthEncoding(env.payload_type, env.payload), keys, std::nullopt, "");
+    if (AnyInvalid(pre.signatures)) return Status::VerifyFailed("not stored: " + pre.problem());
     auto doc = ParseDocument(env.payload, DocFormat::kJson, "statement");
     if (doc.ok() && doc->is_object() && doc->contains("subject") && (*doc)["subject"].is_array()) {
       for (const Json& s : (*doc)["subject"]) {

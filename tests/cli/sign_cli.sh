@@ -292,12 +292,17 @@ expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/tampered-p
 expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/tampered-sig.json"
 expect 1 "subject: the statement is about $RUN, not $PROTO" -- ki sign "$PROTO" --envelope "$T/good.json"
 expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/moved.json"
-expect 4 "payloadType" -- ki sign --envelope "$T/wrong-type.json"
+# payloadType is signed (PAE): changed, the signature no longer verifies,
+# and DSSE checks the signature first (issue 18 item 7).
+expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/wrong-type.json"
 expect 4 "sig.* (base64|64)" -- ki sign --envelope "$T/truncated-sig.json"
 expect 4 "payload.* base64" -- ki sign --envelope "$T/nonb64-payload.json"
 expect 4 "payload.* base64" -- ki sign --envelope "$T/truncated-payload.json"
 expect 4 "no signatures" -- ki sign --envelope "$T/no-sigs.json"
-expect 4 "predicate: .signer. is missing" -- ki sign --envelope "$T/no-signer.json"
+# An altered payload is the failed signature it is, not the field it lacks:
+# the payload is parsed only once no known key says it was altered.
+expect 1 "signature by bob does not verify" -- ki sign --envelope "$T/no-signer.json"
+expect 1 "signature by bob does not verify" -- ki sign "$RUN" --envelope "$T/no-signer.json"
 expect 4 "predicate: .signer. names key [0-9a-f]{16}, which made none of the envelope's signatures" -- ki sign --envelope "$T/other-signer.json"
 echo '{"payload": "e30=", "payload": "e30=", "payloadType": "x", "signatures": []}' >"$T/dup.json"
 expect 4 "duplicate" -- ki sign --envelope "$T/dup.json"
