@@ -182,7 +182,9 @@ RunFn SetupFlashinferBench(CLI::App* sub, GlobalOptions* g) {
                  {"traceLines", r.traces}, {"operations", {{"new", r.operations_new}, {"existing", r.operations_existing}}},
                  {"workloads", {{"new", r.workloads_new}, {"existing", r.workloads_existing}}},
                  {"missingInputs", r.missing_inputs}, {"skippedLines", r.skipped_lines},
-                 {"solutionsNotImported", r.solutions_seen}, {"operationDigests", ops}});
+                 {"solutions", r.solutions}, {"skippedSolutions", r.skipped_solutions},
+                 {"implementations", {{"new", r.implementations_new}, {"existing", r.implementations_existing}}},
+                 {"tracesLinked", r.traces_linked}, {"operationDigests", ops}});
       return 0;
     }
     std::string out = r.root + ": " + std::to_string(r.definitions) + " definitions, " + std::to_string(r.workloads) +
@@ -194,7 +196,13 @@ RunFn SetupFlashinferBench(CLI::App* sub, GlobalOptions* g) {
     out += "  missing input files      " + std::to_string(r.missing_inputs) +
            " (safetensors not in the tree; ki run generates these inputs)\n";
     if (r.skipped_lines) out += "  skipped lines            " + std::to_string(r.skipped_lines) + " (definition not in the tree)\n";
-    if (r.solutions_seen) out += "  solutions                " + std::to_string(r.solutions_seen) + " not imported (program code)\n";
+    out += "  ImplementationRevision   " + std::to_string(r.implementations_new) + " new, " +
+           std::to_string(r.implementations_existing) + " existing (" + std::to_string(r.solutions) +
+           " solutions, and each definition's reference)\n";
+    if (r.skipped_solutions)
+      out += "  skipped solutions        " + std::to_string(r.skipped_solutions) + " (definition not in the tree)\n";
+    if (r.traces) out += "  traces linked            " + std::to_string(r.traces_linked) + " of " + std::to_string(r.traces) +
+                         " lines name a solution ki has\n";
     for (const auto& [name, d] : r.operations) out += "  " + d.str() + "  " + name + "\n";
     std::cout << out;
     return 0;
@@ -209,7 +217,7 @@ struct Importer {
 };
 const Importer kImporters[] = {
     {"kernelindex", "Import a KernelIndex catalog export (JSON lines, plain or zstd)", SetupKernelIndex},
-    {"flashinfer-bench", "Import a flashinfer-bench dataset: definitions and workloads", SetupFlashinferBench},
+    {"flashinfer-bench", "Import a flashinfer-bench dataset: definitions, workloads, solutions, traces", SetupFlashinferBench},
 };
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {

@@ -1,6 +1,8 @@
 // ki rank REF [--json]: a comparison group ranked under ranking-v1.
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include "command.h"
 #include "ki/catalog.h"
@@ -18,6 +20,29 @@ std::string Interval(const catalog::RankEntry& e) {
   if (!e.interval) return "";
   if (e.unit == "ns") return FormatNs(e.interval->first) + " – " + FormatNs(e.interval->second);
   return FormatJcsNumber(e.interval->first) + " – " + FormatJcsNumber(e.interval->second);
+}
+
+// flashinfer-bench's speedup factor of a run, when its record carries one:
+// a ki run with --speedup (measurements), or an imported trace's
+// (sourceNative.metrics). Shown beside the ranked value, never ranked on.
+std::optional<double> SpeedupOf(Store& store, const Digest& run) {
+  auto m = store.ReadManifest(run);
+  if (!m.ok()) return std::nullopt;
+  const Json& spec = m->spec;
+  if (auto ms = spec.find("measurements"); ms != spec.end() && ms->is_array())
+    for (const auto& x : *ms)
+      if (x.is_object() && x.value("metric", "") == "speedup_factor" && x.contains("value") && x["value"].is_number())
+        return x["value"].get<double>();
+  const Json v = spec.value("/sourceNative/metrics/speedup_factor"_json_pointer, Json());
+  if (v.is_number()) return v.get<double>();
+  return std::nullopt;
+}
+
+std::string SpeedupText(const std::optional<double>& s) {
+  if (!s) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", *s);
+  return buf;
 }
 
 Json EntryJson(const catalog::RankEntry& e) {
@@ -52,13 +77,19 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     std::optional<Digest> marked;
     if (auto d = store->Resolve(*ref); d.ok()) marked = *d;
     KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(*store, cohort));
+    std::map<Digest, std::optional<double>> speedups;
+    bool any_speedup = false;
+    for (const auto& e : r.ranked) any_speedup |= (speedups[e.run] = SpeedupOf(*store, e.run)).has_value();
     // Imports that skipped malformed lines (--keep-going): a run on such a
     // line is missing here, and the ranking cannot say which.
     KI_ASSIGN_OR_RETURN(auto imports, catalog::StoredImports(*store));
     std::erase_if(imports, [](const catalog::ImportSummary& i) { return i.malformed.value_or(0) == 0; });
     if (*json) {
       Json ranked = Json::array(), inel = Json::array();
-      for (const auto& e : r.ranked) ranked.push_back(EntryJson(e));
+      for (const auto& e : r.ranked) {
+        ranked.push_back(EntryJson(e));
+        ranked.back()["speedupFactor"] = speedups[e.run] ? Json(*speedups[e.run]) : Json(nullptr);
+      }
       for (const auto& e : r.ineligible) inel.push_back(EntryJson(e));
       Json out = {{"cohort", r.cohort.str()},
                   {"policy", catalog::kRankingPolicy},
@@ -97,15 +128,16 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     }
     out += "\n";
     char line[512];
-    std::snprintf(line, sizeof line, "  %5s  %-14s %-26s %-13s %-10s %s\n", "rank", "value", "95% interval",
-                  "evidence", "observed", "run");
+    std::snprintf(line, sizeof line, "  %5s  %-14s %s%-26s %-13s %-10s %s\n", "rank", "value",
+                  any_speedup ? "speedup   " : "", "95% interval", "evidence", "observed", "run");
     out += line;
     for (const auto& e : r.ranked) {
       bool mark = marked && *marked == e.run;
       std::string rank = (e.tied_with_previous ? "=" : "") + std::to_string(e.rank);
       std::string who = Short(e.run) + " " + (e.name.empty() ? e.id : e.name);
-      std::snprintf(line, sizeof line, "%s %5s  %-14s %-26s %-13s %-10s %s\n", mark ? ">" : " ", rank.c_str(),
-                    Value(e).c_str(), Interval(e).c_str(), std::string(catalog::EvidenceName(e.evidence)).c_str(),
+      const std::string sp = any_speedup ? SpeedupText(speedups[e.run]) : "";
+      std::snprintf(line, sizeof line, "%s %5s  %-14s %-*s%-26s %-13s %-10s %s\n", mark ? ">" : " ", rank.c_str(),
+                    Value(e).c_str(), any_speedup ? 10 : 0, sp.c_str(), Interval(e).c_str(), std::string(catalog::EvidenceName(e.evidence)).c_str(),
                     e.observed_at.substr(0, 10).c_str(), who.c_str());
       out += line;
     }

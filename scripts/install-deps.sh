@@ -9,6 +9,9 @@ pkgs=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev
   libcurl4-openssl-dev
   python3 python3-nacl python3-scipy
+  # tests/cli/run_python.sh: torch for Python kernels on the CPU, and the shared
+  # libpython ki embeds (python3-torch: ~175 packages, ~4 min on a fresh Debian 12)
+  python3-torch libpython3.11
   docker-registry skopeo
 )
 

@@ -11,6 +11,13 @@
 //                                 kept as a blob)
 //   workload   -> WorkloadCase   (axes, scalars, tensors with their
 //                                 generator, correctness, operationSpecDigest)
+//   solution   -> ImplementationRevision (named as KernelIndex names it; its
+//                                 sources one object: the file itself when it
+//                                 is one file, else a ki source bundle; the
+//                                 entry point and calling style in `callable`)
+//   reference  -> ImplementationRevision `<definition>.reference`
+//                                 (reference.py::run, returning its outputs)
+// Trace lines are linked to their solutions by name (table fib.traces).
 // Inputs stored as safetensors files that the tree lacks are recorded as
 // missing; `ki run` generates them from its seed instead, and says so.
 //
@@ -62,6 +69,17 @@ struct WorkloadFacts {
   std::vector<MissingInput> missing;
 };
 Result<std::optional<OperationFacts>> LookupOperation(Store& store, const Digest& operation);
+// What the store keeps about an imported solution, by the digest of its
+// source object (table fib.solutions): a KernelIndex record of the same
+// solution names the same source digest, and its callable says less.
+struct SolutionFacts {
+  std::string solution;     // flashinfer-bench's name
+  std::string definition;
+  std::string language;
+  bool destination_passing = true;
+  Digest implementation;    // the ImplementationRevision ki made of it
+};
+Result<std::optional<SolutionFacts>> LookupSolution(Store& store, const Digest& source);
 Result<std::optional<WorkloadFacts>> LookupWorkload(Store& store, const Digest& workload);
 
 struct ImportReport {
@@ -71,7 +89,10 @@ struct ImportReport {
   uint64_t workloads_new = 0, workloads_existing = 0;
   uint64_t missing_inputs = 0;     // safetensors inputs the tree lacks
   uint64_t skipped_lines = 0;      // trace lines whose definition is not in the tree
-  uint64_t solutions_seen = 0;     // solutions/**/*.json (not imported: program code)
+  uint64_t solutions = 0;          // solutions/**/*.json read
+  uint64_t implementations_new = 0, implementations_existing = 0;  // solutions and references
+  uint64_t skipped_solutions = 0;  // solutions whose definition is not in the tree
+  uint64_t traces_linked = 0;      // trace lines whose solution is imported (now or before)
   std::vector<std::pair<std::string, Digest>> operations;  // definition name -> OperationSpec
 };
 

@@ -273,6 +273,50 @@ const ki_kernel* CpuReferenceKernel(std::string_view definition);
 std::vector<const ki_kernel*> BuiltinKernels();
 const ki_kernel* FindBuiltinKernel(std::string_view name);
 
+// --------------------------------------------------------- Python kernels
+// A Python function (a flashinfer-bench solution in Python or Triton, or a
+// definition's reference) seen as a ki_kernel, so that it runs through the
+// same RunWorkload as a C-ABI kernel: the same generated inputs, L2 flush,
+// warm-up, timed calls, CUPTI spans and comparator.
+//
+// The Python runtime is loaded only here, with dlopen (RTLD_GLOBAL, so that
+// torch's extension modules find its symbols), in the process that runs the
+// kernel (ki run's child); ki links nothing of Python. Tensors reach the
+// function as torch tensors made by torch.utils.dlpack.from_dlpack from a
+// DLManagedTensor capsule over the harness's own buffers: no copies. Scalars
+// (host memory by the ABI) become Python floats or ints. On CUDA the call
+// runs under torch.cuda.ExternalStream(call->stream), so that everything it
+// launches (Triton kernels, torch operators) goes on the harness's stream.
+// Destination passing (flashinfer-bench's destination_passing_style: true)
+// calls fn(*inputs, *outputs); otherwise fn(*inputs) returns the outputs
+// (one tensor or a tuple), which are checked for count, shape and dtype and
+// copied into the harness's outputs with Tensor.copy_ (a device-to-device
+// copy, which CUPTI's kernel spans do not count).
+//
+// Thread-safety: one interpreter per process, used from one thread.
+struct PythonRuntime {
+  std::string library;             // libpython3.X.so to dlopen
+  std::string home;                // PYTHONHOME (the interpreter's sys.base_prefix)
+  std::vector<std::string> path;   // sys.path of the python3 that was asked (its site-packages)
+};
+struct PythonKernelSpec {
+  std::string name;         // the kernel's name, for messages
+  std::string definition;   // the definition it implements
+  std::string source_dir;   // where its files are (put first on sys.path)
+  std::string entry_file;   // relative to source_dir: "main.py", "pkg/kernel.py"
+  std::string function;     // "run"
+  bool destination_passing = false;
+  int32_t device = KI_DEVICE_CPU;
+  int device_index = 0;
+};
+// Loads the interpreter once (later calls must name the same runtime),
+// imports the entry file as a module and finds the function. Up to 4 Python
+// kernels may be loaded in one process. Errors name what failed: the
+// library, the interpreter's start, an import (with the exception).
+// `def` gives the inputs' count and the outputs' names.
+Result<const ki_kernel*> LoadPythonKernel(const PythonRuntime& runtime, const PythonKernelSpec& spec,
+                                          const Definition& def);
+
 // ----------------------------------------------------------- environment
 // What ki records of /proc/cpuinfo: the first processor's fields, each ""
 // when the file has none (ARM kernels write neither), each as written after

@@ -37,8 +37,12 @@
 namespace ki::run {
 
 // ------------------------------------------------------------- sources
-enum class Language { kCuda, kCpp };
-std::string_view LanguageName(Language l);  // "cuda", "cpp"
+// kPython and kTriton: flashinfer-bench solutions (and a definition's
+// reference), run through an embedded interpreter with torch
+// (harness.h, "Python kernels"); nothing is compiled by ki for them.
+enum class Language { kCuda, kCpp, kPython, kTriton };
+std::string_view LanguageName(Language l);  // "cuda", "cpp", "python", "triton"
+std::optional<Language> LanguageNamed(std::string_view name);
 std::optional<Language> LanguageOfFile(std::string_view filename);
 
 // The files of an implementation. Paths are relative and normalised;
@@ -126,6 +130,10 @@ struct RunRequest {
   std::string device;          // "cpu" or "cuda:N"; empty: from the implementation's language
   double timeout_s = 120;      // the whole child run (inputs, checks, timing)
   HarnessSettings settings;
+  // Also time the definition's own reference (Python, with torch) in the
+  // same child, on the same inputs and protocol, and record flashinfer-bench's
+  // reference_latency_ms and speedup_factor with the run.
+  bool speedup = false;
 };
 
 struct RunOutcome {
@@ -142,6 +150,9 @@ struct RunOutcome {
   std::string timer;
   bool build_cached = false;
   std::vector<std::string> notes;  // e.g. generated inputs that the dataset lacks
+  std::optional<double> reference_latency_ns;  // --speedup: the reference, timed alike
+  std::optional<double> speedup_factor;        // reference / implementation latency
+  std::string reference_status;                // --speedup: how the reference's run ended
 };
 
 Result<RunOutcome> Run(Store& store, const RunRequest& req);

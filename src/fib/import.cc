@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "fib/solutions.h"
 #include "ki/flashinfer.h"
 #include "json/fields.h"
 
@@ -66,6 +67,9 @@ Status CheckWorkload(const Json& w, std::string_view where) {
 
 constexpr std::string_view kOperationsTable = "fib.operations";
 constexpr std::string_view kWorkloadsTable = "fib.workloads";
+constexpr std::string_view kSolutionsTable = "fib.solutions";        // source digest (32) -> facts JSON
+constexpr std::string_view kSolutionNamesTable = "fib.solution_names";  // solution name -> implementation digest
+constexpr std::string_view kTracesTable = "fib.traces";  // workload (32) + solution name -> implementation digest
 
 // Definitions keep their key order (inputs and outputs are lists in the
 // OperationSpec, in the order the definition gives them), so they are read
@@ -254,6 +258,20 @@ Result<std::optional<OperationFacts>> LookupOperation(Store& store, const Digest
   return std::optional<OperationFacts>(std::move(f));
 }
 
+Result<std::optional<SolutionFacts>> LookupSolution(Store& store, const Digest& source) {
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(kSolutionsTable, source.raw()));
+  if (!v) return std::optional<SolutionFacts>();
+  Json j = Json::parse(*v, nullptr, false);
+  if (!j.is_object()) return Status::Corruption("malformed fib.solutions entry of " + source.str());
+  SolutionFacts f;
+  f.solution = StringOr(j, "solution");
+  f.definition = StringOr(j, "definition");
+  f.language = StringOr(j, "language");
+  f.destination_passing = j.value("destinationPassing", true);
+  KI_ASSIGN_OR_RETURN(f.implementation, Digest::Parse(StringOr(j, "implementation")));
+  return std::optional<SolutionFacts>(std::move(f));
+}
+
 Result<std::optional<WorkloadFacts>> LookupWorkload(Store& store, const Digest& workload) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(kWorkloadsTable, workload.raw()));
   if (!v) return std::optional<WorkloadFacts>();
@@ -293,13 +311,32 @@ Result<ImportReport> ImportDatasetAt(Store& store, const std::string& root, std:
   if (ec) return Status::IOError("reading " + root + ": " + ec.message());
   std::sort(defs.begin(), defs.end());
   std::sort(lines_files.begin(), lines_files.end());
-  rep.solutions_seen = solutions.size();
+  std::sort(solutions.begin(), solutions.end());
   if (defs.empty()) return Status::InvalidInput(root + ": no definitions/**/*.json (is it a flashinfer-bench dataset?)");
 
   KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
   struct Def {
     std::string text;
     Digest op;
+    Json spec;  // the OperationSpec's
+  };
+  // One ImplementationRevision of a solution (or a reference), its source
+  // object and the tables that find it again.
+  std::map<std::string, Digest> solution_names;  // imported now: name -> implementation
+  auto put_solution = [&](const ParsedSolution& sol, const Def& d, const std::string& where) -> Status {
+    KI_ASSIGN_OR_RETURN(StoredSolution blob, SourceBlob(sol));
+    KI_ASSIGN_OR_RETURN(auto pb, batch->PutBlob(blob.bytes, blob.media_type));
+    Json doc = ImplementationDocument(sol, d.op, d.spec, pb.digest, blob.bytes.size());
+    KI_ASSIGN_OR_RETURN(Manifest m, ManifestFromJson(doc, where));
+    KI_ASSIGN_OR_RETURN(auto pm, batch->PutManifest(m, doc.dump(), kDocumentMediaTypeJson));
+    (pm.existed ? rep.implementations_existing : rep.implementations_new)++;
+    Json facts = {{"solution", sol.name}, {"definition", sol.definition}, {"language", sol.language},
+                  {"destinationPassing", sol.destination_passing}, {"implementation", m.digest.str()},
+                  {"source", where}};
+    KI_RETURN_IF_ERROR(batch->Put(kSolutionsTable, pb.digest.raw(), facts.dump()));
+    KI_RETURN_IF_ERROR(batch->Put(kSolutionNamesTable, sol.name, m.digest.str()));
+    solution_names[sol.name] = m.digest;
+    return Status::OK();
   };
   std::map<std::string, Def> by_name;
   for (const auto& p : defs) {
@@ -321,9 +358,28 @@ Result<ImportReport> ImportDatasetAt(Store& store, const std::string& root, std:
     }
     KI_RETURN_IF_ERROR(batch->Put(kOperationsTable, m.digest.raw(), facts.dump()));
     const std::string name = def["name"];
-    by_name[name] = {text, m.digest};
+    by_name[name] = {text, m.digest, doc["spec"]};
+    if (def.contains("reference") && def["reference"].is_string())
+      KI_RETURN_IF_ERROR(put_solution(ReferenceSolution(name, def["reference"].get<std::string>()), by_name[name],
+                                      src + ": reference"));
     rep.operations.emplace_back(name, m.digest);
     rep.definitions++;
+  }
+
+  for (const auto& p : solutions) {
+    const std::string src = fs::relative(p, root).string();
+    *at = src;
+    KI_ASSIGN_OR_RETURN(std::string text, env->ReadFile(p.string(), StoreOptions{}.max_object_size));
+    KI_ASSIGN_OR_RETURN(ParsedSolution sol, ParseSolution(text, src));
+    rep.solutions++;
+    auto d = by_name.find(sol.definition);
+    if (d == by_name.end()) {
+      rep.skipped_solutions++;
+      continue;
+    }
+    if (solution_names.count(sol.name))
+      return Status::InvalidInput(src + ": a second solution named " + sol.name + " in the tree");
+    KI_RETURN_IF_ERROR(put_solution(sol, d->second, src));
   }
 
   std::set<Digest> seen_workloads;
@@ -354,6 +410,22 @@ Result<ImportReport> ImportDatasetAt(Store& store, const std::string& root, std:
       }
       KI_ASSIGN_OR_RETURN(Json doc, WorkloadDocument(d->second.text, line, d->second.op, where));
       KI_ASSIGN_OR_RETURN(Manifest m, ManifestFromJson(doc, where));
+      // A trace line's solution, when ki has it (imported now or before):
+      // what `ki rerun` of the trace's run needs.
+      if (trace && j.contains("solution") && j["solution"].is_string()) {
+        const std::string sname = j["solution"];
+        std::optional<std::string> impl;
+        if (auto it = solution_names.find(sname); it != solution_names.end()) impl = it->second.str();
+        else {
+          KI_ASSIGN_OR_RETURN(impl, store.Get(kSolutionNamesTable, sname));
+        }
+        if (impl) {
+          rep.traces_linked++;
+          std::string key(m.digest.raw());
+          key += sname;
+          KI_RETURN_IF_ERROR(batch->Put(kTracesTable, key, *impl));
+        }
+      }
       if (!seen_workloads.insert(m.digest).second) continue;
       KI_ASSIGN_OR_RETURN(auto put, batch->PutManifest(m, doc.dump(), kDocumentMediaTypeJson));
       (put.existed ? rep.workloads_existing : rep.workloads_new)++;

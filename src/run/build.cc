@@ -9,6 +9,7 @@
 #include "ki/env.h"
 #include "ki/run.h"
 #include "run/process.h"
+#include "run/python.h"
 
 namespace ki::run {
 namespace {
@@ -77,6 +78,18 @@ std::string Joined(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+namespace internal {
+std::string ToolchainLine(bool cuda) {
+  if (cuda) {
+    std::string line = FirstLineOf({FindNvcc(), "--version"}, "release");
+    return line.empty() ? "nvcc (not found)" : line;
+  }
+  const std::string cxx = EnvOr("CXX", "c++");
+  std::string line = FirstLineOf({cxx, "--version"});
+  return line.empty() ? cxx + " (not found)" : line;
+}
+}  // namespace internal
 
 Result<BuildResult> Build(Env& env, const std::string& cache_dir, const BuildRequest& req) {
   BuildResult out;

@@ -17,6 +17,7 @@
 #include "ki/sign.h"
 #include "json/fields.h"
 #include "run/process.h"
+#include "run/python.h"
 #include "run/records.h"
 #include "util/utf8.h"
 
@@ -117,7 +118,9 @@ struct Device {
 
 Result<Device> ParseDevice(const std::string& text, Language lang) {
   Device d;
-  d.cuda = lang == Language::kCuda;
+  // Python defaults to the GPU, as flashinfer-bench runs it; it may run on
+  // the CPU too (torch on the CPU). Triton needs a GPU.
+  d.cuda = lang != Language::kCpp;
   if (!text.empty()) {
     if (text == "cpu") {
       d.cuda = false;
@@ -136,32 +139,56 @@ Result<Device> ParseDevice(const std::string& text, Language lang) {
       return Status::Usage("--device: expected cpu or cuda:N, got '" + text + "'");
     }
   }
-  if (d.cuda != (lang == Language::kCuda))
+  if (lang == Language::kPython) return d;
+  if (d.cuda != (lang == Language::kCuda || lang == Language::kTriton))
     return Status::Usage(std::string("a ") + std::string(LanguageName(lang)) + " implementation runs on " +
-                         (lang == Language::kCuda ? "a CUDA device" : "the CPU") + ", not on " + d.str());
+                         (lang != Language::kCpp ? "a CUDA device" : "the CPU") + ", not on " + d.str());
   return d;
 }
 
 // The child: load the library, find the kernel, run the harness, write its
 // result. Runs in a fresh process; never returns into the parent's code.
+// What a child needs for Python: the interpreter, the implementation when it
+// is Python, the definition's reference when it is timed too (--speedup).
+struct ChildPython {
+  harness::PythonRuntime runtime;
+  std::optional<harness::PythonKernelSpec> implementation;
+  std::optional<harness::PythonKernelSpec> reference;
+};
+
+// Where the child writes the reference's result (--speedup), beside its own.
+std::string ReferenceResultPath(const std::string& result_path) { return result_path + ".reference"; }
+
 int ChildMain(const std::string& library, const std::string& symbol, const Task& task, const Device& dev,
-              const HarnessSettings& s, uint64_t seed, double timeout_s, const std::string& result_path) {
-  auto lib = harness::KernelLibrary::Open(library);
-  if (!lib.ok()) {
-    std::fprintf(stderr, "ki: %s\n", lib.status().message().c_str());
-    return 3;
-  }
+              const HarnessSettings& s, uint64_t seed, double timeout_s, const std::string& result_path,
+              const ChildPython* py) {
+  std::unique_ptr<harness::KernelLibrary> lib;
   const ki_kernel* k = nullptr;
-  if (!symbol.empty()) {
-    k = (*lib)->Find(symbol);
-  } else if ((*lib)->kernels().size() == 1) {
-    k = (*lib)->kernels()[0];
-  }
-  if (!k) {
-    std::string names;
-    for (const auto* x : (*lib)->kernels()) names += std::string(" ") + x->info.name;
-    std::fprintf(stderr, "ki: kernel '%s' not in the library (it has:%s)\n", symbol.c_str(), names.c_str());
-    return 3;
+  if (py && py->implementation) {
+    auto loaded = harness::LoadPythonKernel(py->runtime, *py->implementation, task.def);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "ki: %s\n", loaded.status().message().c_str());
+      return 3;
+    }
+    k = *loaded;
+  } else {
+    auto opened = harness::KernelLibrary::Open(library);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "ki: %s\n", opened.status().message().c_str());
+      return 3;
+    }
+    lib = std::move(*opened);
+    if (!symbol.empty()) {
+      k = lib->Find(symbol);
+    } else if (lib->kernels().size() == 1) {
+      k = lib->kernels()[0];
+    }
+    if (!k) {
+      std::string names;
+      for (const auto* x : lib->kernels()) names += std::string(" ") + x->info.name;
+      std::fprintf(stderr, "ki: kernel '%s' not in the library (it has:%s)\n", symbol.c_str(), names.c_str());
+      return 3;
+    }
   }
   if (dev.cuda) {
     gpu::Backend* be = gpu::CudaBackend();
@@ -186,8 +213,25 @@ int ChildMain(const std::string& library, const std::string& symbol, const Task&
   harness::RunResult r = harness::RunWorkload(*k, task.def, task.workload, opt);
   std::fprintf(stderr, "ki: harness: %s%s%s\n", harness::RunStatusName(r.status), r.message.empty() ? "" : ": ",
                r.message.c_str());
-  if (Env::Default()->WriteFileAtomic(result_path, harness::ToJson(r), Durability::kNone).ok()) return 0;
-  return 5;
+  if (!Env::Default()->WriteFileAtomic(result_path, harness::ToJson(r), Durability::kNone).ok()) return 5;
+  // The definition's reference, timed under the same protocol on the same
+  // inputs (the generator is a function of the seed): flashinfer-bench's
+  // reference latency. Only after a passing run, as flashinfer-bench
+  // reports a speedup only for a correct solution.
+  if (py && py->reference && r.status == harness::RunStatus::kPassed) {
+    auto ref = harness::LoadPythonKernel(py->runtime, *py->reference, task.def);
+    harness::RunResult rr;
+    if (ref.ok()) {
+      rr = harness::RunWorkload(**ref, task.def, task.workload, opt);
+    } else {
+      rr.message = ref.status().message();
+    }
+    std::fprintf(stderr, "ki: reference: %s%s%s\n", harness::RunStatusName(rr.status),
+                 rr.message.empty() ? "" : ": ", rr.message.c_str());
+    if (!Env::Default()->WriteFileAtomic(ReferenceResultPath(result_path), harness::ToJson(rr), Durability::kNone).ok())
+      return 5;
+  }
+  return 0;
 }
 
 int64_t Ns(double us) { return std::llround(std::max(0.0, us) * 1000.0); }
@@ -256,10 +300,20 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   KI_ASSIGN_OR_RETURN(out.implementation, ResolveKind(store, req.implementation, Kind::kImplementationRevision, &im));
   KI_ASSIGN_OR_RETURN(out.workload, ResolveKind(store, req.workload, Kind::kWorkloadCase, &wm));
   const Json& callable = im.spec["callable"];
-  auto lang = callable.value("language", "") == "cuda" ? Language::kCuda
-              : callable.value("language", "") == "cpp" ? std::optional<Language>(Language::kCpp)
-                                                        : std::nullopt;
-  if (!lang) return Status::InvalidInput("ki runs cuda and cpp implementations, not '" + callable.value("language", "") + "'");
+  auto lang = LanguageNamed(callable.value("language", ""));
+  if (!lang)
+    return Status::InvalidInput("ki runs cuda, cpp, python and triton implementations, not '" +
+                                callable.value("language", "") + "'");
+  // flashinfer-bench C++/CUDA solutions are built for a binding, not for
+  // ki's kernel ABI: TVM-FFI's runtime is not packaged here, and torch's
+  // extension builder is not wired into ki run yet.
+  if (const std::string iface = callable.value("interface", ""); iface.rfind("flashinfer_bench_binding_", 0) == 0)
+    return Status::InvalidInput("implementation " + req.implementation + " is a flashinfer-bench " +
+                                std::string(LanguageName(*lang)) + " solution with binding `" + iface.substr(25) +
+                                "`: ki runs C++/CUDA only through its kernel ABI (docs/kernel-abi.md); " +
+                                (iface.substr(25) == "tvm_ffi" ? "the TVM-FFI runtime is not packaged with ki"
+                                                               : "torch's extension builder is not supported yet"));
+  const bool python = *lang == Language::kPython || *lang == Language::kTriton;
   // The implementation must be for the workload's operation.
   if (im.spec.value("/operation/specDigest"_json_pointer, std::string()) != wm.spec.value("operationSpecDigest", ""))
     return Status::InvalidInput("implementation " + req.implementation + " is for operation " +
@@ -314,6 +368,9 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     out.notes.push_back("input " + g + ": the dataset keeps it in a safetensors file this store lacks; generated from seed " +
                         std::to_string(req.seed) + " (valid for the workload's axes)");
 
+  if (req.speedup && task->def.reference.empty())
+    return Status::InvalidInput("--speedup: the definition " + task->def.name + " has no reference code to time");
+
   // Build.
   KI_ASSIGN_OR_RETURN(SourceBundle bundle, DecodeBundle(source_bytes, im.spec.value("/source/fileName"_json_pointer, std::string())));
   BuildRequest br;
@@ -331,13 +388,77 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/build"));
   KI_RETURN_IF_ERROR(env->CreateDirs(cache + "/runs"));
   RemoveLeftovers(env, cache);
-  KI_ASSIGN_OR_RETURN(BuildResult build, Build(*env, cache, br));
+  // Python: the interpreter first (what is missing is said before anything
+  // runs), then the sources on disk; nothing to compile.
+  std::optional<internal::PythonFacts> pyfacts;
+  ChildPython child_py;
+  if (python || req.speedup) {
+    auto f = internal::FindPython(cache + "/runs", *lang == Language::kTriton);
+    if (!f.ok())  // NotFound (exit 3): what is missing, as for a missing object
+      return Status::NotFound("cannot run " + req.implementation + (python ? "" : " with --speedup") + ": " +
+                              f.status().message());
+    pyfacts = *f;
+    child_py.runtime = f->runtime;
+  }
+  const std::string impl_name = NameOf(store, out.implementation);
+  BuildResult build;
+  if (python) {
+    auto facts = fib::LookupSolution(store, *src);
+    bool dps = true;
+    if (facts.ok() && *facts) dps = (*facts)->destination_passing;
+    KI_ASSIGN_OR_RETURN(internal::PythonEntry entry, internal::PythonEntryOf(callable, dps));
+    if (!bundle.files.count(entry.file))
+      return Status::InvalidInput("implementation " + req.implementation + ": its entry file " + entry.file +
+                                  " is not among its sources");
+    KI_ASSIGN_OR_RETURN(std::string dir, internal::MaterializeSources(*env, cache, *src, bundle));
+    harness::PythonKernelSpec ps;
+    ps.name = impl_name.empty() ? entry.file : impl_name;
+    ps.definition = task->def.name;
+    ps.source_dir = dir;
+    ps.entry_file = entry.file;
+    ps.function = entry.function;
+    ps.destination_passing = entry.destination_passing;
+    ps.device = dev.cuda ? KI_DEVICE_CUDA : KI_DEVICE_CPU;
+    ps.device_index = dev.index;
+    child_py.implementation = ps;
+    build.ok = true;
+    build.cached = true;
+    build.key = src->hex();
+    build.library = dir;
+    build.compiler = internal::ToolchainLine(dev.cuda);
+    build.command = "python: " + entry.file + "::" + entry.function + " (" +
+                    (entry.destination_passing ? "destination passing" : "returns its outputs") + ")";
+  } else {
+    KI_ASSIGN_OR_RETURN(build, Build(*env, cache, br));
+  }
+  // The definition's reference, for --speedup: its code as one file. Not when
+  // the implementation is that same code (its own latency is the reference's).
+  const Digest reference_digest = Sha256Of(task->def.reference);
+  const bool is_reference = python && *src == reference_digest;
+  if (req.speedup && !is_reference) {
+    SourceBundle rb;
+    rb.main = "reference.py";
+    rb.units = {rb.main};
+    rb.files[rb.main] = task->def.reference;
+    KI_ASSIGN_OR_RETURN(std::string dir, internal::MaterializeSources(*env, cache, reference_digest, rb));
+    harness::PythonKernelSpec ps;
+    ps.name = task->def.name + " reference";
+    ps.definition = task->def.name;
+    ps.source_dir = dir;
+    ps.entry_file = rb.main;
+    ps.function = "run";
+    ps.destination_passing = false;  // a definition's reference returns its outputs
+    ps.device = dev.cuda ? KI_DEVICE_CUDA : KI_DEVICE_CPU;
+    ps.device_index = dev.index;
+    child_py.reference = ps;
+  }
   out.build_cached = build.cached;
   std::string log = "== build " + build.key.substr(0, 16) + (build.cached ? " (cached)" : "") + " ==\n" +
                     build.compiler + "\n" + build.command + "\n" + build.log;
 
   // Run in a child process.
   Json hres;  // the harness's result, when the child wrote one
+  Json reference_result;  // --speedup: the reference's
   std::string child_end;
   std::string status, message;
   if (!build.ok) {
@@ -350,17 +471,25 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     const std::string result_path = base + ".json", log_path = base + ".log";
     const std::string symbol = callable.value("symbol", "");
     const Task& t = *task;
+    const ChildPython* cp = pyfacts ? &child_py : nullptr;
+    // The reference is timed in the same child: it gets a limit of its own.
+    const double child_limit = child_py.reference ? 2 * req.timeout_s : req.timeout_s;
     KI_ASSIGN_OR_RETURN(internal::ProcessEnd end,
                         internal::RunForked([&] { return ChildMain(build.library, symbol, t, dev, settings, req.seed,
-                                                                   req.timeout_s, result_path); },
-                                            log_path, req.timeout_s));
+                                                                   req.timeout_s, result_path, cp); },
+                                            log_path, child_limit));
     child_end = end.Describe();
     // At most kMaxStoredLogBytes of it, head and tail: a log past the cap was
     // once dropped whole, losing the very output that said what went wrong.
     const std::string rl = internal::ReadLog(log_path, internal::kMaxStoredLogBytes);
     log += "== run on " + dev.str() + " ==\n" + rl + "ki: child " + child_end + "\n";
     auto rj = env->ReadFile(result_path, 256 << 20);
+    if (auto refj = env->ReadFile(ReferenceResultPath(result_path), 256 << 20); refj.ok()) {
+      reference_result = Json::parse(*refj, nullptr, false);
+      if (!reference_result.is_object()) reference_result = nullptr;
+    }
     std::error_code ec;
+    fs::remove(ReferenceResultPath(result_path), ec);
     fs::remove(result_path, ec);
     fs::remove(log_path, ec);
     if (end.timed_out) {
@@ -405,6 +534,15 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     if (c == '_') c = '-';
   const Json* henv = hres.is_object() && hres.contains("environment") ? &hres["environment"] : nullptr;
   out.environment_spec = internal::EnvironmentSpec(henv, dev.cuda, dev.index, build.compiler);
+  if (pyfacts) {
+    // torch ran in this process (a Python implementation, or the reference
+    // timed beside a C-ABI kernel): its versions are part of the machine's
+    // software, as flashinfer-bench's traces record them.
+    Json& sw = out.environment_spec["software"];
+    sw["framework"] = {{"name", "pytorch"}, {"version", pyfacts->torch}};
+    sw["libraries"]["python"] = pyfacts->version;
+    if (!pyfacts->triton.empty()) sw["libraries"]["triton"] = pyfacts->triton;
+  }
   out.device_name = out.environment_spec["hardware"].value("product", "");
   Json envdoc = {{"apiVersion", kApiVersion}, {"kind", "ExecutionEnvironment"},
                  {"metadata", {{"name", "ki-" + Lower(out.device_name)}}}, {"spec", out.environment_spec}};
@@ -419,7 +557,6 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   out.protocol = pman.digest;
   out.environment = eman.digest;
 
-  const std::string impl_name = NameOf(store, out.implementation);
   Json samples = {{"format", internal::kSamplesFormat},
                   {"implementation", out.implementation.str()},
                   {"workload", out.workload.str()},
@@ -430,6 +567,12 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
                   {"settings", {{"warmup", settings.warmup}, {"iterations", settings.iterations}, {"trials", settings.trials},
                                 {"flushL2", settings.flush_l2}, {"atol", settings.atol}, {"rtol", settings.rtol}}},
                   {"generatedInputs", task->generated},
+                  {"speedup", req.speedup},
+                  {"python", pyfacts ? Json{{"executable", pyfacts->executable}, {"version", pyfacts->version},
+                                            {"torch", pyfacts->torch}, {"triton", pyfacts->triton},
+                                            {"library", pyfacts->runtime.library}}
+                                     : Json(nullptr)},
+                  {"reference", reference_result},
                   {"build", {{"key", build.key}, {"compiler", build.compiler}, {"command", build.command}, {"cached", build.cached}, {"ok", build.ok}}},
                   {"child", child_end},
                   {"harness", hres.is_object() ? hres : Json(nullptr)}};
@@ -459,6 +602,35 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     spec["timing"]["rawSamples"] = {{"uri", Artifact(samples_digest)}, {"digest", samples_digest.str()}};
     out.latency_ns = spec["timing"]["latencyNs"]["mean"].get<double>();
   }
+  // flashinfer-bench's speedup: the reference's latency over the
+  // implementation's, both the mean of trial medians of one protocol, named
+  // as its traces name them (evaluation.performance).
+  if (req.speedup && timed) {
+    std::optional<double> ref_us;
+    if (is_reference) {
+      ref_us = hres["timing"].value("latency_us", 0.0);
+      out.reference_status = "passed";
+    } else if (reference_result.is_object()) {
+      out.reference_status = reference_result.value("status", "runtime_error");
+      const Json& t = reference_result["timing"];
+      if (out.reference_status == "passed" && t.is_object() && t.value("measured", false) &&
+          t.value("latency_us", 0.0) > 0)
+        ref_us = t.value("latency_us", 0.0);
+      else if (std::string m = reference_result.value("message", ""); !m.empty())
+        out.reference_status += ": " + m;
+    } else {
+      out.reference_status = "no result (see the run's log)";
+    }
+    const double impl_us = hres["timing"].value("latency_us", 0.0);
+    if (ref_us && impl_us > 0) {
+      out.reference_latency_ns = *ref_us * 1000.0;
+      out.speedup_factor = *ref_us / impl_us;
+      spec["measurements"] = Json::array(
+          {{{"metric", "latency_ms"}, {"unit", "ms"}, {"statistic", "mean"}, {"value", impl_us / 1000.0}},
+           {{"metric", "reference_latency_ms"}, {"unit", "ms"}, {"statistic", "mean"}, {"value", *ref_us / 1000.0}},
+           {{"metric", "speedup_factor"}, {"unit", "ratio"}, {"statistic", "mean"}, {"value", *out.speedup_factor}}});
+    }
+  }
   std::string stamp = spec["observedAt"];
   std::string digits;
   for (char c : stamp)
@@ -485,7 +657,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   KI_RETURN_IF_ERROR(batch->PutManifest(rman, rundoc.dump(), kDocumentMediaTypeJson).status());
   KI_ASSIGN_OR_RETURN(Digest cohort, internal::IndexInCohort(*batch, rman, wm.spec, run_name, impl_name));
   out.cohort = cohort;
-  Json facts = {{"seed", req.seed}, {"device", dev.str()}, {"kernel", callable.value("symbol", "")},
+  Json facts = {{"seed", req.seed}, {"device", dev.str()}, {"kernel", callable.value("symbol", "")}, {"speedup", req.speedup},
                 {"samples", samples_digest.str()}, {"log", log_digest.str()}, {"build", build.key}};
   KI_RETURN_IF_ERROR(batch->Put(kRunsTable, rman.digest.raw(), facts.dump()));
   KI_RETURN_IF_ERROR(batch->Commit());
@@ -544,6 +716,8 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
     KI_ASSIGN_OR_RETURN(rr.device, GetString(facts, "device", facts_where));
   }
   rr.timeout_s = 120.0;
+  // The original's reference timing is repeated with it.
+  if (facts.contains("speedup") && facts["speedup"].is_boolean()) rr.speedup = facts["speedup"].get<bool>();
   if (req.timeout_s) {
     rr.timeout_s = *req.timeout_s;
   } else if (facts.contains("timeoutS")) {
@@ -599,9 +773,9 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
         missing.push_back("the source code " + src + " of implementation " + impl);
       }
       std::string lang = im->spec.value("/callable/language"_json_pointer, std::string());
-      if (lang != "cuda" && lang != "cpp")
+      if (!LanguageNamed(lang))
         missing.push_back("a build recipe for implementation " + impl + " (language '" + lang +
-                          "'; ki builds cuda and cpp sources)");
+                          "'; ki runs cuda, cpp, python and triton sources)");
     }
   }
   if (!missing.empty()) {

@@ -50,7 +50,21 @@ bool IsRegularFile(const fs::path& p) {
 
 }  // namespace
 
-std::string_view LanguageName(Language l) { return l == Language::kCuda ? "cuda" : "cpp"; }
+std::string_view LanguageName(Language l) {
+  switch (l) {
+    case Language::kCuda: return "cuda";
+    case Language::kCpp: return "cpp";
+    case Language::kPython: return "python";
+    case Language::kTriton: return "triton";
+  }
+  return "cpp";
+}
+
+std::optional<Language> LanguageNamed(std::string_view name) {
+  for (Language l : {Language::kCuda, Language::kCpp, Language::kPython, Language::kTriton})
+    if (name == LanguageName(l)) return l;
+  return std::nullopt;
+}
 
 std::optional<Language> LanguageOfFile(std::string_view filename) {
   std::string ext = fs::path(std::string(filename)).extension().string();
