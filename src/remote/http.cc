@@ -120,6 +120,58 @@ std::string HttpResponse::Header(std::string_view name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
+namespace {
+
+bool IsTlsFailure(CURLcode rc) {
+  switch (rc) {
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
+
+}  // namespace
+
+std::string HttpClient::TlsDiagnosis(const std::string& url, const std::string& detail) {
+  UrlParts p;
+  if (!ParseHttpUrl(url, &p) || p.scheme != "https") return "TLS failure: " + detail;
+  const std::string host = p.host + ":" + p.port;
+  CURL* h = static_cast<CURL*>(curl_);
+  api_->easy_reset(h);
+  const std::string probe = "http://" + host + "/v2/";
+  api_->easy_setopt(h, CURLOPT_URL, probe.c_str());
+  api_->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+  api_->easy_setopt(h, CURLOPT_NOBODY, 1L);
+  api_->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  api_->easy_setopt(h, CURLOPT_NOPROXY, "*");
+  api_->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+  api_->easy_setopt(h, CURLOPT_TIMEOUT, 5L);
+  api_->easy_setopt(h, CURLOPT_HEADERFUNCTION, Discard);
+  api_->easy_setopt(h, CURLOPT_WRITEFUNCTION, Discard);
+  long status = 0;
+  bool plain = api_->easy_perform(h) == CURLE_OK &&
+               api_->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status > 0;
+  if (!plain) {
+    return "the TLS handshake with " + host + " failed: " + detail +
+           " (a re-run will not help: check the registry's certificate and the URL's port)";
+  }
+  std::string msg = "the TLS handshake failed (" + detail + "): " + host +
+                    " answers plain http, not https";
+  if (!IsLoopbackHost(host)) return msg + "; ki reaches registries over https, except loopback ones";
+  return msg + ". For a loopback registry without TLS pass --insecure; for a configured remote, add it again "
+               "with it (ki remote remove NAME, then ki remote add NAME URL --insecure)";
+}
+
 long RequestDeadline(const HttpLimits& limits, uint64_t bytes) {
   if (limits.deadline_s <= 0) return 0;
   uint64_t extra = bytes / std::max<uint64_t>(1, limits.min_rate);
@@ -258,7 +310,12 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
         break;
     }
     std::string what = api_->easy_strerror(rc);
+    if (curl_error[0] != '\0' && what != curl_error) what += " (" + std::string(curl_error) + ")";
     if (rc == CURLE_PARTIAL_FILE) what = "truncated response body (the connection closed early)";
+    if (IsTlsFailure(rc)) {
+      *transport = Transport::kPermanent;
+      return Status::IOError(where + ": " + TlsDiagnosis(req.url, what));
+    }
     return Status::IOError(where + ": " + what);
   }
   *transport = Transport::kOk;

@@ -47,7 +47,10 @@ struct HttpResponse {
 // Why a request failed without an HTTP status. kTimedOut: it hit a limit
 // of HttpLimits (too slow, past its deadline, no connection in time),
 // which one more attempt may cure and more attempts only prolong.
-enum class Transport { kOk, kRetryable, kTimedOut, kFatal };
+// kPermanent: a TLS handshake that failed (a plain-http server, a bad
+// certificate): running the command again changes nothing, so nothing
+// advises it.
+enum class Transport { kOk, kRetryable, kTimedOut, kFatal, kPermanent };
 
 // Every request is bounded in time (remote.h, TransferTimeouts).
 using HttpLimits = TransferTimeouts;
@@ -69,6 +72,10 @@ class HttpClient {
 
  private:
   std::string TimeoutReason(const char* curl_error, long deadline, double elapsed) const;
+  // Why a TLS handshake with `url`'s server failed, and what fixes it: asks
+  // the same host and port over plain http once (HEAD /v2/, 5 s at most),
+  // so that a registry without TLS is named as such.
+  std::string TlsDiagnosis(const std::string& url, const std::string& detail);
 
   const struct CurlApi* api_ = nullptr;  // libcurl, loaded on first use
   Status load_error_;

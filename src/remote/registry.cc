@@ -114,6 +114,7 @@ class RegistryTarget final : public Target {
   uint64_t requests() const override { return requests_.load(); }
   std::string describe() const override { return url_.str(); }
   Status Finish() override { return Status::OK(); }
+  bool FailedForGood() const override { return for_good_.load(); }
 
   // Single-request uploads (`POST .../blobs/uploads/?digest=` with the
   // body, distribution-spec "POST then PUT" folded into one request): used
@@ -217,6 +218,7 @@ class RegistryTarget final : public Target {
   Credentials creds_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<int> single_{0};  // single-request uploads: 0 unknown, 1 taken, -1 not
+  std::atomic<bool> for_good_{false};  // FailedForGood
 
   // Why the last token request went without the credentials ("" when it
   // had them or there were none): added to a 401 that follows.
@@ -235,6 +237,7 @@ class RegistryTarget final : public Target {
 RegistryConn::RegistryConn(RegistryTarget* t) : t_(t), http_(t->opts_.timeouts) {}
 
 Status RegistryConn::StatusError(const std::string& what, const HttpResponse& r) {
+  if (r.status == 401 || r.status == 403) t_->for_good_ = true;
   return HttpStatusError(what, r, r.status == 401 ? t_->Withheld() : "");
 }
 
@@ -253,10 +256,18 @@ Result<HttpResponse> RegistryConn::Send(HttpRequest req, Transport* tr) {
     // Location or a redirect may name a storage backend or another host.
     if (same_origin && !auth.empty()) sent.headers.emplace_back("Authorization", auth);
     t_->requests_++;
-    KI_ASSIGN_OR_RETURN(HttpResponse r, http_.Perform(sent, tr));
+    auto got = http_.Perform(sent, tr);
+    if (!got.ok()) {
+      if (*tr == Transport::kPermanent) t_->for_good_ = true;
+      return got.status();
+    }
+    HttpResponse r = std::move(got).value();
     if (r.status == 401 && same_origin && !authenticated && !r.Header("www-authenticate").empty()) {
       authenticated = true;
-      KI_RETURN_IF_ERROR(t_->Authenticate(r.Header("www-authenticate"), gen));
+      if (Status a = t_->Authenticate(r.Header("www-authenticate"), gen); !a.ok()) {
+        t_->for_good_ = true;  // no login, an unusable challenge or token realm
+        return a;
+      }
       --hop;
       continue;
     }

@@ -81,6 +81,10 @@ class Target {
   virtual std::string describe() const = 0;
   // Makes what was written durable (a layout fsyncs; a registry: nothing).
   virtual Status Finish() = 0;
+  // True once a request failed in a way that running the command again
+  // cannot cure (a TLS handshake with a plain-http server, a login the
+  // registry refused): the command's error then does not advise a re-run.
+  virtual bool FailedForGood() const { return false; }
 };
 
 enum class Access { kPull, kPush };

@@ -222,6 +222,15 @@ class ScratchDownload final : public remote::BlobSink {
   bool committed_ = false;
 };
 
+// What a failed push tells the user to do next: run it again where that
+// can help (a dropped connection, a registry error, a time limit), and
+// where it cannot (Target::FailedForGood), only that a run after the fix
+// picks up where this one stopped.
+std::string RerunAdvice(const remote::Target& target, const char* what) {
+  if (target.FailedForGood()) return std::string("once what follows is fixed, the same ki push will ") + what + " from there";
+  return std::string("run the same ki push again to ") + what;
+}
+
 // A scratch name unique among the processes writing to the store, not a
 // hex digest (so audit reads it as a leftover, never as an object).
 std::string ScratchPath(const Store& store) {
@@ -656,8 +665,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
     (void)target->Finish();  // a layout keeps the blobs it got, so a re-run resumes
     save_state();            // and a registry's re-run skips what was uploaded
     return st.WithContext("push to " + url.str() + " is incomplete: " + std::to_string(n_sent.load()) +
-                          " objects were uploaded and no manifest or tag was written; "
-                          "run the same ki push again to resume");
+                          " objects were uploaded and no manifest or tag was written; " + RerunAdvice(*target, "resume"));
   }
   std::unordered_map<Digest, size_t> index_of;
   for (size_t i = 0; i < items.size(); ++i) index_of[items[i].digest] = i;
@@ -850,7 +858,7 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
   if (!mst.ok()) {
     return mst.WithContext("push to " + url.str() + " is incomplete: every object was uploaded, but only " +
                            std::to_string(written.load()) + " of " + std::to_string(closures.size()) +
-                           " refs were written; run the same ki push again to finish");
+                           " refs were written; " + RerunAdvice(*target, "finish"));
   }
   KI_RETURN_IF_ERROR(fin);
   return report;

@@ -25,6 +25,7 @@ once listening, and serves until killed. Standard library only.
 """
 import hashlib
 import json
+import socket
 import sys
 import threading
 import time
@@ -41,6 +42,18 @@ def digest_of(b):
 
 class Quiet(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def handle(self):
+        # A TLS ClientHello (0x16) to this plain-http server: a 400 at once,
+        # as Go's net/http (the CNCF registry) answers one.
+        try:
+            first = self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return
+        if first == b"\x16":
+            self.connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return
+        super().handle()
 
     def log_message(self, *args):
         pass

@@ -96,6 +96,18 @@ case "$SEEN" in
 esac
 unset KI_REGISTRY_USER KI_REGISTRY_PASSWORD
 
+# The registry reached over https (no --insecure): the TLS failure says the
+# server answers plain http and names the fix; the push does not advise a
+# re-run, which could not help.
+mode normal
+expect_exit 0 ki --store src remote add plain "$REG"
+expect_exit 5 ki --store src push plain "$SMALL"
+expect_contains "$ERR" "127.0.0.1:$PORT answers plain http, not https" "TLS against plain http is named"
+expect_contains "$ERR" "pass --insecure" "the fix is named"
+case "$ERR" in *"run the same ki push again"*) fail "a TLS failure advises a re-run: $ERR" ;; esac
+expect_exit 5 ki --store src pull plain "$SMALL"
+expect_contains "$ERR" "ki remote add NAME URL --insecure" "pull names the fix for a configured remote"
+
 # Options out of range are usage errors; the registry at full pace serves
 # the same pull with the same limits.
 expect_exit 2 ki --store src pull --insecure --low-speed-time 0 "$REG" "$SMALL"

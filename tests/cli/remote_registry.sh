@@ -216,8 +216,15 @@ DS=$TMP/dst-skopeo-bundle
 set +e
 "$KI" --store "$DST" pull --insecure "oci://$REG/ki/evidence" no-such-tag 2>/dev/null; rc=$?
 [ $rc -eq 3 ] || fail "unknown tag: exit $rc, want 3"
-"$KI" --store "$DST" pull "oci://$REG/ki/evidence" "$TAG" 2>/dev/null; rc=$?   # https to a plain-http registry
+"$KI" --store "$DST" pull "oci://$REG/ki/evidence" "$TAG" 2>"$TMP/tls.err"; rc=$?   # https to a plain-http registry
 [ $rc -eq 5 ] || fail "https to an http registry: exit $rc, want 5"
+grep -q "$REG answers plain http, not https. For a loopback registry without TLS pass --insecure" "$TMP/tls.err" ||
+  fail "https to an http registry does not name the fix: $(cat "$TMP/tls.err")"
+"$KI" --store "$SRC" remote add plain "oci://$REG/ki/evidence"
+"$KI" --store "$SRC" push plain "$RUN" 2>"$TMP/tls.err"; rc=$?
+[ $rc -eq 5 ] || fail "push over https to an http registry: exit $rc, want 5"
+grep -q "pass --insecure" "$TMP/tls.err" || fail "push over https names no fix: $(cat "$TMP/tls.err")"
+grep -q "run the same ki push again" "$TMP/tls.err" && fail "a TLS failure advises a re-run: $(cat "$TMP/tls.err")"
 "$KI" --store "$SRC" push "oci://example.com/ki/x" --insecure "$RUN" 2>/dev/null; rc=$?
 [ $rc -eq 2 ] || fail "--insecure off loopback: exit $rc, want 2"
 set -e

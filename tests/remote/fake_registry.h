@@ -111,6 +111,13 @@ class HttpServer {
 
   void Serve(int c) {
     std::string buf;
+    // A TLS ClientHello (record type 0x16) to this plain-http server: a 400
+    // at once, as Go's net/http (the CNCF registry) answers one.
+    if (!ReadMore(c, &buf)) return Close(c);
+    if (buf[0] == '\x16') {
+      (void)SendAll(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return Close(c);
+    }
     for (;;) {
       size_t end;
       while ((end = buf.find("\r\n\r\n")) == std::string::npos)

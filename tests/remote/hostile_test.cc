@@ -279,6 +279,43 @@ TEST(RequestDeadlineTest, ScalesWithTheBytesAndZeroMeansNone) {
   EXPECT_EQ(remote::RequestDeadline(t, 1ull << 30), 0);
 }
 
+// ------------------------------------------------------------ diagnosis
+
+// A loopback registry without TLS reached over https (the remote added
+// without --insecure): the error says the server answers plain http and
+// names --insecure, and a failed push does not advise running it again,
+// which could not help. A dropped connection still does.
+TEST_F(HostileTest, TlsAgainstAPlainHttpRegistryNamesInsecureAndAdvisesNoRerun) {
+  FakeRegistry reg;
+  auto https = ParseRemoteUrl("oci://" + reg.host() + "/ki/test", false);
+  ASSERT_OK(https);
+  auto pushed = Push(*src_, *https, {small_.str()}, Opts());
+  ASSERT_FALSE(pushed.ok());
+  const std::string& m = pushed.status().message();
+  EXPECT_EQ(pushed.status().ExitCode(), 5) << m;
+  EXPECT_NE(m.find(reg.host() + " answers plain http, not https"), std::string::npos) << m;
+  EXPECT_NE(m.find("pass --insecure"), std::string::npos) << m;
+  EXPECT_EQ(m.find("run the same ki push again"), std::string::npos) << m;
+  EXPECT_EQ(m.find("gave up after"), std::string::npos) << m;  // tried once
+  auto pulled = Pull(NewStore(), *https, {small_.str()}, Opts());
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_NE(pulled.status().message().find("pass --insecure"), std::string::npos) << pulled.status().ToString();
+
+  // A registry that keeps dropping the connection: a re-run may well help.
+  reg.SetIntercept([](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "POST" || r.method == "PUT") {
+      HttpReply x;
+      x.declared_length = 100;  // and closes after none of it
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto dropped = Push(*src_, Url(reg.host()), {small_.str()}, Opts());
+  ASSERT_FALSE(dropped.ok());
+  EXPECT_NE(dropped.status().message().find("run the same ki push again to resume"), std::string::npos)
+      << dropped.status().ToString();
+}
+
 // ------------------------------------------------------------ layouts
 
 class LayoutHostileTest : public HostileTest {
