@@ -25,11 +25,14 @@
 // (StoreSource), pull downloads each into a scratch file under
 // objects/incoming (ScratchDownload), checked as it arrives, and stores it
 // at once through Batch::PutBlobStream, in a batch of its own.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -221,6 +224,25 @@ class ScratchDownload final : public remote::BlobSink {
   std::unique_ptr<AtomicFile> file_;
   bool committed_ = false;
 };
+
+// Removes the scratch files (ScratchPath's) that pulls killed before they
+// could clean up left in `incoming`: those whose process is gone. A kill
+// -9 (or a kill by `timeout`) skips every destructor, so the next pull
+// that streams clears what the dead one left, as audit --reindex would.
+// A file of a live process, this one or another pull running beside it,
+// is left alone; so is anything not named <pid>-pull-<n>. Best effort.
+void RemoveStaleScratch(Env* env, const std::string& incoming) {
+  auto names = env->ListDir(incoming);
+  if (!names.ok()) return;
+  for (const std::string& name : *names) {
+    auto dash = name.find("-pull-");
+    if (dash == 0 || dash == std::string::npos || name.find_first_not_of("0123456789") != dash) continue;
+    long pid = std::strtol(name.substr(0, dash).c_str(), nullptr, 10);
+    if (pid <= 0 || pid == long(::getpid())) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to ask
+    (void)env->RemoveFile(incoming + "/" + name);
+  }
+}
 
 // What a failed push tells the user to do next: run it again where that
 // can help (a dropped connection, a registry error, a time limit), and
@@ -1298,10 +1320,12 @@ Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<st
   // reads a blob's bytes after its check). The scratch file goes away on
   // every way out.
   std::atomic<uint64_t> streamed_stored{0};
+  std::once_flag swept;  // RemoveStaleScratch, before the first streamed blob
   auto stream_blob = [&](Conn& c, size_t i) -> Status {
     PullItem& p = items[i];
     Env* env = Env::Default();
     KI_RETURN_IF_ERROR(env->CreateDirs(store.path() + "/objects/incoming"));
+    std::call_once(swept, [&] { RemoveStaleScratch(env, store.path() + "/objects/incoming"); });
     ScratchDownload scratch(env, ScratchPath(store));
     KI_RETURN_IF_ERROR(c.GetBlobTo(p.layer.digest, p.layer.size, scratch));
     KI_ASSIGN_OR_RETURN(std::string path, scratch.Commit());

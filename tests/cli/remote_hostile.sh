@@ -96,6 +96,25 @@ case "$SEEN" in
 esac
 unset KI_REGISTRY_USER KI_REGISTRY_PASSWORD
 
+# A pull killed (-9: no destructor runs) while it waits on a stalled blob
+# leaves its scratch file; the next pull that streams removes it (its
+# process is gone) and completes.
+mode stall-blob
+expect_exit 0 ki init dst-killed
+"$KI_BIN" --store dst-killed pull --insecure "$REG" "$BIG" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+  [ -n "$(ls -A dst-killed/.ki/objects/incoming 2>/dev/null)" ] && break
+  sleep 0.05
+done
+[ -n "$(ls -A dst-killed/.ki/objects/incoming 2>/dev/null)" ] || fail "the stalled pull has no scratch file to leave"
+kill -9 $pid
+wait $pid 2>/dev/null
+mode normal
+expect_exit 0 ki --store dst-killed pull --insecure "$REG" "$BIG"
+[ -z "$(ls -A dst-killed/.ki/objects/incoming 2>/dev/null)" ] ||
+  fail "the killed pull's scratch file outlived the next pull: $(ls dst-killed/.ki/objects/incoming)"
+
 # The registry reached over https (no --insecure): the TLS failure says the
 # server answers plain http and names the fix; the push does not advise a
 # re-run, which could not help.

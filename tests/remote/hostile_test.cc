@@ -13,6 +13,7 @@
 #include <future>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "ki/env.h"
 #include "ki/ingest.h"
@@ -266,6 +267,31 @@ TEST_F(HostileTest, DripsStallsAndCrawlsEndWithinTheLimitsAndStoreNothing) {
   // The same pulls at the server's full pace succeed.
   reg.SetIntercept(nullptr);
   ASSERT_OK(Pull(NewStore(), Url(reg.host()), {small_.str(), big_.str()}, Opts()));
+}
+
+// The other way: a registry that takes an upload's bytes but never answers
+// (it "verifies" for ever). The low-speed limit covers the wait for the
+// answer too; the push fails within two attempts and says which limit.
+TEST_F(HostileTest, RegistryThatNeverAnswersAnUploadEndsThePushWithinTheLimit) {
+  FakeRegistry reg;
+  reg.SetIntercept([](const HttpReq& r) -> std::optional<HttpReply> {
+    if (r.method == "PUT" && r.path.find("/blobs/uploads/") != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::seconds(4));  // the client has given up by then
+      HttpReply x;
+      x.status = 500;
+      return x;
+    }
+    return std::nullopt;
+  });
+  auto started = std::chrono::steady_clock::now();
+  auto r = Push(*src_, Url(reg.host()), {small_.str()}, Opts());
+  double took = SecondsSince(started);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stayed below 1024 bytes/s for 1 s"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("run the same ki push again to resume"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_LT(took, 2 * 3 + 3.0);
+  EXPECT_FALSE(reg.HasBlob(small_.str()));
 }
 
 // The deadline grows with what a request may carry, so that large blobs on
