@@ -48,8 +48,8 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
   --tune k=v,...        fast-kernel plan: chunk, waves, min_chunk, stages, mode (1 per-head, 2 split,
                         3 cluster), cluster (blocks per sequence), evict_first (1 on, 2 off), per_sm
                         (split: blocks per SM aimed for), predict (kv_indptr as the equal split: 1 on, 2 off),
-                        miss_waves (waves after a prediction miss)
-                        (CUDA builds)
+                        miss_waves (waves after a prediction miss), pdl (programmatic dependent
+                        launch: 1 on, 2 off) (CUDA builds)
   --show-plan           print the fast kernel's plan under each row (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
   --no-samples          leave raw samples out of the JSON
@@ -141,6 +141,7 @@ bool ApplyTune(const std::string& spec, std::string* err) {
     else if (key == "per_sm") t.per_sm = v;
     else if (key == "predict") t.predict = v;
     else if (key == "miss_waves") t.miss_waves = v;
+    else if (key == "pdl") t.pdl = v;
     else { *err = "--tune: unknown key " + key; return false; }
   }
   ki::gqa::SetFastTuning(t);

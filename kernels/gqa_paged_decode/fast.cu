@@ -51,6 +51,11 @@
 //   the count complete merges all partials and resets the counter to zero,
 //   so every counter is zero again after every launch (the ABI's workspace
 //   contract: no memset between calls).
+// - Programmatic dependent launch for one sequence (FastPlan::pdl): the
+//   launch allows the next grid in the stream to start early, the kernel
+//   waits for the previous one (griddepcontrol.wait) before touching memory
+//   and lets the next one launch at once; back-to-back calls in a CUDA graph
+//   then hide the launch latency (bench/results/gqa-pdl-h200-2026-12-01.md).
 // Measurements behind the plan: bench/results/gqa-decode-h200-*.md.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -112,6 +117,24 @@ struct Params {
   int evict_first;  // K/V copies with an L2 evict-first policy
   int cluster;      // cluster mode: blocks per thread-block cluster (= per work item)
 };
+
+// Programmatic dependent launch (sm_90+). The wait returns once the grid
+// before this one in the stream has completed and its writes are visible (at
+// once for a grid launched without the attribute), so every read of the
+// inputs and every write of the outputs and the workspace come after it.
+// The trigger lets the next grid in the stream be launched while this one
+// runs, hiding its launch latency (back-to-back calls in a CUDA graph); the
+// next grid then sits in its own wait until this one is done.
+__device__ __forceinline__ void GridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void LaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -768,6 +791,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   // This block's arrival says it has started (other blocks of the cluster may
   // write into its shared memory only after that); waited for at the merge.
   if (kCluster && C > 1) ClusterArriveRelaxed();
+  GridDependencyWait();
+  LaunchDependents();
 #ifdef KI_GQA_TIMELINE
   TimelineBlock timeline_block;
 #endif
@@ -1199,6 +1224,14 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   // (26.7-27.4 MB written back, against 4.8 with the full hint), 64x8192
   // 253.4-255.2 against 252.8 with none (gqa-decode-h200-2026-11-30-b.md).
   plan->evict_first = t.evict_first == 1 || (t.evict_first == 0 && mode != kModeLegacy && total <= kEvictFirstMaxTokens);
+  // Programmatic dependent launch: on by default for one sequence only. In a
+  // CUDA graph of back-to-back calls it took 0.3 us off every batch-1
+  // workload (1x2..1x14: 2.53-2.69 -> 2.27-2.38 us per call; 1x362 5.57 ->
+  // 5.11-5.44; 1x4096 9.49-9.79 -> 9.37-9.64) and nothing off the cold-L2
+  // CUPTI medians, but made 16x4096 33% slower in the graph (38.2 -> 50.6 us)
+  // and 64x8192 1% slower: the next call's blocks then become resident while
+  // this one's still run (bench/results/gqa-pdl-h200-2026-12-01.md).
+  plan->pdl = t.pdl == 1 || (t.pdl == 0 && info->cc_major >= 9 && batch == 1);
 
   if (mode == kModeLegacy) {
     // One wave of blocks at 2 stages (3 blocks fit an SM), chunks of at
@@ -1381,28 +1414,37 @@ namespace {
 
 template <int S>
 cudaError_t Launch(const Params& p, const FastPlan& plan, cudaStream_t s) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.stream = s;
+  cudaLaunchAttribute attrs[2];
+  cfg.attrs = attrs;
+  cfg.numAttrs = 0;
+  if (plan.pdl) {
+    attrs[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+    ++cfg.numAttrs;
+  }
   if (plan.mode == kModeLegacy) {
-    const dim3 grid(static_cast<unsigned>(plan.max_work), kNumKvHeads);
-    GqaDecode<S, kModeLegacy><<<grid, kThreads, SmemBytes(S, kModeLegacy), s>>>(p);
-    return cudaGetLastError();
+    cfg.gridDim = dim3(static_cast<unsigned>(plan.max_work), kNumKvHeads, 1);
+    cfg.dynamicSmemBytes = SmemBytes(S, kModeLegacy);
+    return cudaLaunchKernelEx(&cfg, GqaDecode<S, kModeLegacy>, p);
   }
   if (plan.mode == kModeSplit) {
-    GqaDecode<S, kModeSplit><<<dim3(static_cast<unsigned>(plan.max_work)), kThreads, SmemBytes(S, kModeSplit), s>>>(p);
-    return cudaGetLastError();
+    cfg.gridDim = dim3(static_cast<unsigned>(plan.max_work), 1, 1);
+    cfg.dynamicSmemBytes = SmemBytes(S, kModeSplit);
+    return cudaLaunchKernelEx(&cfg, GqaDecode<S, kModeSplit>, p);
   }
   // Cluster: C consecutive blocks per work item.
-  cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.cluster) * static_cast<unsigned>(plan.max_work), 1, 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
   cfg.dynamicSmemBytes = SmemBytes(S, kModeCluster);
-  cfg.stream = s;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(plan.cluster);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = plan.cluster > 1 ? 1 : 0;
+  if (plan.cluster > 1) {
+    attrs[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[cfg.numAttrs].val.clusterDim.x = static_cast<unsigned>(plan.cluster);
+    attrs[cfg.numAttrs].val.clusterDim.y = 1;
+    attrs[cfg.numAttrs].val.clusterDim.z = 1;
+    ++cfg.numAttrs;
+  }
   // One sequence in one work item (chunk covers the predicted length, which
   // valid kv_indptr never exceeds): no global merge in the instance.
   if (p.batch == 1 && p.predict && plan.chunk >= p.pred_len)

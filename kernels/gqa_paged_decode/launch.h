@@ -33,6 +33,7 @@ struct FastTuning {
   int per_sm = 0;        // split: blocks per SM aimed for (at most what fits; 0: one)
   int predict = 0;       // split, cluster: predict kv_indptr as the equal split (0 auto, 1 on, 2 off)
   int miss_waves = 0;    // split, cluster: waves aimed for when the prediction misses (0 auto)
+  int pdl = 0;           // programmatic dependent launch: 0 auto (on from sm_90), 1 on, 2 off
 };
 void SetFastTuning(const FastTuning& tuning);
 FastTuning GetFastTuning();
@@ -44,6 +45,7 @@ struct FastPlan {
   int cluster = 0;        // cluster mode: blocks per sequence
   bool predict = false;   // the kernel predicts kv_indptr as the equal split of the tokens (checked; redone if wrong)
   bool evict_first = true;
+  bool pdl = false;       // launched with programmatic stream serialization (griddepcontrol in the kernel)
   int chunk = 0;          // max tokens per work item (the predicted equal split's, when predicting)
   int chunk_any = 0;      // max tokens per work item for lengths read from kv_indptr (a miss; 0: chunk)
   int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch
