@@ -13,6 +13,7 @@ pkgs=(
   # libpython ki embeds (python3-torch: ~175 packages, ~4 min on a fresh Debian 12)
   python3-torch libpython3.11
   docker-registry skopeo
+  clang libclang-rt-14-dev  # fuzz/: clang and its libFuzzer runtime (cmake -DKI_FUZZ=ON)
 )
 
 missing=()

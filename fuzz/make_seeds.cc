@@ -1,0 +1,114 @@
+// Writes the seeds that tests/data has no file for: object frames, OCI
+// documents as ki writes them, and a signed DSSE envelope. Run by the build
+// (fuzz/CMakeLists.txt) into the corpus directories, so the seeds follow
+// the formats as they change. Usage: make_seeds CORPUS_ROOT
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "ki/env.h"
+#include "ki/sign.h"
+#include "ki/store.h"
+#include "odb/frame.h"
+#include "remote/mapping.h"
+
+namespace {
+
+using namespace ki;
+using remote::Closure;
+using remote::Layer;
+using RemoteRole = remote::Role;
+
+void Write(const std::string& path, std::string_view bytes) {
+  Status s = Env::Default()->WriteFileAtomic(path, bytes, Durability::kNone);
+  if (!s.ok()) {
+    std::fprintf(stderr, "make_seeds: %s\n", s.message().c_str());
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  const std::string root = argv[1];
+  Env* env = Env::Default();
+  for (const char* t : {"frame", "oci", "dsse"}) (void)env->CreateDirs(root + "/" + t);
+
+  // Frames: a small blob (raw), a compressible one (zstd), a manifest, empty.
+  const std::string text(3000, 'k');
+  Write(root + "/frame/blob-raw", odb::EncodeFrame(ObjectType::kBlob, 0, "text/plain", "hello", 3));
+  Write(root + "/frame/blob-zstd", odb::EncodeFrame(ObjectType::kBlob, 0, "text/plain; charset=utf-8", text, 3));
+  Write(root + "/frame/manifest",
+        odb::EncodeFrame(ObjectType::kManifest, 1, "application/vnd.kernelindex.manifest+json",
+                         "{\"apiVersion\":\"kernelindex.dev/v1alpha1\",\"kind\":\"SoftwareProject\"}", 3));
+  Write(root + "/frame/empty", odb::EncodeFrame(ObjectType::kBlob, 0, "application/octet-stream", "", 3));
+
+  // OCI: an image manifest of a small closure, its referrer, a bundle
+  // index with a pack manifest, and a layout's index.json.
+  Closure c;
+  c.root = Sha256Of("root");
+  c.name = "BenchmarkRun/r";
+  c.root_kind = Kind::kBenchmarkRun;
+  Layer root_layer;
+  root_layer.digest = c.root;
+  root_layer.size = 4;
+  root_layer.role = RemoteRole::kManifest;
+  root_layer.media_type = "application/vnd.kernelindex.manifest+json";
+  root_layer.kind = Kind::kBenchmarkRun;
+  c.layers.push_back(root_layer);
+  Layer blob;
+  blob.digest = Sha256Of("blob");
+  blob.size = 4;
+  blob.role = RemoteRole::kBlob;
+  blob.media_type = "text/plain";
+  blob.title = "log.txt";
+  c.layers.push_back(blob);
+  const std::string image = remote::ImageManifest(c);
+  Write(root + "/oci/image-manifest.json", image);
+  Layer att;
+  att.digest = Sha256Of("envelope");
+  att.size = 8;
+  att.role = RemoteRole::kAttestation;
+  att.media_type = std::string(kEnvelopeMediaType);
+  att.subject = c.root;
+  Write(root + "/oci/attestation-manifest.json", remote::AttestationManifest(att, Sha256Of(image), image.size()));
+  const std::string pack = remote::PackManifest(Sha256Of("pack"), 1000, 3);
+  Write(root + "/oci/pack-manifest.json", pack);
+  Write(root + "/oci/bundle-index.json", remote::BundleIndex({image}, 1, &pack));
+  Write(root + "/oci/index.json",
+        "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[{"
+        "\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" +
+            Sha256Of(image).str() + "\",\"size\":" + std::to_string(image.size()) +
+            ",\"annotations\":{\"org.opencontainers.image.ref.name\":\"latest\"}}]}");
+
+  // DSSE: a reviewed attestation of the blob "subject" (the subject the
+  // fuzz target checks against), signed by a fresh key.
+  char tmpl[] = "/tmp/ki-seeds-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  if (!dir) return 1;
+  auto store = Store::Init(dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "make_seeds: %s\n", store.status().message().c_str());
+    return 1;
+  }
+  {
+    auto batch = (*store)->NewBatch();
+    if (!batch.ok() || !(*batch)->PutBlob("subject", "text/plain").ok() || !(*batch)->Commit().ok()) return 1;
+  }
+  SigningKey key = SigningKey::Generate("seed");
+  AttestationRequest req;
+  req.subject = Sha256Of("subject");
+  req.note = "seed";
+  req.signed_at = "2026-12-01T00:00:00Z";
+  auto env_bytes = BuildAttestation(**store, key, req);
+  if (!env_bytes.ok()) {
+    std::fprintf(stderr, "make_seeds: %s\n", env_bytes.status().message().c_str());
+    return 1;
+  }
+  Write(root + "/dsse/reviewed.json", *env_bytes);
+  store->reset();
+  (void)env->RemoveTree(dir);
+  return 0;
+}
