@@ -2,14 +2,12 @@
 // documents as ki writes them, and a signed DSSE envelope. Run by the build
 // (fuzz/CMakeLists.txt) into the corpus directories, so the seeds follow
 // the formats as they change. Usage: make_seeds CORPUS_ROOT
-#include <unistd.h>
-
 #include <cstdio>
 #include <string>
 
 #include "ki/env.h"
 #include "ki/sign.h"
-#include "ki/store.h"
+#include "ki/json.h"
 #include "odb/frame.h"
 #include "remote/mapping.h"
 
@@ -83,32 +81,25 @@ int main(int argc, char** argv) {
             Sha256Of(image).str() + "\",\"size\":" + std::to_string(image.size()) +
             ",\"annotations\":{\"org.opencontainers.image.ref.name\":\"latest\"}}]}");
 
-  // DSSE: a reviewed attestation of the blob "subject" (the subject the
-  // fuzz target checks against), signed by a fresh key.
-  char tmpl[] = "/tmp/ki-seeds-XXXXXX";
-  const char* dir = ::mkdtemp(tmpl);
-  if (!dir) return 1;
-  auto store = Store::Init(dir);
-  if (!store.ok()) {
-    std::fprintf(stderr, "make_seeds: %s\n", store.status().message().c_str());
-    return 1;
-  }
-  {
-    auto batch = (*store)->NewBatch();
-    if (!batch.ok() || !(*batch)->PutBlob("subject", "text/plain").ok() || !(*batch)->Commit().ok()) return 1;
-  }
+  // DSSE: a reviewed statement about the blob "subject" (the subject the
+  // fuzz target checks against), signed by a fresh key, as BuildAttestation
+  // writes one (without a store to hold the subject).
   SigningKey key = SigningKey::Generate("seed");
-  AttestationRequest req;
-  req.subject = Sha256Of("subject");
-  req.note = "seed";
-  req.signed_at = "2026-12-01T00:00:00Z";
-  auto env_bytes = BuildAttestation(**store, key, req);
-  if (!env_bytes.ok()) {
-    std::fprintf(stderr, "make_seeds: %s\n", env_bytes.status().message().c_str());
-    return 1;
-  }
-  Write(root + "/dsse/reviewed.json", *env_bytes);
-  store->reset();
-  (void)env->RemoveTree(dir);
+  Json statement = {
+      {"_type", kInTotoStatementType},
+      {"subject", Json::array({{{"name", "blob"}, {"digest", {{"sha256", Sha256Of("subject").hex()}}}}})},
+      {"predicateType", "https://kernelindex.dev/ki/attestation/reviewed/v1"},
+      {"predicate",
+       {{"signer", {{"keyid", key.public_key().KeyId()}, {"publicKey", key.public_key().ToString()}, {"name", "seed"}}},
+        {"signedAt", "2026-12-01T00:00:00Z"},
+        {"note", "seed"}}}};
+  auto payload = Canonicalize(statement);
+  if (!payload.ok()) return 1;
+  DsseEnvelope envelope;
+  envelope.payload_type = std::string(kInTotoPayloadType);
+  envelope.payload = *payload;
+  envelope.signatures.push_back(
+      {key.public_key().KeyId(), key.Sign(PreAuthEncoding(envelope.payload_type, envelope.payload))});
+  Write(root + "/dsse/reviewed.json", SerializeEnvelope(envelope));
   return 0;
 }

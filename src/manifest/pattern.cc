@@ -1,7 +1,9 @@
 #include "manifest/pattern.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
+#include <map>
 
 namespace ki::schema {
 namespace {
@@ -482,13 +484,126 @@ Result<std::unique_ptr<Pattern>> Pattern::Compile(std::string_view source) {
                                 std::to_string(kMaxProgram) + " states");
   c.Push({Inst::kMatch});
   p->anchored_ = p->prog_[0].op == Inst::kBegin;
+  p->BuildDfa();
   return p;
+}
+
+std::vector<uint32_t> Pattern::Closure(const std::vector<uint32_t>& seeds, bool at_begin, bool at_end,
+                                       bool* accept) const {
+  std::vector<uint8_t> seen(prog_.size(), 0);
+  std::vector<uint32_t> stack(seeds.rbegin(), seeds.rend()), out;
+  while (!stack.empty()) {
+    uint32_t at = stack.back();
+    stack.pop_back();
+    if (seen[at]) continue;
+    seen[at] = 1;
+    const Inst& in = prog_[at];
+    switch (in.op) {
+      case Inst::kByte: out.push_back(at); break;
+      case Inst::kJump: stack.push_back(in.x); break;
+      case Inst::kSplit:
+        stack.push_back(in.y);
+        stack.push_back(in.x);
+        break;
+      case Inst::kBegin:
+        if (at_begin) stack.push_back(at + 1);
+        break;
+      case Inst::kEnd:
+        if (at_end) stack.push_back(at + 1);
+        else out.push_back(at);  // decided at the end of the subject
+        break;
+      case Inst::kMatch: *accept = true; break;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Pattern::BuildDfa() {
+  constexpr size_t kMaxStates = 4096;
+  // Bytes no set tells apart share a class.
+  classes_ = 1;
+  for (const auto& set : sets_) {
+    int remap[2][256];
+    for (auto& r : remap)
+      for (int& v : r) v = -1;
+    int next = 0;
+    uint8_t fresh[256];
+    for (int b = 0; b < 256; ++b) {
+      int& slot = remap[set.test(b) ? 1 : 0][class_of_[b]];
+      if (slot < 0) slot = next++;
+      fresh[b] = static_cast<uint8_t>(slot);
+    }
+    if (next > 255) return;  // more classes than a byte holds: NFA only
+    std::copy(fresh, fresh + 256, class_of_);
+    classes_ = next;
+  }
+  uint8_t rep[256];  // a byte of each class
+  for (int b = 255; b >= 0; --b) rep[class_of_[b]] = static_cast<uint8_t>(b);
+
+  std::map<std::vector<uint32_t>, int32_t> ids;
+  std::vector<std::vector<uint32_t>> states;
+  std::vector<uint8_t> accept;
+  // A state is its NFA states and whether the match was reached on the
+  // way in: the same states reached with and without it are two states.
+  auto intern = [&](std::vector<uint32_t> set, bool acc) -> int32_t {
+    if (set.empty() && !acc) return -1;
+    std::vector<uint32_t> key = set;
+    if (acc) key.push_back(UINT32_MAX);
+    auto [it, fresh] = ids.try_emplace(std::move(key), int32_t(states.size()));
+    if (fresh) {
+      states.push_back(std::move(set));
+      accept.push_back(acc);
+    }
+    return it->second;
+  };
+  bool acc = false;
+  dfa_start_ = intern(Closure({0}, /*at_begin=*/true, /*at_end=*/false, &acc), acc);
+  std::vector<int32_t> table;
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states.size() > kMaxStates) return;  // too large: NFA only
+    table.resize((i + 1) * classes_, -1);
+    for (int c = 0; c < classes_; ++c) {
+      std::vector<uint32_t> seeds;
+      for (uint32_t pc : states[i])
+        if (prog_[pc].op == Inst::kByte && sets_[prog_[pc].x].test(rep[c])) seeds.push_back(pc + 1);
+      if (!anchored_) seeds.push_back(0);  // a match may start at any byte
+      bool a = false;
+      std::vector<uint32_t> next = Closure(seeds, false, false, &a);
+      table[i * classes_ + c] = intern(std::move(next), a);
+    }
+  }
+  dfa_end_accept_.assign(states.size(), 0);
+  for (size_t i = 0; i < states.size(); ++i) {
+    std::vector<uint32_t> ends;
+    for (uint32_t pc : states[i])
+      if (prog_[pc].op == Inst::kEnd) ends.push_back(pc);
+    bool a = accept[i];
+    if (!ends.empty()) (void)Closure(ends, false, true, &a);
+    dfa_end_accept_[i] = a;
+  }
+  dfa_ = std::move(table);
+  dfa_accept_ = std::move(accept);
+  has_dfa_ = dfa_start_ >= 0;
+}
+
+bool Pattern::Matches(std::string_view s) const {
+  // The empty subject is the one place where ^ and $ hold at once.
+  if (!has_dfa_ || s.empty()) return MatchesNfa(s);
+  int32_t st = dfa_start_;
+  if (dfa_accept_[st]) return true;
+  for (unsigned char c : s) {
+    st = dfa_[size_t(st) * classes_ + class_of_[c]];
+    if (st < 0) return false;
+    if (dfa_accept_[st]) return true;
+  }
+  return dfa_end_accept_[st] != 0;
 }
 
 // Simulates all threads in lock step: each state is visited at most once
 // per subject position (the `mark` stamps), so the work is bounded by
 // length x states, with an explicit stack instead of recursion.
-bool Pattern::Matches(std::string_view s) const {
+bool Pattern::MatchesNfa(std::string_view s) const {
   const size_t n = prog_.size();
   std::vector<size_t> mark(n, std::numeric_limits<size_t>::max());
   std::vector<uint32_t> clist, nlist, stack;

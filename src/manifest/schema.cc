@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -77,6 +78,20 @@ std::optional<DurationParts> SplitDuration(std::string_view s) {
 
 namespace {
 
+// Each distinct pattern is compiled (its DFA built) once per process: the
+// schemas use 8 distinct patterns some 150 times (the digest pattern alone
+// 25 times), and a DFA costs up to a few hundred microseconds to build.
+Result<std::shared_ptr<const Pattern>> SharedPattern(const std::string& src) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<const Pattern>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(src); it != cache.end()) return it->second;
+  KI_ASSIGN_OR_RETURN(std::unique_ptr<Pattern> p, Pattern::Compile(src));
+  std::shared_ptr<const Pattern> shared(std::move(p));
+  cache.emplace(src, shared);
+  return shared;
+}
+
 size_t CodePoints(std::string_view s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
@@ -127,7 +142,7 @@ struct Node {
   const Json* const_value = nullptr;
   const Json* enum_values = nullptr;  // array
   std::optional<size_t> min_length, max_length, min_items, max_items;
-  std::unique_ptr<Pattern> pattern;
+  std::shared_ptr<const Pattern> pattern;
   std::optional<double> minimum, maximum, exclusive_minimum, exclusive_maximum;
   std::map<std::string, const Node*, std::less<>> properties;
   std::vector<std::string> required;
@@ -202,7 +217,7 @@ class Compiler {
         (k == "minimum" ? n->minimum : k == "maximum" ? n->maximum : k == "exclusiveMinimum" ? n->exclusive_minimum : n->exclusive_maximum) = x;
       } else if (k == "pattern") {
         if (!v.is_string()) return Err(sub, "pattern must be a string");
-        auto p = Pattern::Compile(v.get<std::string>());
+        auto p = SharedPattern(v.get<std::string>());
         if (!p.ok()) return Err(sub, p.status().message());
         n->pattern = std::move(p).value();
       } else if (k == "properties") {

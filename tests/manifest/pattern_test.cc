@@ -93,6 +93,33 @@ TEST(Pattern, PathologicalPatternsStayLinear) {
   }
 }
 
+// The DFA (used for every schema pattern) and the NFA simulation agree, on
+// strings made of the bytes the patterns care about.
+TEST(Pattern, DfaAgreesWithNfa) {
+  const std::vector<std::string> patterns = {
+      kDateTime, "^[a-z][a-z0-9_]*$", "^[a-z0-9][a-z0-9._-]*$", "^sha256:[0-9a-f]{64}$",
+      "^\\d+(\\.\\d+)?\\s?(ns|us|µs|ms|s)$", "b+", "^(?:cat|dog)s?$", "^[^0-9]{2,3}$", "a$", "^$|x", "(a|ab)(c|bcd)d"};
+  const std::string alphabet[] = {"0", "2", "9", "a", "b", "c", "d", "s", "x", "_", "-", ".", ":", " ", "T", "Z", "\u00b5",
+                                  "\u00a0", "\n"};
+  uint64_t rng = 88172645463325252ull;
+  for (const auto& src : patterns) {
+    auto p = P(src);
+    ASSERT_TRUE(p);
+    EXPECT_TRUE(p->has_dfa()) << src;
+    for (int i = 0; i < 3000; ++i) {
+      std::string s;
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      int len = int(rng % 24);
+      for (int k = 0; k < len; ++k) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        s += alphabet[rng % std::size(alphabet)];
+      }
+      if (i % 7 == 0) s = "2026-08-01T12:00:00." + s + "Z";
+      EXPECT_EQ(p->Matches(s), p->MatchesWithoutDfa(s)) << src << " vs '" << s << "'";
+    }
+  }
+}
+
 TEST(Pattern, UnsupportedSyntaxFailsToCompile) {
   for (const char* bad : {"(?=a)", "(?!a)", "(?<n>a)", "\\1", "\\b", "\\S", "[é]", "[^\\s]", "a{2", "a{3,1}", "a**",
                           "*a", "(a", "a)", "[a", "\\", "a{1001}", "(?:a{1000}){1000}", "[z-a]", "\\p{L}"}) {
