@@ -55,9 +55,9 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("--timeout", o->timeout, "seconds the kernel's process may take (default: the original's)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--key", o->req.sign_key,
-                  "sign a `reproduced` attestation with this local key when the re-run matches "
-                  "(default: $KI_RUNNER_KEY)");
-  sub->add_option("--tolerance", o->req.match_tolerance, "latency ratio tolerance of a match (default 0.10)")
+                  "sign the verdict with this local key: `reproduced` when the number held, `disputed` "
+                  "when it did not (default: $KI_RUNNER_KEY)");
+  sub->add_option("--tolerance", o->req.match_tolerance, "the band of a reproduced verdict: new/original (its 95% interval) within 1 +/- F (default 0.10)")
       ->check(CLI::Range(0.0, 10.0));
   sub->add_flag("--json", o->json, "print the comparison as JSON");
   return [o, g]() -> Result<int> {
@@ -74,8 +74,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                 {"sameImplementation", r.same_implementation},
                 {"ratio", r.ratio ? Json(*r.ratio) : Json(nullptr)},
                 {"matched", r.matched},
+                {"verdict", r.verdict ? *r.verdict : Json(nullptr)},
                 {"environmentDifferences", r.environment_differences},
                 {"attestation", r.attestation ? Json(r.attestation->str()) : Json(nullptr)},
+                {"attestationPredicate", r.attestation ? Json(r.attestation_kind) : Json(nullptr)},
                 {"attestationNote", r.attestation_note.empty() ? Json(nullptr) : Json(r.attestation_note)}};
       if (r.place)
         j["wouldRank"] = {{"rank", r.place->rank}, {"of", r.place->of}, {"best", r.place->best_name},
@@ -110,10 +112,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       out << "  would rank    " << r.place->rank << " of " << r.place->of << " in the original's group ("
           << r.place->metric << "; #1 " << r.place->best_name << ", " << FormatNs(r.place->best_value) << ")\n";
     }
-    if (r.same_implementation)
-      out << "  match         " << (r.matched ? "yes" : "no") << " (both passed, latency within "
-          << int(o->req.match_tolerance * 100) << "%)\n";
-    if (r.attestation) out << "  attestation   reproduced, " << r.attestation->str() << "\n";
+    if (r.verdict) out << "  verdict       " << r.verdict->value("words", "") << "\n";
+    if (r.attestation) out << "  attestation   " << r.attestation_kind << ", " << r.attestation->str() << "\n";
     if (!r.attestation_note.empty()) out << "  attestation   " << r.attestation_note << "\n";
     out << "\nnew run:\n";
     std::cout << out.str();

@@ -8,11 +8,14 @@
 //                 spec.source.contentDigest, and at least one of
 //                 spec.evidence.logs / spec.evidence.rawSamples;
 //   verified      at least one valid `reproduced` attestation, signed by a
-//                 trusted key of role runner, whose re-run passed;
+//                 trusted key of role runner, whose re-run passed and whose
+//                 verdict (`ki rerun`'s rerun.verdict, when it carries one)
+//                 is `reproduced`;
 //   replicated    two or more such attestations on different machines whose
 //                 trusted runner keys are disjoint (no runner signed both).
-// A valid `disputed` attestation by any trusted key is reported beside the
-// level (disputed()), never hidden. Because the level is recomputed from what
+// A valid `disputed` attestation by any trusted key, or a trusted runner's
+// `not-reproduced` verdict, is reported beside the level (disputed()),
+// never hidden. Because the level is recomputed from what
 // the store and the trust list hold now, it goes down when a runner key is
 // removed from the trust list or evidence leaves the store
 // (docs/format.md, "Evidence levels").
@@ -62,10 +65,15 @@ class EvidenceEvaluator {
   static Result<EvidenceEvaluator> OpenDefault();
 
   Result<Evidence> Evaluate(Store& store, const Digest& d) const;
+  // The same for a BenchmarkRun the caller has read already (`ki log` of a
+  // long series: one manifest read per run instead of two).
+  Result<Evidence> EvaluateRun(Store& store, const Manifest& run) const;
   Result<EvidenceLevel> Level(Store& store, const Digest& d) const;
   const KeySources& keys() const { return keys_; }
 
  private:
+  // The level from the attestations of `d` and what `ev` holds so far.
+  Result<Evidence> Decide(Store& store, const Digest& d, bool held, bool is_run, Evidence ev) const;
   KeySources keys_;
 };
 

@@ -164,7 +164,9 @@ struct RerunRequest {
   std::string device;          // empty: the original's device kind
   std::optional<double> timeout_s;
   std::string sign_key;        // local key to sign a `reproduced` attestation with (empty: none)
-  double match_tolerance = 0.10;  // |new/original - 1| within this, and both passed: a match
+  // The band of a reproduced verdict: the ratio new/original (its 95%
+  // interval, with samples) within [1 - t, 1 + t], and both passed.
+  double match_tolerance = 0.10;
 };
 
 struct RankPlace {
@@ -181,10 +183,14 @@ struct RerunOutcome {
   RunOutcome fresh;
   bool same_implementation = true;
   std::optional<double> ratio;   // fresh / original latency
-  bool matched = false;          // both passed, ratio within tolerance
+  // Same implementation: did the number hold (docs/statistics.md, "The
+  // verdict of ki rerun"); stored in run.verdicts and signed with --key.
+  std::optional<Json> verdict;   // {outcome, test, tolerance, ratio, interval, ...}
+  bool matched = false;          // the verdict is `reproduced`
   std::vector<std::string> environment_differences;  // "hardware.product: NVIDIA B200 -> NVIDIA H200"
   std::optional<RankPlace> place;  // --implementation: in the original's comparison group
   std::optional<Digest> attestation;
+  std::string attestation_kind;    // "reproduced" or "disputed", when one was signed
   std::string attestation_note;    // why none was made, when a key was given
   // Signing failed after a matching re-run (the run and its link are stored):
   // the comparison stands and the caller reports this after it.
@@ -197,6 +203,18 @@ struct RerunOutcome {
 // passphrase asked) before anything runs; a key that cannot be loaded fails
 // the rerun before it starts.
 Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req);
+
+// --------------------------------------------------------------- samples
+// The timed samples of a run, in ns, every trial's pooled in order, read
+// from its raw-samples blob (`ki.run-samples/v1`). nullopt when the run
+// names none, the store does not hold it, it is another harness's, or the
+// run was not timed; InvalidInput naming the blob when its samples are not
+// numbers.
+Result<std::optional<std::vector<double>>> SamplesOfRun(Store& store, const Json& run_spec);
+
+// The verdict `ki rerun` stored for a rerun (table run.verdicts): the
+// JSON of docs/format.md, "Rerun verdicts".
+Result<std::optional<Json>> VerdictOf(Store& store, const Digest& rerun);
 
 // Reruns of a run, and the run a rerun re-ran (table run.reruns).
 Result<std::vector<Digest>> RerunsOf(Store& store, const Digest& run);

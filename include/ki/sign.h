@@ -281,6 +281,9 @@ struct RerunResult {
   bool passed = true;         // correctness checks of the re-run passed
   std::string machine;        // identifies the machine (replication needs two)
   std::optional<Digest> environment;  // the re-run's ExecutionEnvironment, when known
+  // `ki rerun`'s verdict, {outcome, test, tolerance, ...} (docs/format.md,
+  // "Rerun verdicts"); absent from attestations made by hand or by older ki.
+  std::optional<Json> verdict;
 };
 
 struct AttestationRequest {

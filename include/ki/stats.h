@@ -174,15 +174,18 @@ struct ChangePointOptions {
   // series of identical (quantised) values does not make every tiny step a
   // change point.
   double min_noise = 1e-3;
+  // A change's size and interval come from at most this many points of
+  // the segments either side, the nearest to the change.
+  size_t window = 100;
   BootstrapOptions bootstrap;
 };
 
 struct ChangePoint {
   size_t index = 0;  // the first point of the new level
-  double before = 0, after = 0;  // medians of the segments either side
+  double before = 0, after = 0;  // medians either side (at most `window` points of each segment)
   double ratio = 0;               // after / before
   double low = 0, high = 0;       // bootstrap interval of the ratio of the two segments' medians
-  size_t before_points = 0, after_points = 0;
+  size_t before_points = 0, after_points = 0;  // the points those medians are of
 };
 
 struct Segmentation {

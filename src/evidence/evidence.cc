@@ -73,12 +73,21 @@ Result<EvidenceEvaluator> EvidenceEvaluator::OpenDefault() {
 }
 
 Result<Evidence> EvidenceEvaluator::Evaluate(Store& store, const Digest& d) const {
-  Evidence ev;
   KI_ASSIGN_OR_RETURN(auto info, store.Stat(d));
   if (info && info->type == ObjectType::kManifest && info->kind == Kind::kBenchmarkRun) {
     KI_ASSIGN_OR_RETURN(Manifest run, store.ReadManifest(d));
-    CheckReproducible(store, run, &ev);
+    return EvaluateRun(store, run);
   }
+  return Decide(store, d, info.has_value(), false, Evidence());
+}
+
+Result<Evidence> EvidenceEvaluator::EvaluateRun(Store& store, const Manifest& run) const {
+  Evidence ev;
+  CheckReproducible(store, run, &ev);
+  return Decide(store, run.digest, true, true, std::move(ev));
+}
+
+Result<Evidence> EvidenceEvaluator::Decide(Store& store, const Digest& d, bool held, bool is_run, Evidence ev) const {
   KI_ASSIGN_OR_RETURN(ev.attestations, VerifyAttestations(store, d, keys_));
 
   struct Reproduction {
@@ -94,6 +103,14 @@ Result<Evidence> EvidenceEvaluator::Evaluate(Store& store, const Digest& d) cons
     auto runners = a.TrustedSignatures(Role::kRunner);
     const Json& rerun = a.predicate_body["rerun"];  // shape checked by CheckEnvelope
     if (runners.empty() || !rerun.value("passed", false)) continue;
+    // `ki rerun` signs its verdict; a `reproduced` statement whose verdict
+    // says otherwise does not verify, and a trusted runner's
+    // not-reproduced verdict disputes the run whatever the predicate type.
+    // A statement without a verdict (signed by hand with `ki sign`, or by an
+    // older ki) is its signer's word that the number held.
+    const std::string outcome = rerun.contains("verdict") ? rerun["verdict"].value("outcome", "") : "reproduced";
+    if (outcome == "not-reproduced") ev.disputes.push_back(i);
+    if (outcome != "reproduced") continue;
     Reproduction r;
     for (const auto* s : runners) r.keyids.insert(s->keyid);
     r.machine = rerun.value("machine", "");
@@ -126,7 +143,7 @@ Result<Evidence> EvidenceEvaluator::Evaluate(Store& store, const Digest& d) cons
     ev.reason = "source and raw evidence are in this store";
   } else {
     ev.level = EvidenceLevel::kReported;
-    if (info && info->kind == Kind::kBenchmarkRun) {
+    if (held && is_run) {
       ev.reason = !ev.source_present && !ev.raw_evidence_present ? "no source and no raw evidence in this store"
                   : !ev.source_present                           ? "the source is not in this store"
                                                                  : "no raw evidence (log, samples) in this store";

@@ -16,6 +16,7 @@ namespace ki::run::internal {
 inline constexpr std::string_view kRunsTable = "run.runs";        // run (32) -> facts JSON
 inline constexpr std::string_view kRerunsTable = "run.reruns";    // original (32) + rerun (32) -> ""
 inline constexpr std::string_view kOriginalTable = "run.original";  // rerun (32) -> original digest text
+inline constexpr std::string_view kVerdictsTable = "run.verdicts";  // rerun (32) -> verdict JSON
 inline constexpr std::string_view kSamplesMediaType = "application/vnd.ki.run-samples+json";
 inline constexpr std::string_view kSamplesFormat = "ki.run-samples/v1";
 inline constexpr std::string_view kComparator = "ki_atol_rtol";

@@ -19,6 +19,7 @@
 #include "run/process.h"
 #include "run/python.h"
 #include "run/records.h"
+#include "run/verdict.h"
 #include "util/utf8.h"
 
 namespace ki::run {
@@ -800,15 +801,27 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
   rr.workload = wl;
   if (!out.same_implementation) rr.device = req.device;  // another implementation: its own device kind
   KI_ASSIGN_OR_RETURN(out.fresh, Run(store, rr));
+  // The verdict (same implementation only: another one's run is a new
+  // measurement, not a reproduction).
+  std::optional<stats::ReproductionVerdict> verdict;
+  if (out.same_implementation) {
+    KI_ASSIGN_OR_RETURN(verdict, internal::JudgeRerun(store, s, out.fresh, req.match_tolerance));
+    out.verdict = internal::VerdictJson(*verdict);
+  }
 
-  // The link, in ki's table: the schema has no field for it, and the run
-  // record must not change its digest for being re-run.
+  // The link and the verdict, in ki's tables: the schema has no field for
+  // them, and the run record must not change its digest for being re-run.
   {
     KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
     std::string k(out.original.raw());
     k.append(out.fresh.run.raw());
     KI_RETURN_IF_ERROR(batch->Put(internal::kRerunsTable, k, out.same_implementation ? "rerun" : "other-implementation"));
     KI_RETURN_IF_ERROR(batch->Put(internal::kOriginalTable, out.fresh.run.raw(), out.original.str()));
+    if (out.verdict) {
+      Json stored = *out.verdict;
+      stored["original"] = out.original.str();
+      KI_RETURN_IF_ERROR(batch->Put(internal::kVerdictsTable, out.fresh.run.raw(), stored.dump()));
+    }
     KI_RETURN_IF_ERROR(batch->Commit());
   }
 
@@ -820,8 +833,7 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
     if (l.contains(stat) && l[stat].is_number()) orig = l[stat].get<double>();
   }
   if (orig && out.fresh.latency_ns && *orig > 0) out.ratio = *out.fresh.latency_ns / *orig;
-  out.matched = out.same_implementation && s.value("status", "") == "passed" && out.fresh.status == "passed" &&
-                out.ratio && std::fabs(*out.ratio - 1.0) <= req.match_tolerance;
+  out.matched = verdict && verdict->outcome == stats::Reproduction::kReproduced;
   if (out.original_environment.is_object()) {
     for (const auto& d : catalog::FieldDiffs(out.original_environment, out.fresh.environment_spec)) {
       out.environment_differences.push_back(d.path + ": " + (d.a ? d.a->dump() : "(none)") + " -> " +
@@ -877,31 +889,39 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
     }
   }
 
-  // A `reproduced` attestation when asked and when it matched. The run is
-  // stored by now: a failure here is reported beside the comparison
-  // (sign_status), not instead of it.
+  // With a key, the verdict is signed: `reproduced` when the number held,
+  // `disputed` (carrying the re-run and the verdict) when it did not;
+  // inconclusive is not signed. The run is stored by now: a failure here is
+  // reported beside the comparison (sign_status), not instead of it.
   if (key) {
-    if (!out.matched) {
-      out.attestation_note = "not signed: the re-run did not match (both passed, latency within " +
-                             std::to_string(int(req.match_tolerance * 100)) + "%)";
+    if (!verdict || verdict->outcome == stats::Reproduction::kInconclusive) {
+      out.attestation_note = verdict ? "not signed: the verdict is inconclusive (" + verdict->words + ")"
+                                     : "not signed: another implementation's run is no re-run of the original";
     } else {
+      const bool held = verdict->outcome == stats::Reproduction::kReproduced;
       AttestationRequest ar;
       ar.subject = out.original;
-      ar.predicate = PredicateKind::kReproduced;
-      RerunResult res;
-      res.run = out.fresh.run;
-      res.latency_ns = *out.fresh.latency_ns;
-      res.ratio = *out.ratio;
-      res.passed = true;
-      char host[256] = {0};
-      ::gethostname(host, sizeof host - 1);
-      res.machine = std::string(host) + " " + out.fresh.device_name;
-      res.environment = out.fresh.environment;
-      ar.rerun = res;
-      ar.note = "ki rerun on " + out.fresh.device;
+      ar.predicate = held ? PredicateKind::kReproduced : PredicateKind::kDisputed;
+      ar.note = "ki rerun on " + out.fresh.device + ": " + verdict->words;
+      if (out.fresh.latency_ns && out.ratio && *out.ratio > 0) {
+        RerunResult res;
+        res.run = out.fresh.run;
+        res.latency_ns = *out.fresh.latency_ns;
+        res.ratio = *out.ratio;
+        res.passed = out.fresh.status == "passed";
+        char host[256] = {0};
+        ::gethostname(host, sizeof host - 1);
+        res.machine = std::string(host) + " " + out.fresh.device_name;
+        res.environment = out.fresh.environment;
+        res.verdict = out.verdict;
+        ar.rerun = res;
+      } else {
+        ar.evidence.push_back(out.fresh.run);  // a re-run that did not pass: its record is the evidence
+      }
       auto pr = CreateAttestation(store, *key, ar);
       if (pr.ok()) {
         out.attestation = pr->digest;
+        out.attestation_kind = std::string(PredicateName(ar.predicate));
       } else {
         out.sign_status = pr.status();
         out.attestation_note = "not signed: " + pr.status().message();

@@ -101,6 +101,7 @@ Json RerunJson(const RerunResult& r) {
             {"passed", r.passed},
             {"machine", r.machine}};
   if (r.environment) j["environmentDigest"] = r.environment->str();
+  if (r.verdict) j["verdict"] = *r.verdict;
   return j;
 }
 
@@ -167,6 +168,16 @@ std::string PredicateProblem(PredicateKind kind, const Json& p) {
     if (!r.contains("passed") || !r["passed"].is_boolean()) return "`rerun.passed` is not a boolean";
     if (!r.contains("machine") || !r["machine"].is_string() || r["machine"].get<std::string>().empty())
       return "`rerun.machine` is not a non-empty string";
+    if (r.contains("verdict")) {
+      const Json& v = r["verdict"];
+      const std::string outcome = v.is_object() && v.contains("outcome") && v["outcome"].is_string()
+                                      ? v["outcome"].get<std::string>() : "";
+      if (outcome != "reproduced" && outcome != "not-reproduced" && outcome != "inconclusive")
+        return "`rerun.verdict.outcome` is not reproduced, not-reproduced or inconclusive";
+      if (!v.contains("test") || !v["test"].is_string()) return "`rerun.verdict.test` is not a string";
+      if (!v.contains("tolerance") || !FiniteNumber(v["tolerance"]) || v["tolerance"].get<double>() < 0)
+        return "`rerun.verdict.tolerance` is not a number >= 0";
+    }
   }
   if (p.contains("evidence")) {
     if (!p["evidence"].is_array()) return "`evidence` is not an array";

@@ -59,7 +59,10 @@ grep -q '"path": "/spec/' "$T/out" || fail "JSON Patch paths"
 expect_rc 0 "diff same" K diff "$FIRST" "$FIRST"
 grep -q "same identity" "$T/out" || fail "same identity"
 expect_rc 0 "diff same --json" K diff "$FIRST" "$FIRST" --json
-[ "$(tr -d ' \n' <"$T/out")" = "[]" ] || fail "empty patch"
+# Two runs: an object with the judged comparison and the patch (empty here).
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["patch"] == [] and j["sameIdentity"]' "$T/out" \
+  || fail "empty patch: $(cat "$T/out")"
+grep -q '"verdict": "untested"' "$T/out" || fail "imported runs have no samples: untested"
 WL=$(grep -o '"workloadDigest":"sha256:[0-9a-f]*"' "$SLICE" | head -1 | cut -d'"' -f4)
 expect_rc 4 "diff of two kinds" K diff "$FIRST" "$WL"
 # records, like rank, follows ranking-v1: a serving cohort is exit 4.

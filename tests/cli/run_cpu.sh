@@ -48,8 +48,45 @@ expect_contains "$OUT" "environment   same" "same machine, same environment"
 expect_exit 0 ki rerun "$RUN1" --json
 python3 -c 'import json,sys; j=json.loads(sys.argv[1]); assert j["rerun"]["spec"]["status"]=="passed"; assert j["ratio"]>0' "$OUT" \
   || fail "rerun JSON"
+# The verdict: both runs have raw samples, so the bootstrap interval of the
+# median ratio is judged against the 10% band (which outcome depends on
+# this machine's noise; each is checked for what it implies).
+python3 - "$OUT" <<'PY' || fail "rerun verdict JSON: ${OUT:0:1500}"
+import json, sys
+j = json.loads(sys.argv[1]); v = j["verdict"]
+assert v["test"] == "bootstrap-median-ratio" and v["tolerance"] == 0.1, v
+lo, hi = v["interval"]
+assert lo <= v["ratio"] <= hi and v["resamples"] == 2000 and v["seed"] == "6b692d7374617473", v
+inside = 0.9 <= lo and hi <= 1.1
+outside = hi < 0.9 or lo > 1.1
+want = "reproduced" if inside else "not-reproduced" if outside else "inconclusive"
+assert v["outcome"] == want, (want, v)
+assert j["matched"] == (want == "reproduced")
+assert 0 <= v["uTest"]["pValue"] <= 1
+PY
+# Signed with a trusted runner's key: the verdict decides the evidence.
+export KI_HOME="$WORK/home"
+expect_exit 0 ki key generate runner --no-passphrase
+expect_exit 0 ki trust add "$(ki key export runner)" --name runner --role runner
+expect_exit 0 ki rerun "$RUN1" --key runner --json
+VERDICT_JSON=$OUT
+expect_exit 0 ki show "$RUN1" --json
+python3 - "$VERDICT_JSON" "$OUT" <<'PY' || fail "signed verdict and evidence: ${VERDICT_JSON:0:800} ${OUT:0:800}"
+import json, sys
+r, show = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+outcome = r["verdict"]["outcome"]
+ev = show["ki"]["evidence"]
+if outcome == "reproduced":
+    assert r["attestationPredicate"] == "reproduced" and ev["level"] == "verified", (r, ev)
+elif outcome == "not-reproduced":
+    assert r["attestationPredicate"] == "disputed" and ev["disputed"], (r, ev)
+else:
+    assert r["attestation"] is None and "inconclusive" in r["attestationNote"], r
+PY
+expect_exit 0 ki rerun "$RUN1"
+expect_contains "$OUT" "verdict       " "rerun prints its verdict"
 expect_exit 0 ki rank "$RUN1"
-expect_contains "$OUT" "4 ranked, 0 ineligible" "runs and reruns share one comparison group"
+expect_contains "$OUT" "6 ranked, 0 ineligible" "runs and reruns share one comparison group"
 
 # Failures are results.
 check_status() {  # check_status VARIANT STATUS [ki run options]

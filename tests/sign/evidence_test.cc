@@ -194,6 +194,60 @@ TEST_F(EvidenceTest, DisputesAreShownBesideTheLevel) {
   EXPECT_EQ(j["disputed"], true);
 }
 
+// ki rerun signs its verdict (docs/format.md, "Rerun verdicts"): only a
+// reproduced verdict verifies; a trusted runner's not-reproduced verdict
+// disputes the run, whether signed as `disputed` (what ki rerun writes) or
+// inside a `reproduced` statement; an inconclusive one does neither.
+TEST_F(EvidenceTest, RerunVerdictsDecideVerifiedAndDisputed) {
+  auto attest = [&](const SigningKey& key, const Digest& run, const std::string& outcome, PredicateKind kind) {
+    AttestationRequest req;
+    req.subject = run;
+    req.predicate = kind;
+    req.note = "ki rerun";
+    req.rerun = RerunResult{run, 8100, 1.3, true, "m1", std::nullopt};
+    req.rerun->verdict = Json{{"outcome", outcome}, {"test", "bootstrap-median-ratio"}, {"tolerance", 0.1}};
+    ASSERT_OK(CreateAttestation(*store_, key, req));
+  };
+  Digest inconclusive = AddRun(false, false);
+  attest(runner1_, inconclusive, "inconclusive", PredicateKind::kReproduced);
+  auto ev = eval_->Evaluate(*store_, inconclusive);
+  ASSERT_OK(ev);
+  EXPECT_EQ(ev->level, EvidenceLevel::kReported);
+  EXPECT_FALSE(ev->disputed());
+
+  Digest held = AddRun(false, false);
+  attest(runner1_, held, "reproduced", PredicateKind::kReproduced);
+  EXPECT_EQ(Level(held), EvidenceLevel::kVerified);
+
+  Digest failed = AddRun(false, false);
+  attest(runner1_, failed, "not-reproduced", PredicateKind::kDisputed);
+  ev = eval_->Evaluate(*store_, failed);
+  ASSERT_OK(ev);
+  EXPECT_EQ(ev->level, EvidenceLevel::kReported);
+  EXPECT_TRUE(ev->disputed());
+
+  Digest odd = AddRun(false, false);  // a `reproduced` statement saying it was not
+  attest(runner2_, odd, "not-reproduced", PredicateKind::kReproduced);
+  ev = eval_->Evaluate(*store_, odd);
+  ASSERT_OK(ev);
+  EXPECT_EQ(ev->level, EvidenceLevel::kReported);
+  EXPECT_TRUE(ev->disputed());
+  // By a stranger (no trusted key), the same statement disputes nothing.
+  Digest other = AddRun(false, false);
+  attest(stranger_, other, "not-reproduced", PredicateKind::kReproduced);
+  ev = eval_->Evaluate(*store_, other);
+  ASSERT_OK(ev);
+  EXPECT_FALSE(ev->disputed());
+
+  // A verdict of another shape is a fault of the predicate check.
+  AttestationRequest bad;
+  bad.subject = held;
+  bad.predicate = PredicateKind::kReproduced;
+  bad.rerun = RerunResult{held, 8100, 1.0, true, "m1", std::nullopt};
+  bad.rerun->verdict = Json{{"outcome", "held"}, {"test", "x"}, {"tolerance", 0.1}};
+  EXPECT_FALSE(CreateAttestation(*store_, runner1_, bad).ok());
+}
+
 TEST_F(EvidenceTest, LevelGoesDownWhenTheRunnerIsRevoked) {
   Digest run = AddRun(false, false);
   Reproduce(runner1_, run, "m1");
