@@ -172,6 +172,17 @@ TEST_F(RunOnCpu, PassesVerifiesAndReruns) {
   auto orig = run::OriginalOf(*store_, re->fresh.run);
   ASSERT_TRUE(orig.ok() && orig->has_value());
   EXPECT_EQ(**orig, r->run);
+  // The verdict, judged from both runs' raw samples, is stored with the rerun.
+  ASSERT_TRUE(re->verdict.has_value());
+  auto stored = run::VerdictOf(*store_, re->fresh.run);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((**stored)["outcome"], (*re->verdict)["outcome"]);
+  EXPECT_EQ((**stored)["test"], "bootstrap-median-ratio");
+  EXPECT_EQ((**stored)["original"], r->run.str());
+  EXPECT_EQ(re->matched, (*re->verdict)["outcome"] == "reproduced");
+  auto samples = run::SamplesOfRun(*store_, re->fresh.spec);
+  ASSERT_TRUE(samples.ok() && samples->has_value());
+  EXPECT_EQ((*samples)->size(), 150u);  // 3 trials of 50 calls, pooled
 }
 
 // `ki rerun --key`: the key is loaded (its passphrase asked) before anything
