@@ -9,7 +9,8 @@
 namespace ki::run::internal {
 
 // Judges `fresh` against the original from their raw samples (the
-// original's, when this store holds them; else its recorded value).
+// original's, when this store holds them and they read as ki's; else its
+// recorded value). Errors only for what the statistics cannot recover from.
 Result<stats::ReproductionVerdict> JudgeRerun(Store& store, const Json& original_spec, const RunOutcome& fresh,
                                               double tolerance);
 
