@@ -10,8 +10,9 @@ pkgs=(
   libcurl4-openssl-dev
   python3 python3-nacl python3-scipy
   # tests/cli/run_python.sh: torch for Python kernels on the CPU, and the shared
-  # libpython ki embeds (python3-torch: ~175 packages, ~4 min on a fresh Debian 12)
-  python3-torch libpython3.11
+  # libpython ki embeds (python3-torch: ~175 packages, ~4 min on a fresh Debian 12);
+  # torch/extension.h, pybind11, Python.h and ninja for torch's extension builder (binding torch)
+  python3-torch libtorch-dev pybind11-dev libpython3.11 python3-dev ninja-build
   docker-registry skopeo
   clang libclang-rt-14-dev  # fuzz/: clang and its libFuzzer runtime (cmake -DKI_FUZZ=ON)
 )

@@ -308,6 +308,10 @@ struct PythonKernelSpec {
   bool destination_passing = false;
   int32_t device = KI_DEVICE_CPU;
   int device_index = 0;
+  // Not empty: the sources are C++/CUDA for torch's binding (flashinfer-bench
+  // `binding: torch`), built here by torch.utils.cpp_extension.load into a
+  // pybind11 module whose `function` is called like a Python one.
+  std::string torch_extension_dir;
 };
 // Loads the interpreter once (later calls must name the same runtime),
 // imports the entry file as a module and finds the function. Up to 4 Python

@@ -158,7 +158,21 @@ def ki_path(paths):
     sys.path[:] = [p for p in paths]
     return None
 
-def ki_load(slot, src_dir, entry, func, cuda, device_index, dps, n_in, out_names):
+def _extension(src_dir, build_dir, name):
+    # A C++/CUDA solution with binding torch: every .cpp/.cc/.cu of its
+    # sources built by torch's own extension builder (a pybind11 module named
+    # TORCH_EXTENSION_NAME), cached in build_dir.
+    from torch.utils.cpp_extension import load
+    sources = []
+    for root, _, files in os.walk(src_dir):
+        for f in sorted(files):
+            if f.endswith(('.cpp', '.cc', '.cxx', '.cu')):
+                sources.append(os.path.join(root, f))
+    os.makedirs(build_dir, exist_ok=True)
+    return load(name=name, sources=sorted(sources), build_directory=build_dir, extra_include_paths=[src_dir],
+                verbose=False)
+
+def ki_load(slot, src_dir, entry, func, cuda, device_index, dps, n_in, out_names, ext_dir=''):
     try:
         import torch
         import torch.utils.dlpack
@@ -169,8 +183,11 @@ def ki_load(slot, src_dir, entry, func, cuda, device_index, dps, n_in, out_names
             torch.cuda.set_device(device_index)
         if src_dir not in sys.path:
             sys.path.insert(0, src_dir)
-        mod_name = entry[:-3] if entry.endswith('.py') else entry
-        mod = importlib.import_module(mod_name.replace('/', '.'))
+        if ext_dir:
+            mod = _extension(src_dir, ext_dir, 'ki_ext_' + os.path.basename(os.path.normpath(src_dir))[:16])
+        else:
+            mod_name = entry[:-3] if entry.endswith('.py') else entry
+            mod = importlib.import_module(mod_name.replace('/', '.'))
         fn = getattr(mod, func, None)
         if fn is None or not callable(fn):
             return '%s defines no function %s' % (entry, func)
@@ -501,6 +518,7 @@ Result<const ki_kernel*> LoadPythonKernel(const PythonRuntime& rt, const PythonK
   a.emplace_back(g_py.LongFromLongLong(spec.destination_passing ? 1 : 0));
   a.emplace_back(g_py.LongFromLongLong(static_cast<long long>(def.inputs.size())));
   a.push_back(Tuple(std::move(names)));
+  a.push_back(Str(spec.torch_extension_dir));
   Ref args = Tuple(std::move(a));
   Ref r(g_py.CallObject(g_interp.load, args.get()));
   if (std::string why = Outcome(r); !why.empty()) return Status::InvalidInput(spec.name + ": " + why);

@@ -306,15 +306,19 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     return Status::InvalidInput("ki runs cuda, cpp, python and triton implementations, not '" +
                                 callable.value("language", "") + "'");
   // flashinfer-bench C++/CUDA solutions are built for a binding, not for
-  // ki's kernel ABI: TVM-FFI's runtime is not packaged here, and torch's
-  // extension builder is not wired into ki run yet.
-  if (const std::string iface = callable.value("interface", ""); iface.rfind("flashinfer_bench_binding_", 0) == 0)
+  // ki's kernel ABI: `torch` is built by torch's own extension builder in the
+  // run's child and called like a Python function; TVM-FFI's runtime is not
+  // packaged here.
+  const std::string iface = callable.value("interface", "");
+  const bool torch_binding = iface == "flashinfer_bench_binding_torch";
+  if (iface.rfind("flashinfer_bench_binding_", 0) == 0 && !torch_binding)
     return Status::InvalidInput("implementation " + req.implementation + " is a flashinfer-bench " +
                                 std::string(LanguageName(*lang)) + " solution with binding `" + iface.substr(25) +
-                                "`: ki runs C++/CUDA only through its kernel ABI (docs/kernel-abi.md); " +
+                                "`: ki runs C++/CUDA through its kernel ABI (docs/kernel-abi.md) or torch's "
+                                "extension builder (binding torch); " +
                                 (iface.substr(25) == "tvm_ffi" ? "the TVM-FFI runtime is not packaged with ki"
-                                                               : "torch's extension builder is not supported yet"));
-  const bool python = *lang == Language::kPython || *lang == Language::kTriton;
+                                                               : "this binding is unknown to ki"));
+  const bool python = *lang == Language::kPython || *lang == Language::kTriton || torch_binding;
   // The implementation must be for the workload's operation.
   if (im.spec.value("/operation/specDigest"_json_pointer, std::string()) != wm.spec.value("operationSpecDigest", ""))
     return Status::InvalidInput("implementation " + req.implementation + " is for operation " +
@@ -407,7 +411,14 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     auto facts = fib::LookupSolution(store, *src);
     bool dps = true;
     if (facts.ok() && *facts) dps = (*facts)->destination_passing;
-    KI_ASSIGN_OR_RETURN(internal::PythonEntry entry, internal::PythonEntryOf(callable, dps));
+    internal::PythonEntry entry;
+    if (torch_binding) {  // the entry file is C++/CUDA; its function is the module's
+      entry.file = callable.value("path", "");
+      entry.function = callable.value("symbol", "run");
+      entry.destination_passing = dps;
+    } else {
+      KI_ASSIGN_OR_RETURN(entry, internal::PythonEntryOf(callable, dps));
+    }
     if (!bundle.files.count(entry.file))
       return Status::InvalidInput("implementation " + req.implementation + ": its entry file " + entry.file +
                                   " is not among its sources");
@@ -421,13 +432,14 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     ps.destination_passing = entry.destination_passing;
     ps.device = dev.cuda ? KI_DEVICE_CUDA : KI_DEVICE_CPU;
     ps.device_index = dev.index;
+    if (torch_binding) ps.torch_extension_dir = cache + "/torch-ext/" + src->hex();
     child_py.implementation = ps;
     build.ok = true;
     build.cached = true;
     build.key = src->hex();
     build.library = dir;
     build.compiler = internal::ToolchainLine(dev.cuda);
-    build.command = "python: " + entry.file + "::" + entry.function + " (" +
+    build.command = std::string(torch_binding ? "torch extension: " : "python: ") + entry.file + "::" + entry.function + " (" +
                     (entry.destination_passing ? "destination passing" : "returns its outputs") + ")";
   } else {
     KI_ASSIGN_OR_RETURN(build, Build(*env, cache, br));

@@ -106,6 +106,27 @@ expect_contains "$ERR" "TVM-FFI runtime is not packaged" "tvm-ffi refusal says w
 expect_exit 2 ki run --implementation ki-triton-gqa-decode --workload $WL --device cpu
 expect_contains "$ERR" "triton implementation runs on a CUDA device" "triton needs a GPU"
 
+# A C++ solution with binding torch: built by torch's extension builder in the
+# run's child, called like a Python function. Needs the builder's own tools
+# (ninja, Python.h, torch/extension.h; Debian: ninja-build, python3-dev, libtorch-dev, pybind11-dev,
+# which install-deps.sh installs).
+if "$PY" -c 'import os, shutil, sysconfig, torch.utils.cpp_extension
+assert shutil.which("ninja") and os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
+dirs = torch.utils.cpp_extension.include_paths() + ["/usr/include", "/usr/local/include"]
+for h in ("torch/extension.h", "pybind11/pybind11.h"):
+    assert any(os.path.exists(os.path.join(d, h)) for d in dirs)' 2>/dev/null; then
+  expect_exit 0 ki import flashinfer-bench "$RUN/fib-torch-ext"
+  expect_exit 0 ki show ki-torch-ext-gqa-decode-cpu
+  expect_contains "$OUT" "flashinfer_bench_binding_torch" "binding in the callable"
+  expect_exit 0 ki run --implementation ki-torch-ext-gqa-decode-cpu --workload $WL --device cpu --timeout 900
+  printf '%s\n' "$OUT"
+  expect_contains "$OUT" "status       passed" "a torch-binding C++ solution passes on the CPU"
+  expect_exit 0 ki rerun "$(sed -n 1p <<<"$OUT")" --timeout 900
+  expect_contains "$OUT" "status        passed                            passed" "its rerun reuses the built extension"
+else
+  echo "torch-binding case skipped: no ninja, Python.h, torch/extension.h or pybind11 for $PY (apt-get install ninja-build python3-dev libtorch-dev pybind11-dev)"
+fi
+
 # Path rules of Solution sources: each refused naming the file and the path.
 bad_solution() {  # bad_solution NAME PYTHON-EDIT WANT
   rm -rf bad && mkdir -p bad/definitions/gqa_paged bad/solutions
