@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "json/parse_internal.h"
+#include "util/utf8.h"
 
 namespace ki {
 namespace json_internal {
@@ -129,6 +130,11 @@ class StrictDomBuilder {
         what = what.substr(tag + 2);  // "[json.exception.x.n] " prefix
       }
     }
+    // nlohmann quotes the token it gave up on ("last read: '...'"): input
+    // bytes, which may be ill-formed UTF-8 (then every JSON dump of the
+    // message threw: `--json` output, a DSSE report; found by fuzz_dsse)
+    // and as long as the input.
+    what = Utf8Printable(what, 300);
     // `position` counts the bytes read: point at the last one, where the
     // lexer gave up (the end of the offending token).
     error_ = ErrorAt(source_, text_, position == 0 ? 0 : position - 1, what);

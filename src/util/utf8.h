@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace ki {
@@ -56,5 +57,38 @@ inline size_t Utf8InvalidAt(std::string_view s) {
 }
 
 inline bool IsValidUtf8(std::string_view s) { return Utf8InvalidAt(s) == s.size(); }
+
+// `s` as text safe to put in a message that is dumped as JSON: each byte
+// that is not part of well-formed UTF-8 becomes `\xNN`, and past
+// `max_bytes` the text is cut at a whole character and ends in "...".
+inline std::string Utf8Printable(std::string_view s, size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (out.size() >= max_bytes) {
+      out += "...";
+      break;
+    }
+    const std::string_view rest = s.substr(i);
+    const size_t good = Utf8InvalidAt(rest);
+    if (good > 0) {
+      const std::string_view keep = Utf8WholePrefix(rest.substr(0, good), max_bytes - out.size());
+      out.append(keep);
+      i += keep.size();
+      if (keep.size() < good) {
+        out += "...";
+        break;
+      }
+      continue;
+    }
+    const uint8_t b = static_cast<uint8_t>(rest[0]);
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+    ++i;
+  }
+  return out;
+}
 
 }  // namespace ki

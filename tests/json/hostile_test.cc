@@ -76,6 +76,22 @@ TEST(YamlUtf8, InvalidBytesInScalarsAreRefusedAsJsonRefusesThem) {
   ASSERT_OK(ok);
 }
 
+// Found by fuzz_dsse: nlohmann quotes the bytes it gave up on, so a JSON
+// error message held ill-formed UTF-8, and dumping it (--json output, a
+// DSSE report) threw. Messages are now UTF-8, the bad bytes escaped.
+TEST(JsonErrors, MessagesAreUtf8EvenForBadBytes) {
+  auto r = ParseDocument("{\"a\": \"x\xff\xfe" + std::string(5000, 'y') + "\"}", DocFormat::kJson, "in.json");
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  EXPECT_TRUE(IsValidUtf8(m)) << m;
+  EXPECT_NE(m.find("\\xff"), std::string::npos) << m;
+  EXPECT_LT(m.size(), 600u) << "the quoted token is cut";
+  EXPECT_NO_THROW((void)Json(m).dump());
+  EXPECT_EQ(Utf8Printable("ab\xc3\xa9\xff", 100), "ab\xc3\xa9\\xff");
+  EXPECT_EQ(Utf8Printable("abcdef", 3), "abc...");
+  EXPECT_EQ(Utf8Printable("a\xc3\xa9", 2), "a...");
+}
+
 TEST(Utf8InvalidAt, Boundaries) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("\x7f"));
