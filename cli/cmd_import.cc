@@ -124,6 +124,20 @@ void PrintReport(const catalog::ImportReport& r, double seconds) {
 }
 
 // --- ki import kernelindex FILE
+
+// A KernelIndex manifest (or bundle) given where an export goes would be
+// read line by line and refused as that many malformed lines; say what it
+// is instead. An export is JSON lines, so a whole input that parses as one
+// document with apiVersion and kind (or a bundle's run) is a manifest.
+Status RefuseManifest(std::string_view text, const std::string& file) {
+  auto doc = ParseDocument(text, DocFormat::kAuto, file);
+  if (!doc.ok() || !doc->is_object()) return Status::OK();
+  const bool manifest = doc->contains("apiVersion") && doc->contains("kind");
+  const bool bundle = doc->contains("run") && (*doc)["run"].is_object() && (*doc)["run"].contains("kind");
+  if (!manifest && !bundle) return Status::OK();
+  return Status::InvalidInput(file + " is a KernelIndex " + (manifest ? "manifest" : "bundle") +
+                              ", not a catalog export: use `ki add " + (file == "-" ? std::string("-") : file) + "`");
+}
 struct KernelIndexOptions {
   std::string file;
   bool keep_going = false;
@@ -141,6 +155,7 @@ RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
     auto t0 = std::chrono::steady_clock::now();
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
     KI_ASSIGN_OR_RETURN(std::string text, catalog::ReadExport(o->file));
+    KI_RETURN_IF_ERROR(RefuseManifest(text, o->file));
     Progress progress;
     catalog::ImportOptions opts;
     opts.keep_going = o->keep_going;

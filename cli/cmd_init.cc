@@ -11,7 +11,9 @@ namespace {
 RunFn Setup(CLI::App* sub, GlobalOptions* global) {
   auto dir = std::make_shared<std::string>();
   sub->add_option("dir", *dir, "directory to hold the store (default: --store, else $KI_STORE, else .)");
-  return [dir, global]() -> Result<int> {
+  auto json = std::make_shared<bool>(false);
+  sub->add_flag("--json", *json, "print {path} as JSON");
+  return [dir, json, global]() -> Result<int> {
     // Without DIR the store is the one later commands select (--store, then
     // KI_STORE), not ./.ki: otherwise `ki --store s init` reports success
     // and the next `ki --store s add` finds no store.
@@ -29,7 +31,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* global) {
     if (target.empty()) target = ".";
     KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
     KI_ASSIGN_OR_RETURN(auto store, Store::Init(target, opts));
-    std::cout << "Initialized ki store in " << store->path() << "\n";
+    if (*json) PrintJson({{"path", store->path()}});
+    else std::cout << "Initialized ki store in " << store->path() << "\n";
     return 0;
   };
 }

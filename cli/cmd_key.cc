@@ -19,8 +19,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
   gen->add_flag("--no-passphrase", *no_pass, "store the secret key unencrypted (for unattended runners)");
   CLI::App* list = sub->add_subcommand("list", "List local keys");
   list->add_flag("--json", *json, "print as JSON");
+  gen->add_flag("--json", *json, "print {name, keyid, publicKey, protection, path} as JSON");
   CLI::App* exp = sub->add_subcommand("export", "Print a key's public key, one line, for others to trust");
   exp->add_option("name", *name, "the key's local name")->required();
+  exp->add_flag("--json", *json, "print {name, keyid, publicKey} as JSON");
 
   return [=]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(Keyring ring, Keyring::Default());
@@ -34,6 +36,11 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
     if (gen->parsed()) {
       KI_ASSIGN_OR_RETURN(KeyInfo info, ring.Generate(*name, *no_pass ? KeyProtection::kNone : KeyProtection::kPassphrase,
                                                       DefaultPassphrase));
+      if (*json) {
+        PrintJson({{"name", info.name}, {"keyid", info.key.KeyId()}, {"publicKey", info.key.ToString()},
+                   {"protection", std::string(ProtectionName(info.protection))}, {"path", info.path}});
+        return 0;
+      }
       std::cout << "key " << info.name << "\t" << info.key.ToString() << "\n"
                 << "keyid\t" << info.key.KeyId() << "\n"
                 << "secret key file\t" << info.path << " (mode 0600, "
@@ -56,7 +63,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
       return 0;
     }
     KI_ASSIGN_OR_RETURN(KeyInfo info, ring.Info(*name));
-    std::cout << info.key.ToString() << "\n";
+    if (*json) PrintJson({{"name", info.name}, {"keyid", info.key.KeyId()}, {"publicKey", info.key.ToString()}});
+    else std::cout << info.key.ToString() << "\n";
     return 0;
   };
 }

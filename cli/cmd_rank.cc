@@ -6,20 +6,19 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/human.h"
 
 namespace ki::cli {
 namespace {
 
 std::string Value(const catalog::RankEntry& e) {
   if (!e.value) return "-";
-  if (e.unit == "ns") return FormatNs(*e.value);
-  return FormatJcsNumber(*e.value) + (e.unit.empty() ? "" : " " + e.unit);
+  return human::Quantity(*e.value, e.unit);
 }
 
 std::string Interval(const catalog::RankEntry& e) {
   if (!e.interval) return "";
-  if (e.unit == "ns") return FormatNs(e.interval->first) + " – " + FormatNs(e.interval->second);
-  return FormatJcsNumber(e.interval->first) + " – " + FormatJcsNumber(e.interval->second);
+  return human::Quantity(e.interval->first, e.unit) + " – " + human::Quantity(e.interval->second, e.unit);
 }
 
 // flashinfer-bench's speedup factor of a run, when its record carries one:
@@ -127,20 +126,26 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
              "; a run on such a line is missing here\n";
     }
     out += "\n";
-    char line[512];
-    std::snprintf(line, sizeof line, "  %5s  %-14s %s%-26s %-13s %-10s %s\n", "rank", "value",
-                  any_speedup ? "speedup   " : "", "95% interval", "evidence", "observed", "run");
-    out += line;
+    // Columns sized from their content and fitted to the terminal (the
+    // run's name is cut first); the first column marks REF's run.
+    using human::Table;
+    Table table({{""},
+                 {"rank", Table::Align::kRight},
+                 {"value", Table::Align::kRight},
+                 {"speedup", Table::Align::kRight},  // left out when no run has one
+                 {"95% interval"},
+                 {"evidence"},
+                 {"observed"},
+                 {"run", Table::Align::kLeft, true, 24}});
     for (const auto& e : r.ranked) {
       bool mark = marked && *marked == e.run;
       std::string rank = (e.tied_with_previous ? "=" : "") + std::to_string(e.rank);
       std::string who = Short(e.run) + " " + (e.name.empty() ? e.id : e.name);
-      const std::string sp = any_speedup ? SpeedupText(speedups[e.run]) : "";
-      std::snprintf(line, sizeof line, "%s %5s  %-14s %-*s%-26s %-13s %-10s %s\n", mark ? ">" : " ", rank.c_str(),
-                    Value(e).c_str(), any_speedup ? 10 : 0, sp.c_str(), Interval(e).c_str(), std::string(catalog::EvidenceName(e.evidence)).c_str(),
-                    e.observed_at.substr(0, 10).c_str(), who.c_str());
-      out += line;
+      table.AddRow({mark ? ">" : " ", rank, Value(e), any_speedup ? SpeedupText(speedups[e.run]) : "", Interval(e),
+                    std::string(catalog::EvidenceName(e.evidence)),
+                    e.observed_at.substr(0, 10), who});
     }
+    if (!table.empty()) out += table.Render(human::TerminalWidth(), "");
     if (!r.ineligible.empty()) {
       out += "\nIneligible\n";
       for (const auto& e : r.ineligible) {

@@ -4,12 +4,13 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/human.h"
 
 namespace ki::cli {
 namespace {
 
 std::string Val(double v, const std::string& unit) {
-  return unit == "ns" ? FormatNs(v) : FormatJcsNumber(v) + (unit.empty() ? "" : " " + unit);
+  return human::Quantity(v, unit);
 }
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
@@ -72,15 +73,15 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
              std::to_string(*i.malformed) + " malformed line" + (*i.malformed == 1 ? "" : "s") +
              "; a run on such a line is missing here\n";
     }
+    // One aligned row per event: when, the new best, its run, what it beat.
+    human::Table events({{}, {"", human::Table::Align::kRight}, {}, {}});
     for (const auto& e : h.events) {
-      out += "  " + e.at + "  " + Val(e.value, unit) + "  " + Short(e.run) + " " + names[e.run];
-      if (e.previous) {
-        out += "  beat " + Short(*e.previous) + " " + names[*e.previous] + " (" + Val(*e.previous_value, unit) + ")";
-      } else {
-        out += "  first record";
-      }
-      out += "\n";
+      events.AddRow({e.at, Val(e.value, unit), Short(e.run) + " " + names[e.run],
+                     e.previous ? "beat " + Short(*e.previous) + " " + names[*e.previous] + " (" +
+                                      Val(*e.previous_value, unit) + ")"
+                                : "first record"});
     }
+    out += events.Render();
     if (h.events.empty()) out += "  no eligible runs\n";
     for (const auto& x : h.not_reproduced) out += "  not reproduced: export event " + x.dump() + "\n";
     std::cout << out;

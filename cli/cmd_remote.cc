@@ -20,19 +20,23 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   add->add_option("name", o->name, "remote name")->required();
   add->add_option("url", o->url, "oci://HOST[:PORT]/REPO or oci-layout:DIR")->required();
   add->add_flag("--insecure", o->insecure, "plain http (loopback registries only)");
+  add->add_flag("--json", o->json, "print {action, name, url, insecure} as JSON");
   CLI::App* list = sub->add_subcommand("list", "List remotes");
   list->add_flag("--json", o->json, "print a JSON array");
   CLI::App* remove = sub->add_subcommand("remove", "Remove a remote");
   remove->add_option("name", o->name, "remote name")->required();
+  remove->add_flag("--json", o->json, "print {action, name} as JSON");
   return [o, g, add, list, remove]() -> Result<int> {
     if (add->parsed()) {
       KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
       KI_RETURN_IF_ERROR(AddRemote(*store, {o->name, o->url, o->insecure}));
+      if (o->json) PrintJson({{"action", "added"}, {"name", o->name}, {"url", o->url}, {"insecure", o->insecure}});
       return 0;
     }
     if (remove->parsed()) {
       KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
       KI_RETURN_IF_ERROR(RemoveRemote(*store, o->name));
+      if (o->json) PrintJson({{"action", "removed"}, {"name", o->name}});
       return 0;
     }
     (void)list;

@@ -9,10 +9,13 @@ namespace {
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   auto ref = std::make_shared<std::string>();
   sub->add_option("ref", *ref, "digest, hex prefix (>= 4), KIND/NAME or a unique name")->required();
-  return [ref, g]() -> Result<int> {
+  auto json = std::make_shared<bool>(false);
+  sub->add_flag("--json", *json, "print {ref, digest} as JSON");
+  return [ref, json, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
     KI_ASSIGN_OR_RETURN(Digest d, store->Resolve(*ref));
-    std::cout << d.str() << "\n";
+    if (*json) PrintJson({{"ref", *ref}, {"digest", d.str()}});
+    else std::cout << d.str() << "\n";
     return 0;
   };
 }

@@ -1,26 +1,25 @@
 // ki show REF [--json]: a human page for one object.
 #include <iostream>
-#include <sstream>
 
 #include "command.h"
+#include "ki/human.h"
 
 namespace ki::cli {
 namespace {
 
+// A value as its document has it: a number as the shortest decimal that
+// reads back to it ("49215.9", not "49215.900000000001").
 std::string Scalar(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) {
-    std::ostringstream s;
-    s.precision(17);
-    s << v.get<double>();
-    return s.str();
-  }
+  if (v.is_number_float()) return human::ShortestDecimal(v.get<double>());
   return v.dump();
 }
 
 // Flattens a JSON value into "path  value" lines (nested paths with dots).
+// Empty objects and arrays say nothing and are left out.
 void Flatten(const Json& v, const std::string& path, std::vector<std::pair<std::string, std::string>>& out) {
-  if (v.is_object() && !v.empty()) {
+  if ((v.is_object() || v.is_array()) && v.empty()) return;
+  if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) Flatten(*it, path.empty() ? it.key() : path + "." + it.key(), out);
   } else if (v.is_array() && !v.empty() && (v[0].is_object() || v[0].is_array())) {
     for (size_t i = 0; i < v.size(); ++i) Flatten(v[i], path + "[" + std::to_string(i) + "]", out);
@@ -33,12 +32,14 @@ void Flatten(const Json& v, const std::string& path, std::vector<std::pair<std::
   }
 }
 
-void PrintFields(const Json& v, const std::string& indent = "  ") {
+// A section of fields under its heading; no heading when there are none.
+void PrintFields(const std::string& heading, const Json& v) {
   std::vector<std::pair<std::string, std::string>> rows;
   Flatten(v, "", rows);
-  size_t w = 0;
-  for (auto& r : rows) w = std::max(w, r.first.size());
-  for (auto& r : rows) std::cout << indent << r.first << std::string(w - r.first.size() + 2, ' ') << r.second << "\n";
+  if (rows.empty()) return;
+  human::Table t({{}, {}});
+  for (auto& r : rows) t.AddRow({r.first, r.second});
+  std::cout << "\n" << heading << "\n" << t.Render();
 }
 
 // "present", "missing", or "corrupt" for a referenced object.
@@ -67,6 +68,10 @@ std::optional<Manifest> LoadIfPresent(Store& store, const Json& spec, const char
 }
 
 void Row(const std::string& k, const std::string& v) {
+  if (v.empty()) {
+    std::cout << "  " << k << "\n";
+    return;
+  }
   std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << v << "\n";
 }
 
@@ -86,7 +91,10 @@ void ShowRun(Store& store, const Manifest& m) {
     }
   } else if (s.contains("measurements") && s["measurements"].is_array() && !s["measurements"].empty()) {
     const Json& first = s["measurements"][0];
-    Row(first.value("metric", "measurement"), Scalar(first.value("value", Json())) + " " + first.value("unit", ""));
+    const Json value = first.value("value", Json());
+    const std::string unit = first.value("unit", "");
+    Row(first.value("metric", "measurement"),
+        value.is_number() ? human::Quantity(value.get<double>(), unit) : Scalar(value) + (unit.empty() ? "" : " " + unit));
   } else {
     Row("latency", "none recorded");
   }
@@ -104,33 +112,32 @@ void ShowRun(Store& store, const Manifest& m) {
     Row(role, d->str() + "  " + (presence == "present" ? label : "(missing from this store)"));
   }
 
-  if (s.contains("correctness") && s["correctness"].is_object()) {
-    std::cout << "\nCorrectness\n";
-    PrintFields(s["correctness"]);
-  }
+  if (s.contains("correctness") && s["correctness"].is_object()) PrintFields("Correctness", s["correctness"]);
   if (auto w = LoadIfPresent(store, s, "workloadDigest")) {
-    std::cout << "\nWorkload\n";
-    if (w->spec.contains("axes")) PrintFields(w->spec["axes"]);
+    // Axes, then each tensor's dtype and shape: under one heading, printed
+    // only when the workload has either.
+    Json fields = w->spec.contains("axes") && w->spec["axes"].is_object() ? w->spec["axes"] : Json::object();
+    std::vector<std::pair<std::string, std::string>> tensors;
     if (w->spec.contains("tensors") && w->spec["tensors"].is_object()) {
       for (auto it = w->spec["tensors"].begin(); it != w->spec["tensors"].end(); ++it) {
         std::string shape;
         if (it->contains("shape")) shape = (*it)["shape"].dump();
-        Row(it.key(), it->value("dtype", "") + " " + shape);
+        std::string dtype = it->is_object() ? it->value("dtype", "") : "";
+        tensors.emplace_back(it.key(), dtype + (dtype.empty() || shape.empty() ? "" : " ") + shape);
       }
     }
+    std::vector<std::pair<std::string, std::string>> rows;
+    Flatten(fields, "", rows);
+    rows.insert(rows.end(), tensors.begin(), tensors.end());
+    if (!rows.empty()) {
+      human::Table t({{}, {}});
+      for (auto& r : rows) t.AddRow({r.first, r.second});
+      std::cout << "\nWorkload\n" << t.Render();
+    }
   }
-  if (auto e = LoadIfPresent(store, s, "environmentDigest")) {
-    std::cout << "\nEnvironment\n";
-    PrintFields(e->spec);
-  }
-  if (auto p = LoadIfPresent(store, s, "protocolDigest")) {
-    std::cout << "\nProtocol\n";
-    PrintFields(p->spec);
-  }
-  if (s.contains("sourceNative")) {
-    std::cout << "\nSource-native\n";
-    PrintFields(s["sourceNative"]);
-  }
+  if (auto e = LoadIfPresent(store, s, "environmentDigest")) PrintFields("Environment", e->spec);
+  if (auto p = LoadIfPresent(store, s, "protocolDigest")) PrintFields("Protocol", p->spec);
+  if (s.contains("sourceNative")) PrintFields("Source-native", s["sourceNative"]);
 
   std::cout << "\nArtifacts\n";
   bool any = false;
@@ -181,7 +188,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       } else {
         std::cout << "blob " << d.str() << "\n";
         Row("media type", info->media_type);
-        Row("size", std::to_string(info->size) + " bytes");
+        Row("size", info->size < 1024 ? std::to_string(info->size) + " bytes"
+                                      : human::Bytes(info->size) + " (" + std::to_string(info->size) + " bytes)");
         for (auto& [r, field] : referrers) Row("referred by", r.str() + " " + field);
       }
       return 0;
@@ -208,8 +216,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     if (m.kind == Kind::kBenchmarkRun) {
       ShowRun(*store, m);
     } else {
-      std::cout << "\nSpec\n";
-      PrintFields(m.spec);
+      PrintFields("Spec", m.spec);
       KI_ASSIGN_OR_RETURN(auto referrers, store->Referrers(d));
       if (!referrers.empty()) {
         std::cout << "\nReferred to by\n";

@@ -39,10 +39,12 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
   add->add_option("--name", *name, "a name for the key's owner")->required();
   add->add_option("--role", *role, "runner (re-runs count toward verified) or reviewer (default)")
       ->check(CLI::IsMember({"runner", "reviewer"}));
+  add->add_flag("--json", *json, "print {action, name, keyid, role} as JSON");
   CLI::App* list = sub->add_subcommand("list", "List trusted and revoked keys");
   list->add_flag("--json", *json, "print as JSON");
   CLI::App* rm = sub->add_subcommand("remove", "Stop trusting a key (its signatures then count as revoked)");
   rm->add_option("who", *name, "the trust name, or the key id (at least 8 hex digits)")->required();
+  rm->add_flag("--json", *json, "print {action, name, keyid, removedAt} as JSON");
 
   return [=]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(std::string home, KiHome());
@@ -55,7 +57,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
       KI_ASSIGN_OR_RETURN(PublicKey pk, ReadPublicKeyArg(*key));
       KI_ASSIGN_OR_RETURN(bool added, trust.Add(pk, *name, *ParseRole(*role)));
       KI_RETURN_IF_ERROR(trust.Save());
-      std::cout << (added ? "trusted " : "updated ") << *name << "\t" << pk.KeyId() << "\t" << *role << "\n";
+      if (*json)
+        PrintJson({{"action", added ? "trusted" : "updated"}, {"name", *name}, {"keyid", pk.KeyId()}, {"role", *role}});
+      else
+        std::cout << (added ? "trusted " : "updated ") << *name << "\t" << pk.KeyId() << "\t" << *role << "\n";
       return 0;
     }
     if (rm->parsed()) {
@@ -69,13 +74,19 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
         if (revoked.size() == 1) {
           KI_RETURN_IF_ERROR(trust.Save());
           const TrustEntry& e = *revoked.front();
-          std::cout << "already removed " << e.name << "\t" << e.keyid << "\t(revoked at " << e.when << ")\n";
+          if (*json)
+            PrintJson({{"action", "already removed"}, {"name", e.name}, {"keyid", e.keyid}, {"removedAt", e.when}});
+          else
+            std::cout << "already removed " << e.name << "\t" << e.keyid << "\t(revoked at " << e.when << ")\n";
           return 0;
         }
       }
       KI_ASSIGN_OR_RETURN(TrustEntry e, std::move(removed));
       KI_RETURN_IF_ERROR(trust.Save());
-      std::cout << "removed " << e.name << "\t" << e.keyid << "\t(its signatures now count as revoked)\n";
+      if (*json)
+        PrintJson({{"action", "removed"}, {"name", e.name}, {"keyid", e.keyid}, {"removedAt", e.when}});
+      else
+        std::cout << "removed " << e.name << "\t" << e.keyid << "\t(its signatures now count as revoked)\n";
       return 0;
     }
     if (*json) {

@@ -1,5 +1,8 @@
 // ki verify REF [--json]; ki audit [--json] [--reindex]
+#include <algorithm>
 #include <iostream>
+#include <map>
+#include <tuple>
 
 #include "command.h"
 #include "ki/catalog.h"
@@ -20,6 +23,28 @@ void PrintEntry(const CheckEntry& e) {
   if (!e.via.empty()) std::cout << "\t(" << e.via << ")";
   if (!e.detail.empty()) std::cout << "\t" << e.detail;
   std::cout << "\n";
+}
+
+// `ki audit --summary`: one line per state, what and referring field
+// (`missing\t3077\tunknown\t/spec/evidence/rawTraceDigest`), most first.
+void PrintGrouped(const std::vector<CheckEntry>& entries) {
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> counts;
+  for (const auto& e : entries) {
+    // "<referrer digest> /spec/field" and "<table> <key>": the part after
+    // the first space says how they were reached, without the instance.
+    std::string via = e.via;
+    if (size_t sp = via.find(' '); sp != std::string::npos && via.rfind("sha256:", 0) == 0) via = via.substr(sp + 1);
+    else if (sp != std::string::npos) via = via.substr(0, sp);
+    ++counts[{std::string(CheckStateName(e.state)), e.what, via}];
+  }
+  std::vector<std::pair<size_t, std::tuple<std::string, std::string, std::string>>> rows;
+  for (const auto& [k, n] : counts) rows.emplace_back(n, k);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [n, k] : rows) {
+    std::cout << std::get<0>(k) << "\t" << n << "\t" << std::get<1>(k);
+    if (!std::get<2>(k).empty()) std::cout << "\t" << std::get<2>(k);
+    std::cout << "\n";
+  }
 }
 
 // Attestations (docs/cli.md, "Signing"): one line each, printed after the
@@ -102,7 +127,9 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
   auto reindex = std::make_shared<bool>(false);
   sub->add_flag("--json", *json, "print the report as JSON");
   sub->add_flag("--reindex", *reindex, "rebuild the index from the objects first");
-  return [json, reindex, g]() -> Result<int> {
+  auto summary = std::make_shared<bool>(false);
+  sub->add_flag("--summary", *summary, "count faults and missing references by kind instead of listing each");
+  return [json, reindex, summary, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, *reindex ? OpenMode::kReadWrite : OpenMode::kReadOnly));
     Result<AuditReport> r = *reindex ? store->Reindex() : store->Audit();
     if (!r.ok()) return r.status();
@@ -138,14 +165,22 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
                  {"faults", faults_j}, {"missing", missing}, {"notes", report.notes},
                  {"attestations", atts}, {"attestationCounts", ac.ToJson()}, {"attestationNotes", att.notes}});
     } else {
-      for (const auto& e : report.faults) PrintEntry(e);
-      for (const auto& e : report.missing) PrintEntry(e);
-      for (const auto& n : report.notes) std::cout << "note\t" << n << "\n";
+      if (*summary) {
+        PrintGrouped(report.faults);
+        PrintGrouped(report.missing);
+        if (!report.notes.empty()) std::cout << "note\t" << report.notes.size() << "\n";
+      } else {
+        for (const auto& e : report.faults) PrintEntry(e);
+        for (const auto& e : report.missing) PrintEntry(e);
+        for (const auto& n : report.notes) std::cout << "note\t" << n << "\n";
+      }
+      for (const auto& a : att.reports)
+        if (a.fault() && !*summary) PrintAttestation(a);
+      if (!*summary)
+        for (const auto& n : att.notes) std::cout << "note\t" << n << "\n";
+      // The counts come last, after every line they count.
       std::cout << report.objects << " objects (" << report.bytes << " bytes) checked: " << report.faults.size()
                 << " faults, " << report.missing.size() << " missing references\n";
-      for (const auto& a : att.reports)
-        if (a.fault()) PrintAttestation(a);
-      for (const auto& n : att.notes) std::cout << "note\t" << n << "\n";
       if (!att.reports.empty() || !att.notes.empty()) PrintAttestationSummary(att.reports.size(), ac);
     }
     return faults ? 1 : 0;

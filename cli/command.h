@@ -67,7 +67,7 @@ const std::vector<ShowJsonField>& ShowJsonFields();
 
 // Presentation helpers shared by commands.
 bool StdoutIsTerminal();
-std::string FormatNs(double ns);          // "353.0 µs", "12.40 ms", "812 ns"
+std::string FormatNs(double ns);          // "353.0 µs", "12.40 ms", "812.0 ns" (ki/human.h)
 std::string Short(const Digest& d);       // "sha256:7e90ce0aebbdc3c5…"
 void PrintJson(const Json& j);            // 2-space indent, newline
 

@@ -8,6 +8,9 @@
 #include <map>
 
 #include "command.h"
+#include "help_pages.h"
+#include "usage.h"
+#include "ki/human.h"
 
 namespace ki::cli {
 
@@ -91,19 +94,7 @@ Result<StoreOptions> StoreOptionsFromEnvironment() {
 
 bool StdoutIsTerminal() { return ::isatty(STDOUT_FILENO) == 1; }
 
-std::string FormatNs(double ns) {
-  char buf[64];
-  if (ns < 1e3) {
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  } else if (ns < 1e6) {
-    std::snprintf(buf, sizeof buf, "%.1f µs", ns / 1e3);
-  } else if (ns < 1e9) {
-    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
-  }
-  return buf;
-}
+std::string FormatNs(double ns) { return human::Duration(ns); }
 
 std::string Short(const Digest& d) { return d.str().substr(0, 23) + "…"; }
 
@@ -125,6 +116,88 @@ std::string CommandName(int argc, char** argv) {
   return "";
 }
 
+
+namespace {
+
+// `ki --help` lists the commands in groups, in the order a new user meets
+// them (git's help does the same); a command not listed here comes after
+// them, by its CommandSpec::order, under "Other commands".
+struct Placement {
+  const char* name;
+  const char* group;
+};
+constexpr Placement kPlacements[] = {
+    {"init", "Start a store"},      {"add", "Start a store"},         {"import", "Start a store"},
+    {"ls", "Look at objects"},      {"show", "Look at objects"},      {"cat", "Look at objects"},
+    {"resolve", "Look at objects"}, {"diff", "Look at objects"},      {"tag", "Look at objects"},
+    {"rank", "Compare runs"},       {"records", "Compare runs"},      {"run", "Run kernels"},
+    {"rerun", "Run kernels"},       {"verify", "Check and sign"},     {"audit", "Check and sign"},
+    {"sign", "Check and sign"},     {"key", "Check and sign"},        {"trust", "Check and sign"},
+    {"remote", "Share"},            {"push", "Share"},                {"pull", "Share"},
+    {"export", "Share"},            {"gc", "Maintain the store"},
+};
+
+int OrderOf(const CommandSpec& spec) {
+  for (size_t i = 0; i < std::size(kPlacements); ++i)
+    if (std::string_view(kPlacements[i].name) == spec.name) return static_cast<int>(i);
+  return 1000 + spec.order;
+}
+
+std::string GroupOf(std::string_view name) {
+  for (const auto& p : kPlacements)
+    if (name == p.name) return p.group;
+  return "Other commands";
+}
+
+// The subcommands of `app` that were named on the command line, outermost
+// first ("key", "generate"): where a parse error arose.
+std::vector<CLI::App*> ParsedPath(CLI::App& app) {
+  std::vector<CLI::App*> path;
+  CLI::App* cur = &app;
+  while (true) {
+    auto subs = cur->get_subcommands([](CLI::App* s) { return s->parsed() > 0; });
+    if (subs.empty()) break;
+    cur = subs.front();
+    path.push_back(cur);
+  }
+  return path;
+}
+
+std::string PathName(const std::vector<CLI::App*>& path) {
+  std::string name;
+  for (CLI::App* a : path) name += (name.empty() ? "" : " ") + a->get_name();
+  return name;
+}
+
+std::vector<std::string> SubcommandNames(CLI::App& app) {
+  std::vector<std::string> names;
+  for (CLI::App* s : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(s->get_name());
+  return names;
+}
+
+int UsageError(const std::string& what, const std::string& where) {
+  std::cerr << "ki: error: " << what << " (see `ki " << (where.empty() ? "" : where + " ") << "--help`)\n";
+  return 2;
+}
+
+// `ki help [CMD [SUB]]`: the --help page of ki or of that command.
+int Help(CLI::App& app, const std::vector<std::string>& topic) {
+  CLI::App* cur = &app;
+  std::string where;
+  for (const auto& word : topic) {
+    auto subs = cur->get_subcommands([&](CLI::App* s) { return s->get_name() == word; });
+    if (subs.empty() || word == "help") {
+      std::cerr << "ki: error: " << UnknownCommandMessage(word, where, SubcommandNames(*cur)) << "\n";
+      return 2;
+    }
+    cur = subs.front();
+    where += (where.empty() ? "" : " ") + word;
+  }
+  std::cout << HelpPage(*cur);
+  return 0;
+}
+
+}  // namespace
 }  // namespace ki::cli
 
 int main(int argc, char** argv) {
@@ -132,33 +205,96 @@ int main(int argc, char** argv) {
   CLI::App app{"ki: a content-addressed store for GPU-kernel benchmark evidence"};
   app.set_version_flag("--version", std::string("ki ") + KI_VERSION);
   app.require_subcommand(1);
+  app.formatter(HelpFormatter());
   app.fallthrough();
   GlobalOptions global;
   app.add_option("--store", global.store, "store directory (default: $KI_STORE, else the nearest .ki upward)");
 
   std::vector<CommandSpec> specs = Commands();
-  std::stable_sort(specs.begin(), specs.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::stable_sort(specs.begin(), specs.end(), [](const auto& a, const auto& b) {
+    return std::pair(OrderOf(a), std::string_view(a.name)) < std::pair(OrderOf(b), std::string_view(b.name));
+  });
   // Setting up all ~25 subcommands' options costs about a millisecond, a
   // tenth of a `ki show`. When the command is recognisable from argv, only
   // it is set up; otherwise (help, a typo, no command) all are, so that
   // CLI11's help and errors list every command.
   const std::string chosen = CommandName(argc, argv);
   const bool known = std::any_of(specs.begin(), specs.end(), [&](const auto& s) { return chosen == s.name; });
+  // An unknown command is refused before anything is parsed, with the
+  // nearest names (`ki shwo`: did you mean show?).
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.push_back(spec.name);
+  names.push_back("help");
+  // Hidden commands over the whole command tree (cli/help_pages.h).
+  const bool hidden = chosen == "__manpages" || chosen == "__completion" || chosen == "__complete";
+  if (!chosen.empty() && !known && chosen != "help" && !hidden) {
+    std::cerr << "ki: error: " << UnknownCommandMessage(chosen, "", names) << "\n";
+    return 2;
+  }
   std::map<CLI::App*, RunFn> runs;
   for (const auto& spec : specs) {
-    if (known && chosen != spec.name) continue;
+    if (known && chosen != spec.name) continue;  // `ki help` sets up every command
     if (known && spec.big_heap_min_args >= 0 && argc > spec.big_heap_min_args) UseHugePageHeap(argv);
     CLI::App* sub = app.add_subcommand(spec.name, spec.help);
     runs[sub] = spec.setup(sub, &global);
+    // After setup: a subcommand copies its parent's group when it is added.
+    sub->group(GroupOf(spec.name));
   }
+
+  if (hidden) {
+    // Their arguments are not parsed by CLI11: `__complete` gets the words
+    // of a command line being typed, options included.
+    std::vector<std::string> args;
+    bool after = false;
+    for (int i = 1; i < argc; ++i) {
+      if (after) args.push_back(argv[i]);
+      else if (argv[i] == chosen) after = true;
+    }
+    ki::Result<int> r = chosen == "__complete"    ? PrintCompletions(app, args, global)
+                        : chosen == "__manpages"  ? (args.size() == 1 ? WriteManPages(app, args[0])
+                                                                      : ki::Status::Usage("__manpages DIR"))
+                        : args.size() == 1 || args.size() == 2
+                            ? PrintCompletionScript(args[0], args.size() == 2 ? args[1] : "")
+                            : ki::Status::Usage("__completion bash|zsh [FILE]");
+    std::cout.flush();
+    if (r.ok()) return *r;
+    std::cerr << "ki: error: " << r.status().message() << "\n";
+    return r.status().ExitCode();
+  }
+
+  std::vector<std::string> help_topic;
+  CLI::App* help = app.add_subcommand("help", "Show the help of ki or of one command: ki help [CMD [SUBCMD]]");
+  help->add_option("command", help_topic, "a command, and a subcommand of it");
+  help->group("Help");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    // Help and version are successes; every other parse error is usage (2).
-    return rc == 0 ? 0 : 2;
+    // Help and version are successes, printed as CLI11 prints them.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // Every other parse error is usage (2), in ki's voice.
+    std::vector<CLI::App*> path = ParsedPath(app);
+    const std::string where = PathName(path);
+    CLI::App* at = path.empty() ? &app : path.back();
+    const std::string message = e.what();
+    std::vector<std::string> subs = SubcommandNames(*at);
+    if (!path.empty() && !subs.empty() && message == "A subcommand is required") {
+      // `ki key` or `ki key bogus`: name the subcommands.
+      std::string word;
+      for (int i = 1; i < argc; ++i)
+        if (argv[i] == at->get_name() && i + 1 < argc && argv[i + 1][0] != '-') word = argv[i + 1];
+      if (!word.empty()) {
+        std::cerr << "ki: error: " << UnknownCommandMessage(word, where, subs) << "\n";
+        return 2;
+      }
+      std::string list;
+      for (const auto& n : subs) list += (list.empty() ? "" : ", ") + n;
+      return UsageError("ki " + where + " needs a subcommand: " + list, where);
+    }
+    if (path.empty() && message == "A subcommand is required") return UsageError("a command is required", "");
+    return UsageError(RephraseParseError(message), where);
   }
+  if (help->parsed()) return Help(app, help_topic);
 
   for (auto& [sub, run] : runs) {
     if (!sub->parsed()) continue;

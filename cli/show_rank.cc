@@ -3,13 +3,14 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/human.h"
 
 namespace ki::cli {
 namespace {
 
 std::string Val(const catalog::RankEntry& e) {
   if (!e.value) return "-";
-  return e.unit == "ns" ? FormatNs(*e.value) : FormatJcsNumber(*e.value) + (e.unit.empty() ? "" : " " + e.unit);
+  return human::Quantity(*e.value, e.unit);
 }
 
 // Where the run stands, or nullopt when it is not in an imported catalog.
@@ -28,7 +29,11 @@ Status Section(Store& store, const Digest& d, const Manifest& m, std::ostream& o
   } else {
     std::string reasons;
     for (const auto& x : s->ineligible) reasons += (reasons.empty() ? "" : ", ") + x;
-    out << "  Not ranked in its comparison group of " << s->of << " (" << reasons << ")\n";
+    // `of` counts the ranked runs, which may be none.
+    out << "  Not ranked (" << reasons << "); "
+        << (s->of == 0 ? std::string("no run of its comparison group is ranked")
+                       : "its comparison group ranks " + std::to_string(s->of) + (s->of == 1 ? " run" : " runs"))
+        << "\n";
   }
   if (s->first) {
     const auto& first = *s->first;

@@ -156,12 +156,25 @@ struct ManifestWithDocument {
   std::string_view document_type;
 };
 
+// Whether `bytes` reads as a document with apiVersion or kind (a manifest)
+// or with run (a bundle): the user meant it as one, whatever is wrong with it.
+bool LooksLikeManifest(std::string_view bytes, std::string_view source) {
+  auto docs = ParseDocuments(bytes, DocFormat::kAuto, source);
+  if (!docs.ok() || docs->empty()) return false;
+  const Json& d = docs->front();
+  return d.is_object() && (d.contains("apiVersion") || d.contains("kind") || d.contains("run"));
+}
+
 // The manifests an input holds, or the parse error, phrased for `ki add`.
 Result<std::vector<ManifestWithDocument>> ParseInput(const AddInput& in) {
   auto parsed = ParseManifestInput(in.bytes, DocFormat::kAuto, in.source);
   if (!parsed.ok()) {
     Status s = parsed.status();
-    if (Extension(in.source) == "json" || Extension(in.source) == "yaml" || Extension(in.source) == "yml") {
+    // The --blob hint only for a file that is not meant as a manifest: a
+    // document without apiVersion or kind (a config, a results file). A
+    // manifest the schema refuses needs fixing, not storing as a blob.
+    if ((Extension(in.source) == "json" || Extension(in.source) == "yaml" || Extension(in.source) == "yml") &&
+        !LooksLikeManifest(in.bytes, in.source)) {
       return Status::InvalidInput(s.message() + " (use `ki add --blob` to store the file as a blob)");
     }
     return s;
