@@ -1,19 +1,28 @@
-// ki ls [--kind K] [--json]
+// ki ls [--kind K] [--operation X] [--hardware Y] [--implementation Z] [--name GLOB] [--since T] [--json]
+#include <fnmatch.h>
+
 #include <iostream>
 
 #include "command.h"
+#include "ki/catalog.h"
 
 namespace ki::cli {
 namespace {
 
 struct Options {
-  std::string kind;
+  std::string kind, name;
+  catalog::RunFilter runs;
   bool json = false;
 };
 
 RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<Options>();
   sub->add_option("--kind", o->kind, "only manifests of this kind (e.g. BenchmarkRun), or 'blob'");
+  sub->add_option("--operation", o->runs.operation, "runs of this operation (name, substring or glob; or digest prefix)");
+  sub->add_option("--hardware", o->runs.hardware, "runs on this hardware (any part of its product name, e.g. H200)");
+  sub->add_option("--implementation", o->runs.implementation, "runs of this implementation (name or digest prefix)");
+  sub->add_option("--name", o->name, "objects whose name matches this glob");
+  sub->add_option("--since", o->runs.since, "runs observed at or after this time (RFC 3339, or a date)");
   sub->add_flag("--json", o->json, "print a JSON array");
   return [o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadOnly));
@@ -30,11 +39,18 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       uint64_t size;
     };
     std::vector<Row> rows;
+    Status filter_error;
     auto add_row = [&](const ObjectInfo& info) {
       Row r{info.digest, info.kind ? std::string(KindName(*info.kind)) : "blob", "", info.size};
       auto names = store->NamesOf(info.digest);
       if (names.ok() && !names->empty()) r.name = names->front().substr(names->front().find('/') + 1);
-      rows.push_back(std::move(r));
+      if (!o->name.empty() && fnmatch(o->name.c_str(), r.name.c_str(), 0) != 0) return;
+      auto pass = catalog::RunMatches(*store, info.digest, o->runs);
+      if (!pass.ok()) {
+        filter_error = pass.status();
+        return;
+      }
+      if (*pass) rows.push_back(std::move(r));
     };
     if (kind) {
       std::vector<Digest> ds;
@@ -52,6 +68,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
         return true;
       }));
     }
+    KI_RETURN_IF_ERROR(filter_error);
     if (o->json) {
       Json arr = Json::array();
       for (const auto& r : rows) {

@@ -1,5 +1,6 @@
 // ki push REMOTE REF... [--insecure] [--jobs N] [--bundle TAG [--no-pack]] [--digest-tags] [--recheck] [--buffer-mib N] [--json]
 #include <iostream>
+#include <unordered_set>
 
 #include "transfer_args.h"
 
@@ -11,6 +12,7 @@ struct Options {
   bool digest_tags = false;
   bool recheck = false;
   bool no_pack = false;
+  bool all = false;
   std::string bundle;
 };
 
@@ -23,8 +25,29 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_flag("--no-pack", o->no_pack, "with --bundle: write no pack (pulls then fetch each object on its own)");
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
+  sub->add_flag("--all", o->all, "with --bundle: every object of the store (a clone answers what this store answers)");
+  o->t.refs_option->required(false);
   return [o, g]() -> Result<int> {
+    if (o->all && o->bundle.empty()) return Status::Usage("--all needs --bundle TAG (the whole store travels as one bundle)");
+    if (o->all && !o->t.refs.empty()) return Status::Usage("--all takes no REF: it pushes every object");
+    if (!o->all && o->t.refs.empty()) return Status::Usage("refs is required (or --bundle TAG --all for the whole store)");
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, o->t, "push", StoreAccess::kWriteIfPossible));
+    if (o->all) {
+      // Every object but the documents: those travel as their manifests'
+      // documents (a document sent as a root of its own would arrive as a
+      // plain blob, unlinked, and its manifest without its name).
+      // A document no manifest links (a second name's) is a root like any blob.
+      std::unordered_set<Digest> linked;
+      KI_RETURN_IF_ERROR(s.store->Scan("docs", "", [&](std::string_view, std::string_view v) {
+        if (v.size() == 32) linked.insert(Digest::FromRaw(v));
+        return true;
+      }));
+      KI_RETURN_IF_ERROR(s.store->ForEachObject([&](const ObjectInfo& info) {
+        if (!linked.count(info.digest)) o->t.refs.push_back(info.digest.str());
+        return true;
+      }));
+      if (o->t.refs.empty()) return Status::NotFound("the store holds no objects to push");
+    }
     TransferOptions& opts = s.opts;
     opts.digest_tags = o->digest_tags;
     opts.bundle_tag = o->bundle;
@@ -59,7 +82,14 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                    {"bytesSent", rep.bytes_sent}}}});
       return 0;
     }
+    if (o->all) {
+      uint64_t sent = 0, skipped = 0, bytes = 0;
+      for (const auto& r : rep.refs) sent += r.sent, skipped += r.skipped, bytes += r.bytes_sent;
+      std::cout << "pushed\t" << o->bundle << "\t" << rep.refs.size() << " objects as roots: " << sent << " sent ("
+                << bytes << " bytes), " << skipped << " already there\n";
+    }
     for (const auto& r : rep.refs) {
+      if (o->all) break;
       std::cout << "pushed\t" << r.tag << "\t" << r.manifest.str() << "\t" << r.sent << " sent (" << r.bytes_sent
                 << " bytes), " << r.skipped << " already there";
       if (r.attestations) std::cout << ", " << r.attestations << " attestations";

@@ -21,7 +21,15 @@ Result<std::optional<catalog::RunStanding>> StandingOf(Store& store, const Diges
 
 Status Section(Store& store, const Digest& d, const Manifest& m, std::ostream& out) {
   KI_ASSIGN_OR_RETURN(auto s, StandingOf(store, d, m));
-  if (!s) return Status::OK();
+  if (!s) {
+    if (m.kind != Kind::kBenchmarkRun && m.kind != Kind::kServingRun) return Status::OK();
+    KI_ASSIGN_OR_RETURN(auto missing, catalog::MissingForGroup(store, d));
+    if (missing.empty()) return Status::OK();
+    out << "\nRank (" << catalog::kRankingPolicy << ")\n  In no comparison group yet: this store lacks its";
+    for (size_t i = 0; i < missing.size(); ++i) out << (i ? " and its " : " ") << missing[i].first << " " << missing[i].second;
+    out << "\n  (ki pull or ki add it: the run joins its group when it arrives)\n";
+    return Status::OK();
+  }
   out << "\nRank (" << catalog::kRankingPolicy << ")\n";
   if (s->rank > 0) {
     out << "  Rank " << s->rank << " of " << s->of << " in its comparison group"
@@ -46,7 +54,15 @@ Status Section(Store& store, const Digest& d, const Manifest& m, std::ostream& o
 
 Status JsonField(Store& store, const Digest& d, const Manifest& m, Json& ki) {
   KI_ASSIGN_OR_RETURN(auto s, StandingOf(store, d, m));
-  if (!s) return Status::OK();
+  if (!s) {
+    if (m.kind != Kind::kBenchmarkRun && m.kind != Kind::kServingRun) return Status::OK();
+    KI_ASSIGN_OR_RETURN(auto missing, catalog::MissingForGroup(store, d));
+    if (missing.empty()) return Status::OK();
+    Json list = Json::array();
+    for (const auto& [kind, digest] : missing) list.push_back({{"kind", kind}, {"digest", digest}});
+    ki["rank"] = {{"policy", catalog::kRankingPolicy}, {"missing", list}};
+    return Status::OK();
+  }
   Json j = {{"policy", catalog::kRankingPolicy}, {"cohort", s->cohort.str()}, {"of", s->of}};
   if (s->rank > 0) {
     j["rank"] = s->rank;

@@ -28,7 +28,8 @@ void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, i
   args->jobs = jobs;
   args->buffer_mib = buffer_bytes >> 20;
   sub->add_option("remote", args->remote, "remote name, or a URL (oci://HOST/REPO, oci-layout:DIR)")->required();
-  sub->add_option("refs", args->refs, refs_help)->required();
+  // Required unless the command offers another way to name them (push --all).
+  args->refs_option = sub->add_option("refs", args->refs, refs_help)->required();
   sub->add_flag("--insecure", args->insecure, "plain http (loopback registries only)");
   sub->add_option("-j,--jobs", args->jobs, std::string(jobs_help) + " (default " + std::to_string(jobs) + ")")
       ->check(CLI::Range(1, 64));

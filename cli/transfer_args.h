@@ -20,6 +20,7 @@ struct TransferArgs {
   int jobs = 0;             // set by AddTransferArgs
   uint64_t buffer_mib = 0;  // set by AddTransferArgs
   TransferTimeouts timeouts;  // --connect-timeout ... --min-rate
+  CLI::Option* refs_option = nullptr;  // set by AddTransferArgs
 };
 
 // Adds `remote`, `refs`, --insecure, -j/--jobs (default `jobs`),

@@ -62,6 +62,46 @@ struct ServingCohortParts {
 };
 Result<Digest> ServingCohortKey(const ServingCohortParts& parts);
 
+// ---------------------------------------------------------------- catalog objects
+
+// What a catalog export says about a run beyond its manifests (publication,
+// retraction, supersession, verification, record events), kept as a blob
+// of its own so that it is content-addressed, checked, and travels with
+// push and pull (docs/format.md, "Catalog objects").
+inline constexpr std::string_view kFactsMediaType = "application/vnd.ki.catalog.facts.v1+json";
+inline constexpr std::string_view kFactsType = "ki.catalog.facts/v1";
+// One stored import: its summary and the facts objects it brought.
+inline constexpr std::string_view kImportMediaType = "application/vnd.ki.catalog.import.v1+json";
+inline constexpr std::string_view kImportType = "ki.catalog.import/v1";
+
+struct RunFactsObject {
+  Digest subject;             // the run
+  std::string table;          // "benchmark_runs" or "serving_runs"
+  Json row;                   // the export row's facts (format.md lists the fields)
+  std::vector<Json> events;   // the export's record_events rows naming this run
+  Json source;                // the export's sources row of the run, or null
+};
+Result<RunFactsObject> ParseFactsObject(std::string_view bytes, const std::string& where);
+// RFC 8785 canonical JSON: the same facts always make the same object.
+Result<std::string> EncodeFactsObject(const RunFactsObject& f);
+
+// The facts objects about `d` (a run), appended to `out`.
+Status FactsAbout(Store& store, const Digest& d, std::vector<Digest>* out);
+// What a catalog object names, appended to `out`: an import object's facts,
+// a facts object's run. Nothing for other objects.
+Status ObjectsNamedBy(Store& store, const ObjectInfo& info, std::vector<Digest>* out);
+
+// Registers the comparison-group index (catalog's derived tables) with the
+// store module: every batch of this process then keeps the groups. Done
+// before main in any program that links the catalog; calling it again is
+// harmless.
+void RegisterGroupIndex();
+
+// What a run needs before it can join a comparison group, when the store
+// lacks it: e.g. {"WorkloadCase", "sha256:…"}. Empty when the run is in
+// its group (or is no run).
+Result<std::vector<std::pair<std::string, std::string>>> MissingForGroup(Store& store, const Digest& run);
+
 // ---------------------------------------------------------------- import
 
 struct ImportProgress {
@@ -200,8 +240,9 @@ Result<bool> HasCatalog(Store& store);
 
 // What catalog.imports keeps of one stored import (docs/format.md).
 struct ImportSummary {
+  Digest object;       // the import object (catalog.imports' key)
   std::string source;  // file name or "-", as given to the import
-  Digest content;      // SHA-256 of the decompressed export (the table's key)
+  Digest content;      // SHA-256 of the decompressed export
   uint64_t lines = 0, keys_checked = 0, mismatches = 0, cohorts = 0, serving_cohorts = 0;
   // Malformed lines skipped (--keep-going). nullopt for a summary written
   // before ki recorded it: such an import counted them among `mismatches`.
@@ -247,14 +288,34 @@ Result<std::optional<RunStanding>> StandingOfRun(Store& store, const Digest& run
 // The export's facts about a run (its row, without the manifest), if any.
 Result<std::optional<Json>> RunFacts(Store& store, const Digest& run);
 
-// --- writing: a run made in this store (ki run / ki rerun) joins its group
+// --- browsing
 
-// Records `entry` (a kernel run) in the comparison group `cohort` inside
-// `batch`, so that ki rank, ki records and ki show count it. `description`
-// describes the group (kind, parts, metric, sourceNative) and is used when
-// the store does not know the group yet. Indexing the same run again
-// replaces its entry and does not count it twice.
-Status IndexRunInCohort(Batch& batch, const Digest& cohort, const RankEntry& entry, const Json& description);
+struct GroupFilter {
+  std::string operation;  // operation name (substring or glob, any case) or digest prefix
+  std::string hardware;   // substring of the hardware product (any case)
+  std::string kind;       // "kernel", "serving", or "" for both
+  std::string pattern;    // operation or workload name (glob), or a group key prefix
+};
+struct GroupSummary {
+  Digest cohort;
+  std::string kind, metric;
+  std::string operation, operation_name;  // serving groups: the model
+  std::string workload, workload_name;
+  std::string hardware;   // environment's hardware.product; serving: topology key
+  uint64_t runs = 0;      // members
+  size_t ranked = 0;      // kernel groups: runs ranked under ranking-v1
+  std::optional<RankEntry> first;  // #1, when any run is ranked
+};
+// Every comparison group of the store that passes `filter`, by group key.
+Result<std::vector<GroupSummary>> ListGroups(Store& store, const GroupFilter& filter);
+
+struct RunFilter {
+  std::string operation, hardware, implementation;  // as GroupFilter's fields
+  std::string since;  // RFC 3339: observedAt at or after
+};
+// Whether `run` passes `filter` (an empty filter passes every object; a
+// non-empty one only BenchmarkRuns).
+Result<bool> RunMatches(Store& store, const Digest& run, const RunFilter& filter);
 
 // ---------------------------------------------------------------- diff
 

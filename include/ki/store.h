@@ -166,8 +166,42 @@ class Batch {
   virtual Status Scan(std::string_view table, std::string_view prefix,
                       const std::function<bool(std::string_view key, std::string_view value)>& fn) = 0;
   virtual Result<bool> Has(const Digest& d) = 0;
+  // Reads inside this batch: objects it has stored are visible, and every
+  // read re-hashes the bytes, as Store's reads do.
+  virtual Result<std::optional<ObjectInfo>> Stat(const Digest& d) = 0;
+  virtual Result<std::string> Read(const Digest& d) = 0;
+  virtual Result<Manifest> ReadManifest(const Digest& d) = 0;
+  // Empties a generic table (a derived index's, or one an upgrade retires).
+  virtual Status DropTable(std::string_view table) = 0;
   virtual Status Commit() = 0;
 };
+
+// A module's index that is a function of the objects alone (catalog's
+// comparison groups, docs/format.md "Catalog tables"). Every Batch calls
+// each registered index's Update, inside its transaction, just before it
+// commits, with the objects it stored that the store did not hold; so a
+// record joins what it belongs to by whatever path it arrives (add, pull,
+// import, run), in any order. Reindex empties the index's tables and calls
+// Update with every object; Audit does the same into a scratch overlay and
+// reports each entry that differs from the tables in place.
+class DerivedIndex {
+ public:
+  virtual ~DerivedIndex() = default;
+  // The tables it owns (`<module>.<table>`), and nothing else it writes.
+  virtual std::vector<std::string_view> Tables() const = 0;
+  // `arrived` is in the order the batch stored the objects.
+  virtual Status Update(Batch& batch, const std::vector<ObjectInfo>& arrived) = 0;
+  // Turns what the module kept in tables in store format `from` into
+  // objects (inside `batch`); the store then rebuilds every derived table.
+  virtual Status Upgrade(Batch& batch, int from) {
+    (void)batch;
+    (void)from;
+    return Status::OK();
+  }
+};
+// Registers `index` (not owned; it must outlive every store) for every
+// batch, reindex and audit of this process. Registering twice is a no-op.
+void RegisterDerivedIndex(DerivedIndex* index);
 
 enum class CheckState { kOk, kCorrupt, kMissing };
 std::string_view CheckStateName(CheckState s);

@@ -10,21 +10,10 @@
 
 namespace ki::catalog {
 
-std::string tables::KeyText(std::string_view table, std::string_view key) {
-  if (table != kRows && key.size() == 32) return Digest::FromRaw(key).str();
-  if (table != kRows && key.size() == 64)
+std::string tables::KeyText(std::string_view, std::string_view key) {
+  if (key.size() == 32) return Digest::FromRaw(key).str();
+  if (key.size() == 64)
     return Digest::FromRaw(key.substr(0, 32)).str() + " run " + Digest::FromRaw(key.substr(32)).str();
-  if (table == kRows) {
-    bool printable = !key.empty();
-    std::string text;
-    for (char c : key) {
-      const auto u = static_cast<unsigned char>(c);
-      if (c == '\0') text.push_back('/');
-      else if (u < 0x20 || u == 0x7f) printable = false;
-      else text.push_back(c);
-    }
-    if (printable) return text;
-  }
   std::string out = "0x" + HexEncode(key.substr(0, 16));
   if (key.size() > 16) out += "...";
   return out + " (" + std::to_string(key.size()) + " bytes)";
@@ -159,11 +148,6 @@ class Checker {
   explicit Checker(Store& store) : store_(store) {}
 
   Status Run() {
-    KI_RETURN_IF_ERROR(Each(tables::kRows, [&](std::string_view k, std::string_view v) -> Status {
-      if (k.find('\0') == std::string_view::npos) return Fault(tables::kRows, k, "key has no `\\0` after the export table");
-      if (!IsJsonObject(v)) return Fault(tables::kRows, k, "value is not a JSON object");
-      return Status::OK();
-    }));
     KI_RETURN_IF_ERROR(Each(tables::kRuns, [&](std::string_view k, std::string_view v) -> Status {
       if (k.size() != 32) return Fault(tables::kRuns, k, "key is not a run digest (32 bytes)");
       const Digest run = Digest::FromRaw(k);
@@ -246,7 +230,7 @@ class Checker {
 
   Status Fault(std::string_view table, std::string_view key, std::string detail) {
     CheckEntry e;
-    if (table != tables::kRows && key.size() >= 32) e.digest = Digest::FromRaw(key.substr(key.size() - 32));
+    if (key.size() >= 32) e.digest = Digest::FromRaw(key.substr(key.size() - 32));
     e.state = CheckState::kCorrupt;
     e.what = std::string(table) + " " + tables::KeyText(table, key);
     e.detail = std::move(detail);

@@ -28,8 +28,6 @@ namespace ki::catalog {
 
 namespace {
 
-using tables::RowKey;
-
 // Tables whose rows carry one manifest, and the column holding its digest.
 struct ManifestTable {
   std::string_view table;
@@ -55,7 +53,6 @@ using PutItem = EncodedManifest;
 struct LineResult {
   size_t line_no = 0;
   std::string table, id;
-  std::string facts;             // the row without its manifest column
   std::vector<PutItem> puts;     // manifests to store
   std::vector<Digest> repeated;  // manifests this worker already produced (by digest)
   std::vector<Mismatch> mismatches;
@@ -129,10 +126,10 @@ class LineProcessor {
                       {"size", Field(row, "sizeBytes")}, {"uri", Field(row, "uri")}};
     } else if (out->table == "record_events") {
       out->extract = row;
-    }
-    row.erase("manifest");
-    if (!json_internal::AppendDump(row, &out->facts).ok()) {
-      out->facts = row.dump(-1, ' ', false, Json::error_handler_t::replace);
+    } else if (out->table == "sources") {
+      out->extract = Json::object();
+      for (const char* f : {"id", "slug", "kind", "name"})
+        if (row.contains(f) && !row[f].is_null()) out->extract[f] = row[f];
     }
   }
 
@@ -197,10 +194,12 @@ class LineProcessor {
     } else if (out->table == "serving_workloads") {
       x["spec"] = {{"streaming", Field(*spec, "streaming")}, {"loadGeneration", Field(*spec, "loadGeneration")}};
     } else if (out->table == "serving_runs") {
+      x["facts"] = tables::RunFactFields(row, false);
       x["spec"] = std::move(m.spec);
       for (const char* f : {"protocolKey", "metricSetKey", "cohortKey", "publishedAt", "retractedAt", "supersedesId"})
         x[f] = Field(row, f);
     }
+    x["facts"] = tables::RunFactFields(row, true);
     out->extract = std::move(x);
   }
 
@@ -336,8 +335,6 @@ class Importer {
       }
     }
     Collect(r);
-    // Rows are written at the end, in key order (see PutSorted).
-    if (storing() && !r.id.empty()) rows_.emplace_back(RowKey(r.table, r.id), std::move(r.facts));
     if (r.table == "artifacts") KI_RETURN_IF_ERROR(Artifact(r.extract));
     return Status::OK();
   }
@@ -379,34 +376,52 @@ class Importer {
     }
     std::vector<EncodedManifest>().swap(pending_);
     if (!storing()) return Status::OK();
-    for (auto& [table, kv] : cross_) KI_RETURN_IF_ERROR(PutSorted(table, &kv));
-    KI_RETURN_IF_ERROR(PutSorted(tables::kRows, &rows_));
-    Json summary = {{"source", source},
+    // The export's facts as objects; the comparison groups are derived from
+    // them and the manifests when the batch commits (groups.cc).
+    KI_ASSIGN_OR_RETURN(Json facts, PutFacts());
+    Json summary = {{"type", kImportType},
+                    {"source", source},
+                    {"content", content.str()},
                     {"lines", report_->lines},
                     {"keysChecked", report_->keys_checked},
                     {"mismatches", report_->mismatches.size()},
                     {"malformed", report_->malformed.size()},
                     {"cohorts", report_->cohorts},
-                    {"servingCohorts", report_->serving_cohorts}};
-    KI_RETURN_IF_ERROR(batch_->Put(tables::kImports, content.raw(), summary.dump()));
+                    {"servingCohorts", report_->serving_cohorts},
+                    {"facts", std::move(facts)}};
+    KI_ASSIGN_OR_RETURN(std::string import_object, Canonicalize(summary));
+    KI_RETURN_IF_ERROR(batch_->PutBlob(import_object, kImportMediaType).status());
     KI_RETURN_IF_ERROR(batch_->Commit());
     report_->stored = true;
     return Status::OK();
   }
 
  private:
-  using KeyValues = std::vector<std::pair<std::string, std::string>>;
-
-  // Puts a table's rows in key order: the batch appends keys that sort
-  // after the table's last one, which fills LMDB pages instead of splitting
-  // them in half (the catalog tables are half the size, and faster to
-  // write). A stable sort keeps the last of duplicate keys last, so it
-  // still wins, as it would in arrival order.
-  Status PutSorted(std::string_view table, KeyValues* kv) {
-    std::stable_sort(kv->begin(), kv->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [k, v] : *kv) KI_RETURN_IF_ERROR(batch_->Put(table, k, v));
-    KeyValues().swap(*kv);
-    return Status::OK();
+  // One facts object per run row: its facts, its record events and its
+  // source. Returns their digests, sorted (the import object lists them).
+  Result<Json> PutFacts() {
+    std::unordered_map<std::string, std::vector<Json>> events_by_run;
+    for (const Json& ev : events_) events_by_run[Str(ev, "runId")].push_back(ev);
+    std::vector<std::string> digests;
+    for (const auto* list : {&runs_, &serving_runs_}) {
+      const bool kernel = list == &runs_;
+      for (const Json& r : *list) {
+        auto run = Digest::Parse(Str(r, "digest"));
+        if (!run.ok() || !r.contains("facts")) continue;
+        RunFactsObject f;
+        f.subject = *run;
+        f.table = kernel ? "benchmark_runs" : "serving_runs";
+        f.row = r["facts"];
+        if (auto it = events_by_run.find(Str(r, "id")); it != events_by_run.end()) f.events = it->second;
+        if (auto it = sources_.find(Str(f.row, "sourceId")); it != sources_.end()) f.source = it->second;
+        KI_ASSIGN_OR_RETURN(std::string bytes, EncodeFactsObject(f));
+        KI_ASSIGN_OR_RETURN(PutResult put, batch_->PutBlob(bytes, kFactsMediaType));
+        digests.push_back(put.digest.str());
+      }
+    }
+    std::sort(digests.begin(), digests.end());
+    digests.erase(std::unique(digests.begin(), digests.end()), digests.end());
+    return Json(digests);
   }
 
   void Count(Kind k, bool existed) {
@@ -433,6 +448,8 @@ class Importer {
       serving_runs_.push_back(std::move(r.extract));
     } else if (r.table == "record_events") {
       events_.push_back(std::move(r.extract));
+    } else if (r.table == "sources") {
+      sources_[Str(r.extract, "id")] = std::move(r.extract);
     }
   }
 
@@ -483,8 +500,9 @@ class Importer {
     }
   }
 
-  // Runs on its own thread (see Finish): the rows it would write are left
-  // in cross_ for the batch's thread.
+  // Runs on its own thread (see Finish): checks every key and fact that
+  // needs several rows. It writes nothing: the groups are derived from the
+  // stored objects when the batch commits (groups.cc).
   Status CrossRows() {
     // Supersession: a run is superseded once a published run names it.
     std::unordered_set<std::string> superseded;
@@ -718,63 +736,6 @@ class Importer {
       }
     }
 
-    if (!storing()) return Status::OK();
-    KeyValues runs, cohort_runs, cohort_rows, events;
-    runs.reserve(members.size());
-    cohort_runs.reserve(members.size());
-    for (const auto& m : members) {
-      Json run = tables::EntryToJson(m.entry);
-      std::string entry = run.dump();
-      run["cohort"] = m.cohort.str();
-      run["kind"] = cohorts[m.cohort.str()].value("kind", "kernel");
-      runs.emplace_back(std::string(m.entry.run.raw()), run.dump());
-      cohort_runs.emplace_back(tables::PairKey(m.cohort, m.entry.run), std::move(entry));
-    }
-    // Each kernel cohort's ranking (catalog.ranks), over its runs in this
-    // export and those the store already holds in it (an earlier export, a
-    // run indexed by ki run): the export's entry wins for a run in both.
-    std::unordered_map<std::string, std::vector<RankEntry>> by_key;
-    for (const auto& m : members) by_key[m.cohort.str()].push_back(m.entry);
-    KeyValues ranks;
-    // A first import (the common, large case) finds no cohort in the store:
-    // one look at the table instead of one read per cohort.
-    bool store_has_cohorts = false;
-    KI_RETURN_IF_ERROR(store_.Scan(tables::kCohorts, "", [&](std::string_view, std::string_view) {
-      store_has_cohorts = true;
-      return false;
-    }));
-    for (auto& [key, desc] : cohorts) {
-      KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(key));
-      auto& entries = by_key[key];
-      std::optional<std::string> known;
-      if (store_has_cohorts) {
-        KI_ASSIGN_OR_RETURN(known, store_.Get(tables::kCohorts, d.raw()));
-      }
-      if (known) {
-        std::unordered_set<Digest> here;
-        for (const auto& e : entries) here.insert(e.run);
-        KI_ASSIGN_OR_RETURN(auto stored, tables::CohortEntries(store_, d));
-        for (auto& e : stored)
-          if (!here.count(e.run)) entries.push_back(std::move(e));
-        desc["runs"] = entries.size();
-      }
-      if (desc.value("kind", "") == "kernel") {
-        Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
-        ranks.emplace_back(std::string(d.raw()), tables::EncodeRanking(r));
-      }
-      cohort_rows.emplace_back(std::string(d.raw()), desc.dump());
-    }
-    for (const Json& ev : events_) {
-      auto cohort = Digest::Parse(Str(ev, "comparisonKey"));
-      auto it = run_by_id.find(Str(ev, "runId"));
-      if (!cohort.ok() || it == run_by_id.end()) continue;
-      events.emplace_back(tables::PairKey(*cohort, it->second), ev.dump());
-    }
-    cross_.emplace_back(tables::kRuns, std::move(runs));
-    cross_.emplace_back(tables::kCohortRuns, std::move(cohort_runs));
-    cross_.emplace_back(tables::kCohorts, std::move(cohort_rows));
-    cross_.emplace_back(tables::kEvents, std::move(events));
-    cross_.emplace_back(tables::kRanks, std::move(ranks));
     return Status::OK();
   }
 
@@ -783,11 +744,9 @@ class Importer {
   ImportReport* report_;
   std::unique_ptr<Batch> batch_;
   std::unordered_set<Digest> seen_, absent_seen_;
-  std::unordered_map<std::string, Json> workloads_, impls_, models_, serving_workloads_;
+  std::unordered_map<std::string, Json> workloads_, impls_, models_, serving_workloads_, sources_;
   std::vector<Json> runs_, serving_runs_, events_;
-  KeyValues rows_;  // catalog.rows, written at the end
   std::vector<EncodedManifest> pending_;  // manifests, stored at the end
-  std::vector<std::pair<std::string_view, KeyValues>> cross_;  // the cross-row pass's tables
 };
 
 }  // namespace

@@ -352,7 +352,8 @@ Result<std::vector<ImportSummary>> StoredImports(Store& store, std::vector<std::
       if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
       return it->get<uint64_t>();
     };
-    bool ok = k.size() == 32 && j.is_object() && j.contains("source") && j["source"].is_string();
+    bool ok = k.size() == 32 && j.is_object() && j.contains("source") && j["source"].is_string() &&
+              Digest::Parse(j.value("content", "")).ok();
     for (const char* f : {"lines", "keysChecked", "mismatches", "cohorts", "servingCohorts"}) ok = ok && count(f);
     // `malformed` is additive (format.md): absent in older summaries, a
     // count when present.
@@ -367,8 +368,9 @@ Result<std::vector<ImportSummary>> StoredImports(Store& store, std::vector<std::
       return false;
     }
     ImportSummary s;
+    s.object = Digest::FromRaw(k);
     s.source = j["source"].get<std::string>();
-    s.content = Digest::FromRaw(k);
+    s.content = *Digest::Parse(j["content"].get<std::string>());
     s.lines = *count("lines");
     s.keys_checked = *count("keysChecked");
     s.mismatches = *count("mismatches");
@@ -409,16 +411,75 @@ Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run) {
 }
 
 Result<std::optional<Json>> RunFacts(Store& store, const Digest& run) {
-  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
-  if (!v) return std::optional<Json>();
-  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns, run.raw()));
-  std::string table = j.value("kind", "kernel") == "serving" ? "serving_runs" : "benchmark_runs";
-  const std::string row_key = tables::RowKey(table, j.value("id", ""));
-  KI_ASSIGN_OR_RETURN(auto row, store.Get(tables::kRows, row_key));
-  if (!row) return std::optional<Json>();
-  KI_ASSIGN_OR_RETURN(Json r, ParseStored(*row, tables::kRows, row_key));
-  return std::optional<Json>(std::move(r));
+  std::optional<Digest> last;
+  KI_RETURN_IF_ERROR(store.Scan(tables::kFacts, run.raw(), [&](std::string_view k, std::string_view) {
+    if (k.size() == 64) last = Digest::FromRaw(k.substr(32));
+    return true;
+  }));
+  if (!last) return std::optional<Json>();
+  KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(*last));
+  KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, last->str()));
+  Json out = std::move(f.row);
+  if (!f.events.empty()) out["recordEvents"] = f.events;
+  if (!f.source.is_null()) out["source"] = f.source;
+  return std::optional<Json>(std::move(out));
 }
+
+Status FactsAbout(Store& store, const Digest& d, std::vector<Digest>* out) {
+  return store.Scan(tables::kFacts, d.raw(), [&](std::string_view k, std::string_view) {
+    if (k.size() == 64) out->push_back(Digest::FromRaw(k.substr(32)));
+    return true;
+  });
+}
+
+Status ObjectsNamedBy(Store& store, const ObjectInfo& info, std::vector<Digest>* out) {
+  if (info.type != ObjectType::kBlob) return Status::OK();
+  if (info.media_type == kFactsMediaType) {
+    KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(info.digest));
+    KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, info.digest.str()));
+    out->push_back(f.subject);
+  } else if (info.media_type == kImportMediaType) {
+    KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(info.digest));
+    Json j = Json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("facts") || !j["facts"].is_array()) {
+      return Status::Corruption(info.digest.str() + ": not a catalog import object (docs/format.md, \"Catalog objects\")");
+    }
+    for (const auto& f : j["facts"]) {
+      auto d = f.is_string() ? Digest::Parse(f.get<std::string>()) : Result<Digest>(Status::Corruption(""));
+      if (!d.ok()) return Status::Corruption(info.digest.str() + ": an entry of `facts` is not a digest");
+      out->push_back(*d);
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> MissingForGroup(Store& store, const Digest& run) {
+  std::vector<std::pair<std::string, std::string>> out;
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kPending, run.raw()));
+  if (!v) return out;
+  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kPending, run.raw()));
+  if (j.contains("missing") && j["missing"].is_array())
+    for (const auto& m : j["missing"]) out.emplace_back(m.value("kind", ""), m.value("digest", ""));
+  return out;
+}
+
+namespace {
+
+// Why a run that is held is in no group: the parts it waits for.
+Status NotInGroup(Store& store, std::string_view ref, const Digest& run) {
+  KI_ASSIGN_OR_RETURN(auto missing, MissingForGroup(store, run));
+  if (missing.empty()) {
+    return Status::NotFound("'" + std::string(ref) + "' is neither a comparison group nor a benchmark run");
+  }
+  std::string msg = "run " + run.str() + " is in no comparison group yet: this store lacks its ";
+  for (size_t i = 0; i < missing.size(); ++i) {
+    if (i) msg += " and its ";
+    msg += missing[i].first + " " + missing[i].second;
+  }
+  return Status::NotFound(msg + " (ki pull or ki add it; the run joins its group when it arrives)");
+}
+
+}  // namespace
 
 Result<Digest> ResolveCohort(Store& store, std::string_view ref) {
   // A cohort key (full or prefix) first: cohort keys are not objects, so
@@ -438,9 +499,7 @@ Result<Digest> ResolveCohort(Store& store, std::string_view ref) {
   }
   KI_ASSIGN_OR_RETURN(Digest d, store.Resolve(ref));
   KI_ASSIGN_OR_RETURN(auto cohort, CohortOfRun(store, d));
-  if (!cohort) {
-    return Status::NotFound("'" + std::string(ref) + "' is neither a comparison group nor a run of an imported catalog");
-  }
+  if (!cohort) return NotInGroup(store, ref, d);
   return *cohort;
 }
 
@@ -573,31 +632,6 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort) {
     if (!matched) h.not_reproduced.push_back(std::move(x));
   }
   return h;
-}
-
-Status IndexRunInCohort(Batch& batch, const Digest& cohort, const RankEntry& entry, const Json& description) {
-  const std::string pair = tables::PairKey(cohort, entry.run);
-  KI_ASSIGN_OR_RETURN(auto known_entry, batch.Get(tables::kCohortRuns, pair));
-  Json stored = tables::EntryToJson(entry);
-  Json run = stored;
-  run["cohort"] = cohort.str();
-  run["kind"] = "kernel";
-  KI_RETURN_IF_ERROR(batch.Put(tables::kRuns, entry.run.raw(), run.dump()));
-  KI_RETURN_IF_ERROR(batch.Put(tables::kCohortRuns, pair, stored.dump()));
-  KI_ASSIGN_OR_RETURN(auto existing, batch.Get(tables::kCohorts, cohort.raw()));
-  Json desc;
-  if (existing) desc = Json::parse(*existing, nullptr, false);
-  if (!desc.is_object()) {
-    desc = description;
-    desc["runs"] = 0;
-  }
-  if (!known_entry) desc["runs"] = desc.value("runs", uint64_t{0}) + 1;
-  KI_RETURN_IF_ERROR(batch.Put(tables::kCohorts, cohort.raw(), desc.dump()));
-
-  // The cohort's stored ranking changes with any of its entries.
-  KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(batch, cohort));
-  Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
-  return batch.Put(tables::kRanks, cohort.raw(), tables::EncodeRanking(r));
 }
 
 }  // namespace ki::catalog

@@ -6,14 +6,10 @@
 #include <string>
 #include <string_view>
 
-#include "index/lmdb.h"
 #include "ki/catalog.h"
 
 namespace ki::catalog::tables {
 
-// "<export table>\0<row id>" -> the row as exported, without its manifest
-// column (compact JSON). operation_aliases rows: "<operationId>\0<alias>".
-inline constexpr std::string_view kRows = "catalog.rows";
 // run digest -> RunValue JSON: {"cohort": "sha256:…", "kind": "kernel"|"serving", ...entry}
 inline constexpr std::string_view kRuns = "catalog.runs";
 // cohort (32) + run digest (32) -> entry JSON (the ranking facts of one run)
@@ -27,17 +23,25 @@ inline constexpr std::string_view kEvents = "catalog.events";
 // tables rewrites it, so that `ki show` can say where a run stands by
 // reading one value instead of ranking the whole cohort.
 inline constexpr std::string_view kRanks = "catalog.ranks";
-// content digest (32) of an imported export -> import summary JSON
+// import object digest (32) -> its summary JSON (the object less `facts`)
 inline constexpr std::string_view kImports = "catalog.imports";
+// run (32) + facts object (32) -> empty: the catalog facts about a run
+inline constexpr std::string_view kFacts = "catalog.facts";
+// SHA-256 (32) of an export row id -> run digest (32)
+inline constexpr std::string_view kIds = "catalog.ids";
+// SHA-256 (32) of a superseded row id + the published run (32) naming it -> empty
+inline constexpr std::string_view kSupersededBy = "catalog.supersededby";
+// run (32) -> {"missing": [{"kind", "digest"}]}: what it needs to join a group
+inline constexpr std::string_view kPending = "catalog.pending";
+// Every catalog table is derived (GroupIndex in groups.cc): rebuilt from
+// the objects by reindex, compared with them by audit.
 
-// Row ids are the export's strings, of any length: the key is fitted to
-// LMDB's limit (lmdb::FitKey), for the import and for lookups alike.
-inline std::string RowKey(std::string_view table, std::string_view id) {
-  std::string k(table);
-  k.push_back('\0');
-  k.append(id);
-  return lmdb::FitKey(std::move(k));
-}
+// The fields of an export run row that its manifests do not carry: what a
+// facts object keeps (docs/format.md, "Catalog objects"). Nulls are left out.
+Json RunFactFields(const Json& row, bool kernel);
+
+// Store format 1 -> 2 (facts.cc): the catalog's tables become objects.
+Status UpgradeCatalogV1(Batch& batch);
 
 inline std::string PairKey(const Digest& a, const Digest& b) {
   std::string k(a.raw());

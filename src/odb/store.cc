@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <optional>
 #include <filesystem>
 #include <set>
@@ -35,7 +36,10 @@ using odb::kRefs;
 namespace {
 
 constexpr std::string_view kFormatFile = "FORMAT";
-constexpr std::string_view kFormatLine = "ki-store 1\n";
+// Format 2 (2026-12): catalog facts are objects and every catalog table is
+// derived. A format-1 store is upgraded when it is opened (Store::Open).
+constexpr std::string_view kFormatLine = "ki-store 2\n";
+constexpr std::string_view kFormatLineV1 = "ki-store 1\n";
 constexpr std::string_view kIndexDir = "index";
 
 std::string KindKey(Kind k, const Digest& d) {
@@ -126,6 +130,11 @@ std::string Describe(const ObjectInfo& info) {
 
 class LmdbStore;
 
+std::vector<DerivedIndex*>& DerivedIndexes() {
+  static std::vector<DerivedIndex*> indexes;
+  return indexes;
+}
+
 // Calls fn for each key of `dbi` that starts with prefix, in key order,
 // until fn returns false.
 Status ScanTable(lmdb::Txn& txn, MDB_dbi dbi, std::string_view prefix,
@@ -182,6 +191,14 @@ class LmdbBatch final : public Batch {
     KI_ASSIGN_OR_RETURN(auto v, txn_.Get(meta, d.raw()));
     return v.has_value();
   }
+  Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
+  Result<std::string> Read(const Digest& d) override;
+  Result<Manifest> ReadManifest(const Digest& d) override;
+  Status DropTable(std::string_view table) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    last_.erase(dbi);
+    return txn_.Drop(dbi);
+  }
   Status Commit() override;
 
   // Used by Reindex(): the frame is already on disk.
@@ -225,6 +242,9 @@ class LmdbBatch final : public Batch {
   std::unordered_map<MDB_dbi, std::optional<std::string>> last_;
   std::vector<std::string> new_loose_files_;  // removed again if we do not commit
   std::set<std::string> dirs_to_sync_;
+  // Objects this batch indexed that the store did not hold, for the
+  // derived indexes (DerivedIndex::Update at Commit).
+  std::vector<ObjectInfo> arrived_;
   bool committed_ = false;
 };
 
@@ -236,9 +256,11 @@ class LmdbStore final : public Store {
 
   Status Open(OpenMode mode) {
     KI_ASSIGN_OR_RETURN(std::string fmt, env()->ReadFile(dir_ + "/" + std::string(kFormatFile), 4096));
-    if (fmt != kFormatLine) {
-      return Status::InvalidInput(dir_ + ": unsupported store format '" +
-                                  fmt.substr(0, fmt.find('\n')) + "' (this ki reads 'ki-store 1')");
+    if (fmt == kFormatLineV1) {
+      format_version_ = 1;
+    } else if (fmt != kFormatLine) {
+      return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
+                                  "' (this ki reads 'ki-store 2', and upgrades 'ki-store 1')");
     }
     read_only_ = mode == OpenMode::kReadOnly;
     if (!read_only_ && !env()->IsWritableDir(dir_)) {
@@ -305,15 +327,12 @@ class LmdbStore final : public Store {
 
   // Reads a frame as stored, without decoding.
   Result<std::string> ReadFrame(const ObjectInfo& info) {
-    if (info.location == Location::kLoose) {
-      auto r = env()->ReadFile(odb::LoosePath(dir_, info.digest), opts_.max_object_size + (1 << 20));
-      if (!r.ok() && r.status().IsNotFound()) {
-        return Status::Corruption(info.digest.str() + ": loose object file is missing");
-      }
-      return r;
-    }
+    if (info.location == Location::kLoose) return ReadLooseFrame(info);
     KI_ASSIGN_OR_RETURN(auto read, BeginRead());
-    lmdb::Txn& txn = *read;
+    return ReadFrameIn(*read, info);
+  }
+  Result<std::string> ReadFrameIn(lmdb::Txn& txn, const ObjectInfo& info) {
+    if (info.location == Location::kLoose) return ReadLooseFrame(info);
     KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kObjects));
     std::optional<std::string_view> v;
     if (dbi) {
@@ -321,6 +340,15 @@ class LmdbStore final : public Store {
     }
     if (!v) return Status::Corruption(info.digest.str() + ": indexed, but its bytes are not in the store");
     return std::string(*v);  // copied out: LMDB data is valid only inside the txn
+  }
+  Result<std::string> ReadLooseFrame(const ObjectInfo& info) {
+    {
+      auto r = env()->ReadFile(odb::LoosePath(dir_, info.digest), opts_.max_object_size + (1 << 20));
+      if (!r.ok() && r.status().IsNotFound()) {
+        return Status::Corruption(info.digest.str() + ": loose object file is missing");
+      }
+      return r;
+    }
   }
 
   // Decodes a frame and checks that it is what the index says it is.
@@ -524,6 +552,13 @@ class LmdbStore final : public Store {
   Result<AuditReport> Audit() override;
   Result<AuditReport> Reindex() override;
   Status RecordDocumentNames();
+  int format_version() const { return format_version_; }
+  // Format 1 -> 2: each derived index turns what it kept in tables into
+  // objects, then every derived table is rebuilt, then FORMAT is rewritten.
+  // Killed at any point, the store stays format 1 (or is already 2) and
+  // the next open upgrades it again; nothing is lost.
+  Status Upgrade();
+  Status CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport* report);
 
  private:
   // Checks one object: bytes re-hashed, frame agrees with the index.
@@ -532,10 +567,74 @@ class LmdbStore final : public Store {
   std::string dir_;
   StoreOptions opts_;
   bool read_only_ = true;
+  int format_version_ = 2;
   lmdb::Environment lmdb_;
   // StoreOptions::snapshot_reads; declared after lmdb_ so that it ends first.
   lmdb::Txn snapshot_;
   std::thread::id snapshot_thread_;
+};
+
+// ---------------------------------------------------------------- derived-index overlay
+
+// What Audit rebuilds a derived index into: the index's own tables start
+// empty and live in memory; every other read goes to the store as it is.
+// Nothing is written to the store (Audit may run on a read-only store, and
+// beside a writer).
+class ShadowBatch final : public Batch {
+ public:
+  using TableMap = std::map<std::string, std::string, std::less<>>;
+  ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned);
+
+  Result<PutResult> PutBlob(std::string_view, std::string_view) override { return Refused(); }
+  using Batch::PutBlobStream;
+  Result<PutResult> PutBlobStream(SequentialFile&, std::string_view, const std::string&,
+                                  const std::optional<Digest>&) override {
+    return Refused();
+  }
+  Result<PutResult> PutManifest(const Manifest&, std::optional<std::string_view>, std::string_view) override {
+    return Refused();
+  }
+  Result<PutResult> PutEncodedManifest(const EncodedManifest&) override { return Refused(); }
+  Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>&) override {
+    return Refused();
+  }
+  Status SetName(Kind, std::string_view, const Digest&) override { return Refused(); }
+  Status RecordAbsent(const AbsentInfo&) override { return Refused(); }
+  Status Put(std::string_view table, std::string_view key, std::string_view value) override {
+    auto it = tables_.find(table);
+    if (it == tables_.end()) return Refused();
+    it->second.insert_or_assign(std::string(key), std::string(value));
+    return Status::OK();
+  }
+  Status Delete(std::string_view table, std::string_view key) override {
+    auto it = tables_.find(table);
+    if (it == tables_.end()) return Refused();
+    if (auto k = it->second.find(key); k != it->second.end()) it->second.erase(k);
+    return Status::OK();
+  }
+  Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override;
+  Status Scan(std::string_view table, std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override;
+  Result<bool> Has(const Digest& d) override;
+  Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
+  Result<std::string> Read(const Digest& d) override;
+  Result<Manifest> ReadManifest(const Digest& d) override;
+  Status DropTable(std::string_view table) override {
+    auto it = tables_.find(table);
+    if (it == tables_.end()) return Refused();
+    it->second.clear();
+    return Status::OK();
+  }
+  Status Commit() override { return Refused(); }
+
+  const std::map<std::string, TableMap, std::less<>>& tables() const { return tables_; }
+
+ private:
+  static Status Refused() {
+    return Status::InvalidInput("internal: a derived index wrote outside its own tables during audit");
+  }
+  LmdbStore* store_;
+  std::map<std::string, TableMap, std::less<>> tables_;
 };
 
 // ---------------------------------------------------------------- Batch
@@ -545,6 +644,59 @@ Status LmdbBatch::Scan(std::string_view table, std::string_view prefix,
   KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
   return ScanTable(txn_, dbi, prefix, fn);
 }
+
+Result<std::optional<ObjectInfo>> LmdbBatch::Stat(const Digest& d) { return store_->StatIn(txn_, d); }
+
+Result<std::string> LmdbBatch::Read(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return Status::NotFound(d.str() + " is not in the store");
+  if (info->size > store_->options().max_object_size) {
+    return Status::InvalidInput(d.str() + " is over the limit for an object read whole into memory");
+  }
+  KI_ASSIGN_OR_RETURN(std::string frame, store_->ReadFrameIn(txn_, *info));
+  return store_->DecodeChecked(*info, frame);
+}
+
+Result<Manifest> LmdbBatch::ReadManifest(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return Status::NotFound(d.str() + " is not in the store");
+  if (info->type != ObjectType::kManifest) return Status::InvalidInput(d.str() + " is a blob, not a manifest");
+  KI_ASSIGN_OR_RETURN(std::string raw, Read(d));
+  auto m = ManifestFromStored(raw, d);
+  if (!m.ok()) return Status::Corruption(m.status().message());
+  return m;
+}
+
+ShadowBatch::ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned) : store_(store) {
+  for (auto t : owned) tables_[std::string(t)];
+}
+
+Result<std::optional<std::string>> ShadowBatch::Get(std::string_view table, std::string_view key) {
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return store_->Get(table, key);
+  auto k = it->second.find(key);
+  if (k == it->second.end()) return std::optional<std::string>();
+  return std::optional<std::string>(k->second);
+}
+
+Status ShadowBatch::Scan(std::string_view table, std::string_view prefix,
+                         const std::function<bool(std::string_view, std::string_view)>& fn) {
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return store_->Scan(table, prefix, fn);
+  for (auto k = it->second.lower_bound(prefix); k != it->second.end(); ++k) {
+    if (std::string_view(k->first).substr(0, prefix.size()) != prefix) break;
+    if (!fn(k->first, k->second)) break;
+  }
+  return Status::OK();
+}
+
+Result<bool> ShadowBatch::Has(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, store_->Stat(d));
+  return info.has_value();
+}
+Result<std::optional<ObjectInfo>> ShadowBatch::Stat(const Digest& d) { return store_->Stat(d); }
+Result<std::string> ShadowBatch::Read(const Digest& d) { return store_->Read(d); }
+Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) { return store_->ReadManifest(d); }
 
 LmdbBatch::~LmdbBatch() {
   if (!committed_) {
@@ -789,6 +941,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   info.media_type = std::string(media_type);
   info.location = Location::kLoose;
   KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  arrived_.push_back(info);
   return PutResult{d, false};
 }
 
@@ -827,6 +980,7 @@ Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
     std::memcpy(dst, frame.data(), frame.size());
   }
   KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  arrived_.push_back(info);
   if (o.type == ObjectType::kManifest && index_kind) {
     KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
     KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(o.kind), d), ""));
@@ -998,6 +1152,7 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   info.location = loc;
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  arrived_.push_back(info);
   if (h.type != ObjectType::kManifest) return Status::OK();
   KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
   KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(h.kind), d), ""));
@@ -1010,6 +1165,13 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
 }
 
 Status LmdbBatch::Commit() {
+  // The derived indexes see everything this batch stored, in its own
+  // transaction: they commit with the objects or not at all.
+  if (!arrived_.empty()) {
+    std::vector<ObjectInfo> arrived;
+    arrived.swap(arrived_);
+    for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Update(*this, arrived));
+  }
   // Order matters for crash safety: loose files are already fsynced and
   // renamed; sync their directories so the names are durable, then commit
   // the index (LMDB fsyncs on commit). A crash before the commit leaves
@@ -1286,13 +1448,71 @@ Result<AuditReport> LmdbStore::Audit() {
     report.faults.push_back(std::move(e));
     return true;
   }));
+  // 5. Derived indexes: rebuilt from the objects into an overlay, compared
+  // with the tables in place entry by entry.
+  KI_RETURN_IF_ERROR(CheckDerived(infos, &report));
   return report;
+}
+
+Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport* report) {
+  // Only objects whose bytes check out: a corrupt one is a fault already,
+  // and reindex would not index it either.
+  std::unordered_set<Digest> faulty;
+  for (const auto& f : report->faults) faulty.insert(f.digest);
+  std::vector<ObjectInfo> good;
+  good.reserve(infos.size());
+  for (const auto& info : infos)
+    if (!faulty.count(info.digest)) good.push_back(info);
+  constexpr size_t kShownPerTable = 20;
+  for (DerivedIndex* index : DerivedIndexes()) {
+    ShadowBatch shadow(this, index->Tables());
+    KI_RETURN_IF_ERROR(index->Update(shadow, good));
+    for (const auto& [table, want] : shadow.tables()) {
+      size_t shown = 0, more = 0;
+      auto fault = [&](std::string_view key, std::string detail) {
+        if (shown >= kShownPerTable) return void(more++);
+        shown++;
+        CheckEntry e;
+        e.state = CheckState::kCorrupt;
+        if (key.size() >= 32) e.digest = Digest::FromRaw(key.substr(0, 32));
+        e.what = table + " " + lmdb::KeyText(key);
+        e.detail = std::move(detail);
+        report->faults.push_back(std::move(e));
+      };
+      std::set<std::string, std::less<>> seen;
+      KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
+        auto it = want.find(k);
+        if (it == want.end()) {
+          fault(k, "entry that no object gives (ki audit --reindex removes it)");
+        } else {
+          seen.emplace(k);
+          if (it->second != v) fault(k, "differs from what the objects give (ki audit --reindex rewrites it)");
+        }
+        return true;
+      }));
+      for (const auto& [k, v] : want)
+        if (!seen.count(k)) fault(k, "missing: the objects give this entry (ki audit --reindex restores it)");
+      if (more) {
+        CheckEntry e;
+        e.state = CheckState::kCorrupt;
+        e.what = table;
+        e.detail = "and " + std::to_string(more) + " more entries that differ from what the objects give";
+        report->faults.push_back(std::move(e));
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Result<AuditReport> LmdbStore::Reindex() {
   KI_ASSIGN_OR_RETURN(auto batch_base, NewBatch());
   auto* batch = static_cast<LmdbBatch*>(batch_base.get());
-  for (std::string_view t : {kMeta, kKinds, kRefs}) {
+  // The store's own derived tables, and every derived index's: Commit
+  // hands the indexes every object indexed below (all of them).
+  std::vector<std::string_view> derived = {kMeta, kKinds, kRefs};
+  for (DerivedIndex* index : DerivedIndexes())
+    for (auto t : index->Tables()) derived.push_back(t);
+  for (std::string_view t : derived) {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, batch->Table(t));
     KI_RETURN_IF_ERROR(batch->txn().Drop(dbi));
   }
@@ -1364,6 +1584,21 @@ Result<AuditReport> LmdbStore::Reindex() {
   return report;
 }
 
+Status LmdbStore::Upgrade() {
+  {
+    KI_ASSIGN_OR_RETURN(auto batch, NewBatch());
+    for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 1));
+    KI_RETURN_IF_ERROR(batch->Commit());
+  }
+  KI_ASSIGN_OR_RETURN(AuditReport rebuilt, Reindex());
+  (void)rebuilt;  // what it found is audit's to report; the upgrade only rebuilds
+  const std::string format = dir_ + "/" + std::string(kFormatFile);
+  KI_RETURN_IF_ERROR(env()->WriteFileAtomic(format, kFormatLine, Durability::kSync));
+  KI_RETURN_IF_ERROR(env()->SyncDir(dir_));
+  format_version_ = 2;
+  return Status::OK();
+}
+
 // Names are recorded facts and Reindex keeps them. A store written before
 // `nameset` existed, though, forgot a name's earlier holders when the name
 // moved; each manifest's linked document still says its name, so every one
@@ -1400,6 +1635,11 @@ Status LmdbStore::RecordDocumentNames() {
 }  // namespace
 
 // ---------------------------------------------------------------- statics
+
+void RegisterDerivedIndex(DerivedIndex* index) {
+  auto& all = DerivedIndexes();
+  if (std::find(all.begin(), all.end(), index) == all.end()) all.push_back(index);
+}
 
 bool VerifyReport::HasFaults() const {
   return std::any_of(entries.begin(), entries.end(),
@@ -1479,6 +1719,21 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& ki_dir, OpenMode m
   if (!s.ok()) {
     if (s.IsNotFound()) return Status::IOError(ki_dir + " is not a ki store (no FORMAT file)");
     return s;
+  }
+  if (store->format_version() == 1) {
+    if (!env->IsWritableDir(ki_dir)) {
+      return Status::IOError(ki_dir + " is a store of format 1, written by an earlier ki; upgrading it needs write "
+                             "access (run ki audit --reindex as its owner)");
+    }
+    store.reset();
+    StoreOptions rw = opts;
+    rw.snapshot_reads = false;
+    auto writer = std::make_unique<LmdbStore>(ki_dir, rw);
+    KI_RETURN_IF_ERROR(writer->Open(OpenMode::kReadWrite));
+    if (writer->format_version() == 1) KI_RETURN_IF_ERROR(writer->Upgrade());
+    writer.reset();
+    store = std::make_unique<LmdbStore>(ki_dir, opts);
+    KI_RETURN_IF_ERROR(store->Open(mode));
   }
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "json/fields.h"
+#include "ki/catalog.h"
 #include "ki/ingest.h"
 #include "ki/json.h"
 #include "ki/sign.h"
@@ -127,7 +128,13 @@ Status LoadNode(Store& store, const Digest& d, ClosureNode* n) {
     if (!IsValidMediaType(l.media_type)) l.media_type = "application/octet-stream";
     l.title = "blob-" + d.hex() + ExtensionFor(l.media_type);
     n->layers.push_back(std::move(l));
+    // Catalog objects reach what they are about: an import its facts, a
+    // facts object its run (so the run's group travels with it).
+    KI_RETURN_IF_ERROR(catalog::ObjectsNamedBy(store, *info, &n->children));
   }
+  // The catalog facts about this object travel with it, as its
+  // attestations do: ranking, records and evidence read them.
+  KI_RETURN_IF_ERROR(catalog::FactsAbout(store, d, &n->children));
   // Attestations filed under this object travel with it.
   std::vector<std::pair<Digest, std::string>> envs;
   KI_RETURN_IF_ERROR(store.Scan(kRemoteAttestationTable, d.raw(), [&](std::string_view k, std::string_view v) {

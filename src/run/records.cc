@@ -233,22 +233,12 @@ catalog::RankEntry EntryOf(const Digest& run, const Json& spec, const std::strin
   return e;
 }
 
-Result<Digest> IndexInCohort(Batch& batch, const Manifest& run, const Json& workload_spec,
-                             const std::string& run_name, const std::string& implementation_name) {
-  KI_ASSIGN_OR_RETURN(Digest cohort, CohortKeyOf(run.spec, workload_spec));
-  // Source and raw samples are in the store with the run: reproducible.
-  catalog::RankEntry e = EntryOf(run.digest, run.spec, run_name, implementation_name, catalog::Evidence::kReproducible);
-  KI_ASSIGN_OR_RETURN(Digest corr, catalog::CorrectnessKey(workload_spec));
-  Json desc = {{"kind", "kernel"},
-               {"operation", workload_spec.value("operationSpecDigest", "")},
-               {"workload", run.spec.value("workloadDigest", "")},
-               {"protocol", run.spec.value("protocolDigest", "")},
-               {"environment", run.spec.value("environmentDigest", "")},
-               {"correctness", corr.str()},
-               {"metric", catalog::MetricKey(run.spec)},
-               {"sourceNative", false}};
-  KI_RETURN_IF_ERROR(catalog::IndexRunInCohort(batch, cohort, e, desc));
-  return cohort;
+// The run joins its group when the batch that stores it commits (the
+// catalog's derived index, catalog/groups.cc); this says which group.
+Result<Digest> IndexInCohort(Batch&, const Manifest& run, const Json& workload_spec, const std::string&,
+                             const std::string&) {
+  catalog::RegisterGroupIndex();
+  return CohortKeyOf(run.spec, workload_spec);
 }
 
 }  // namespace ki::run::internal

@@ -1,0 +1,385 @@
+// Comparison groups as a derived index: every catalog table is a function
+// of the objects (docs/format.md, "Catalog tables"). The store calls
+// GroupIndex::Update from every batch with the objects it stored, so a run
+// joins its group however it arrives (add, pull, import, run, rerun) and
+// whatever came first: a run whose WorkloadCase is not held waits in
+// catalog.pending and joins when the workload arrives.
+//
+// What the index reads, per run: the run manifest; its WorkloadCase
+// (kernel) or ModelRevision and ServingWorkload (serving), which the group
+// key needs; its ImplementationRevision (name, whether source is held: the
+// evidence level); the name of its linked document; and the catalog facts
+// objects about it (publication, retraction, supersession, record events).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "catalog/tables.h"
+#include "json/fields.h"
+#include "ki/catalog.h"
+
+namespace ki::catalog {
+
+namespace {
+
+using tables::PairKey;
+
+std::string IdKey(std::string_view id) { return std::string(Sha256Of(id).raw()); }
+
+bool IsRunKind(const std::optional<Kind>& k) {
+  return k && (*k == Kind::kBenchmarkRun || *k == Kind::kServingRun);
+}
+
+// One Update: caches what many runs share (a workload, an implementation,
+// a protocol), and collects the groups whose counts and ranks it changed.
+class GroupUpdate {
+ public:
+  explicit GroupUpdate(Batch& b) : b_(b) {}
+
+  Status Run(const std::vector<ObjectInfo>& arrived) {
+    std::set<Digest> runs;
+    // Facts and imports first: a run indexed below reads its facts.
+    for (const ObjectInfo& info : arrived) {
+      if (info.type != ObjectType::kBlob) continue;
+      if (info.media_type == kFactsMediaType) KI_RETURN_IF_ERROR(Facts(info.digest, &runs));
+      else if (info.media_type == kImportMediaType) KI_RETURN_IF_ERROR(Import(info.digest));
+    }
+    for (const ObjectInfo& info : arrived) {
+      if (info.type != ObjectType::kManifest || !info.kind) continue;
+      switch (*info.kind) {
+        case Kind::kBenchmarkRun:
+        case Kind::kServingRun:
+          runs.insert(info.digest);
+          break;
+        case Kind::kWorkloadCase:
+        case Kind::kImplementationRevision:
+        case Kind::kModelRevision:
+        case Kind::kServingWorkload:
+          KI_RETURN_IF_ERROR(RunsNaming(info.digest, &runs));
+          break;
+        default:
+          break;
+      }
+    }
+    for (const Digest& run : runs) KI_RETURN_IF_ERROR(IndexRun(run));
+    for (const Digest& cohort : touched_) KI_RETURN_IF_ERROR(Recount(cohort));
+    return Status::OK();
+  }
+
+ private:
+  // Runs that reference `d` (refs: target + referrer + field).
+  Status RunsNaming(const Digest& d, std::set<Digest>* runs) {
+    std::vector<Digest> referrers;
+    KI_RETURN_IF_ERROR(b_.Scan("refs", d.raw(), [&](std::string_view k, std::string_view) {
+      if (k.size() >= 64) referrers.push_back(Digest::FromRaw(k.substr(32, 32)));
+      return true;
+    }));
+    for (const Digest& r : referrers) {
+      KI_ASSIGN_OR_RETURN(auto info, b_.Stat(r));
+      if (info && IsRunKind(info->kind)) runs->insert(r);
+    }
+    return Status::OK();
+  }
+
+  Status Facts(const Digest& d, std::set<Digest>* runs) {
+    KI_ASSIGN_OR_RETURN(std::string bytes, b_.Read(d));
+    KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, d.str()));
+    KI_RETURN_IF_ERROR(b_.Put(tables::kFacts, PairKey(f.subject, d), ""));
+    runs->insert(f.subject);
+    // Supersession: the run this one names is superseded once this one is
+    // published. Whichever of the two arrives first, the other finds it.
+    const std::string supersedes = StringOr(f.row, "supersedesId");
+    if (!supersedes.empty() && f.row.contains("publishedAt") && f.row["publishedAt"].is_string()) {
+      std::string key = IdKey(supersedes);
+      KI_RETURN_IF_ERROR(b_.Put(tables::kSupersededBy, key + std::string(f.subject.raw()), ""));
+      KI_ASSIGN_OR_RETURN(auto target, b_.Get(tables::kIds, key));
+      if (target && target->size() == 32) runs->insert(Digest::FromRaw(*target));
+    }
+    for (const Json& ev : f.events) {
+      auto cohort = Digest::Parse(StringOr(ev, "comparisonKey"));
+      if (!cohort.ok()) continue;
+      KI_RETURN_IF_ERROR(b_.Put(tables::kEvents, PairKey(*cohort, f.subject), ev.dump()));
+    }
+    return Status::OK();
+  }
+
+  Status Import(const Digest& d) {
+    KI_ASSIGN_OR_RETURN(std::string bytes, b_.Read(d));
+    Json j = Json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || j.value("type", "") != kImportType) {
+      return Status::Corruption(d.str() + ": not a catalog import object (docs/format.md, \"Catalog objects\")");
+    }
+    j.erase("facts");
+    j.erase("type");
+    return b_.Put(tables::kImports, d.raw(), j.dump());
+  }
+
+  // The spec of a manifest the store holds, nullptr when it does not.
+  Result<const Json*> Spec(const Digest& d) {
+    if (auto it = specs_.find(d); it != specs_.end()) return it->second ? &*it->second : nullptr;
+    KI_ASSIGN_OR_RETURN(auto info, b_.Stat(d));
+    std::optional<Json> spec;
+    if (info && info->type == ObjectType::kManifest) {
+      KI_ASSIGN_OR_RETURN(Manifest m, b_.ReadManifest(d));
+      spec = std::move(m.spec);
+    }
+    auto& slot = specs_[d];
+    slot = std::move(spec);
+    return slot ? &*slot : nullptr;
+  }
+  Result<const Json*> SpecOf(const std::string& digest) {
+    auto d = Digest::Parse(digest);
+    if (!d.ok()) return nullptr;
+    return Spec(*d);
+  }
+
+  // metadata.name of a manifest: the one name it is stored under, else the
+  // name in its linked document (the document that travels with it).
+  Result<std::string> NameOf(const Digest& d) {
+    if (auto it = names_.find(d); it != names_.end()) return it->second;
+    std::vector<std::string> names;
+    KI_RETURN_IF_ERROR(b_.Scan("namesof", d.raw(), [&](std::string_view k, std::string_view) {
+      std::string_view n = k.substr(32);
+      if (auto slash = n.find('/'); slash != std::string_view::npos) names.emplace_back(n.substr(slash + 1));
+      return true;
+    }));
+    std::string name = names.size() == 1 ? names[0] : "";
+    if (names.size() > 1) {
+      KI_ASSIGN_OR_RETURN(auto doc, b_.Get("docs", d.raw()));
+      if (doc && doc->size() == 32) {
+        KI_ASSIGN_OR_RETURN(auto info, b_.Stat(Digest::FromRaw(*doc)));
+        if (info) {
+          KI_ASSIGN_OR_RETURN(std::string text, b_.Read(Digest::FromRaw(*doc)));
+          DocFormat fmt = info->media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
+          auto parsed = ParseDocument(text, fmt, Digest::FromRaw(*doc).str());
+          if (parsed.ok() && parsed->is_object() && parsed->contains("metadata")) {
+            name = StringOr((*parsed)["metadata"], "name");
+          }
+        }
+      }
+      if (name.empty()) name = names[0];
+    }
+    names_[d] = name;
+    return name;
+  }
+
+  // The facts about `run` (the last facts object in key order when there
+  // are several: two exports of one run), nullopt when none.
+  Result<std::optional<RunFactsObject>> FactsOf(const Digest& run) {
+    std::optional<Digest> last;
+    KI_RETURN_IF_ERROR(b_.Scan(tables::kFacts, run.raw(), [&](std::string_view k, std::string_view) {
+      if (k.size() == 64) last = Digest::FromRaw(k.substr(32));
+      return true;
+    }));
+    if (!last) return std::optional<RunFactsObject>();
+    KI_ASSIGN_OR_RETURN(std::string bytes, b_.Read(*last));
+    KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, last->str()));
+    return std::optional<RunFactsObject>(std::move(f));
+  }
+
+  Status Pending(const Digest& run, const std::vector<std::pair<std::string, std::string>>& missing) {
+    Json list = Json::array();
+    for (const auto& [kind, digest] : missing) list.push_back({{"kind", kind}, {"digest", digest}});
+    return b_.Put(tables::kPending, run.raw(), Json({{"missing", list}}).dump());
+  }
+
+  Status IndexRun(const Digest& run) {
+    KI_ASSIGN_OR_RETURN(auto info, b_.Stat(run));
+    if (!info || !IsRunKind(info->kind)) return Status::OK();  // facts about a run not held
+    KI_ASSIGN_OR_RETURN(const Json* spec_p, Spec(run));
+    if (!spec_p) return Status::OK();
+    const Json& spec = *spec_p;
+    const bool kernel = *info->kind == Kind::kBenchmarkRun;
+    KI_ASSIGN_OR_RETURN(auto facts, FactsOf(run));
+
+    RankEntry e;
+    e.run = run;
+    e.id = facts ? StringOr(facts->row, "id") : "";
+    if (e.id.empty()) e.id = run.hex();
+    KI_ASSIGN_OR_RETURN(e.name, NameOf(run));
+    e.observed_at = StringOr(spec, "observedAt");
+    e.status = StringOr(spec, "status");
+    // A run without catalog facts was published to this store by whoever
+    // stored it (ki add, ki run); ranking-v1 needs that.
+    e.published = facts ? facts->row.contains("publishedAt") && facts->row["publishedAt"].is_string() : true;
+    e.retracted = facts && facts->row.contains("retractedAt") && facts->row["retractedAt"].is_string();
+    {
+      bool superseded = false;
+      KI_RETURN_IF_ERROR(b_.Scan(tables::kSupersededBy, IdKey(e.id), [&](std::string_view, std::string_view) {
+        superseded = true;
+        return false;
+      }));
+      e.superseded = superseded;
+    }
+    KI_RETURN_IF_ERROR(b_.Put(tables::kIds, IdKey(e.id), run.raw()));
+
+    Digest cohort;
+    Json desc;
+    if (kernel) {
+      const std::string workload = StringOr(spec, "workloadDigest");
+      KI_ASSIGN_OR_RETURN(const Json* wl, SpecOf(workload));
+      if (!wl) return Pending(run, {{"WorkloadCase", workload}});
+      auto ck = correctness_.find(workload);
+      if (ck == correctness_.end()) {  // thousands of runs share a few hundred workloads
+        Json wspec = Json::object();
+        if (wl->contains("correctness")) wspec["correctness"] = (*wl)["correctness"];
+        KI_ASSIGN_OR_RETURN(Digest key, CorrectnessKey(wspec));
+        ck = correctness_.emplace(workload, key).first;
+      }
+      const Digest& correctness = ck->second;
+      ComparisonParts parts{StringOr(*wl, "operationSpecDigest"), workload, StringOr(spec, "protocolDigest"),
+                            StringOr(spec, "environmentDigest"), correctness.str(), MetricKey(spec)};
+      KI_ASSIGN_OR_RETURN(cohort, ComparisonKey(parts));
+      desc = {{"kind", "kernel"},           {"operation", parts.operation},     {"workload", parts.workload},
+              {"protocol", parts.protocol}, {"environment", parts.environment}, {"correctness", parts.correctness},
+              {"metric", parts.metric},     {"sourceNative", spec.contains("sourceNative")}};
+      // Evidence (docs/kernelindex-identity.md): source held and raw
+      // evidence reported make a run reproducible; the export's own
+      // verification and replication facts go further.
+      bool source = false;
+      const std::string impl = StringOr(spec, "implementationDigest");
+      KI_ASSIGN_OR_RETURN(const Json* impl_spec, SpecOf(impl));
+      if (impl_spec) {
+        source = impl_spec->contains("source");
+        if (auto d = Digest::Parse(impl); d.ok()) {
+          KI_ASSIGN_OR_RETURN(e.implementation, NameOf(*d));
+        }
+      }
+      const bool raw = spec.contains("evidence") && spec["evidence"].is_object() && !spec["evidence"].empty();
+      e.evidence = source && raw ? Evidence::kReproducible : Evidence::kReported;
+      if (facts) {
+        const Json& row = facts->row;
+        if (auto it = row.find("independentReplicationCount"); it != row.end() && it->is_number() &&
+                                                               it->get<double>() >= 2) {
+          e.evidence = Evidence::kReplicated;
+        } else if (row.value("reproducedByKernelindex", Json(false)) == Json(true)) {
+          e.evidence = Evidence::kVerified;
+        }
+      }
+      // Primary value: the timing's primary statistic, else the first measurement.
+      if (auto t = spec.find("timing"); t != spec.end() && t->is_object()) {
+        const std::string stat = StringOr(*t, "primaryStatistic");
+        if (auto lat = t->find("latencyNs"); lat != t->end() && lat->is_object()) {
+          if (auto v = lat->find(stat); v != lat->end() && v->is_number()) e.value = v->get<double>();
+          if (auto ci = lat->find("confidence95"); ci != lat->end() && ci->is_array() && ci->size() == 2 &&
+                                                   (*ci)[0].is_number() && (*ci)[1].is_number()) {
+            e.interval = std::make_pair((*ci)[0].get<double>(), (*ci)[1].get<double>());
+          }
+        }
+        e.unit = "ns";
+      } else if (auto ms = spec.find("measurements"); ms != spec.end() && ms->is_array() && !ms->empty()) {
+        if (auto v = (*ms)[0].find("value"); v != (*ms)[0].end() && v->is_number()) e.value = v->get<double>();
+        e.unit = StringOr((*ms)[0], "unit");
+      }
+    } else {
+      const std::string model = StringOr(spec, "modelDigest"), workload = StringOr(spec, "workloadDigest");
+      KI_ASSIGN_OR_RETURN(const Json* ms, SpecOf(model));
+      KI_ASSIGN_OR_RETURN(const Json* ws, SpecOf(workload));
+      std::vector<std::pair<std::string, std::string>> missing;
+      if (!ms) missing.emplace_back("ModelRevision", model);
+      if (!ws) missing.emplace_back("ServingWorkload", workload);
+      if (!missing.empty()) return Pending(run, missing);
+      std::optional<std::string> tokenizer;
+      if (auto t = ms->find("tokenizer"); t != ms->end() && t->is_object() && t->contains("name")) {
+        tokenizer = StringOr(*t, "name");
+      }
+      const std::string metric_set = MetricSetKey(spec);
+      ServingCohortParts parts{model,
+                               tokenizer,
+                               workload,
+                               ServingProtocolKey(spec, *ws),
+                               ServingTopologyKey(spec),
+                               StringOr(spec, "qualityPolicy"),
+                               metric_set};
+      KI_ASSIGN_OR_RETURN(cohort, ServingCohortKey(parts));
+      desc = {{"kind", "serving"},
+              {"model", model},
+              {"tokenizer", tokenizer ? Json(*tokenizer) : Json(nullptr)},
+              {"workload", workload},
+              {"protocol", parts.protocol},
+              {"topology", parts.topology},
+              {"qualityPolicy", parts.quality_policy},
+              {"metric", metric_set}};
+      if (auto m = spec.find("measurements"); m != spec.end() && m->is_array() && !m->empty()) {
+        if (auto v = (*m)[0].find("value"); v != (*m)[0].end() && v->is_number()) e.value = v->get<double>();
+        e.unit = StringOr((*m)[0], "unit");
+      }
+    }
+
+    KI_RETURN_IF_ERROR(b_.Delete(tables::kPending, run.raw()));
+    Json entry = tables::EntryToJson(e);
+    Json run_value = entry;
+    run_value["cohort"] = cohort.str();
+    run_value["kind"] = kernel ? "kernel" : "serving";
+    KI_RETURN_IF_ERROR(b_.Put(tables::kRuns, run.raw(), run_value.dump()));
+    KI_RETURN_IF_ERROR(b_.Put(tables::kCohortRuns, PairKey(cohort, run), entry.dump()));
+    // A group's description is a function of its key's parts, but for
+    // sourceNative: any source-native member makes the group source-native.
+    // Members never leave a group (a run's group is fixed by its manifests).
+    auto& known = descs_[cohort];
+    if (known.is_null()) {
+      KI_ASSIGN_OR_RETURN(auto stored, b_.Get(tables::kCohorts, cohort.raw()));
+      if (stored) known = Json::parse(*stored, nullptr, /*allow_exceptions=*/false);
+      if (!known.is_object()) known = Json();
+    }
+    if (known.is_null()) {
+      known = std::move(desc);
+    } else if (kernel && desc.value("sourceNative", false)) {
+      known["sourceNative"] = true;
+    }
+    touched_.insert(cohort);
+    return Status::OK();
+  }
+
+  // Member count and, for a kernel group, its stored ranking.
+  Status Recount(const Digest& cohort) {
+    Json& desc = descs_[cohort];
+    KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(b_, cohort));
+    desc["runs"] = entries.size();
+    KI_RETURN_IF_ERROR(b_.Put(tables::kCohorts, cohort.raw(), desc.dump()));
+    if (desc.value("kind", "kernel") != "kernel") return Status::OK();
+    Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
+    return b_.Put(tables::kRanks, cohort.raw(), tables::EncodeRanking(r));
+  }
+
+  Batch& b_;
+  std::unordered_map<Digest, std::optional<Json>> specs_;
+  std::unordered_map<Digest, std::string> names_;
+  std::unordered_map<std::string, Digest> correctness_;
+  std::map<Digest, Json> descs_;
+  std::set<Digest> touched_;
+};
+
+class GroupIndex final : public DerivedIndex {
+ public:
+  std::vector<std::string_view> Tables() const override {
+    return {tables::kRuns,  tables::kCohortRuns, tables::kCohorts,      tables::kEvents,  tables::kRanks,
+            tables::kImports, tables::kFacts,    tables::kSupersededBy, tables::kIds,     tables::kPending};
+  }
+  Status Upgrade(Batch& batch, int from) override {
+    return from == 1 ? tables::UpgradeCatalogV1(batch) : Status::OK();
+  }
+  Status Update(Batch& batch, const std::vector<ObjectInfo>& arrived) override {
+    try {
+      return GroupUpdate(batch).Run(arrived);
+    } catch (const std::exception& e) {  // a JSON type error: a bug, said as such
+      return Status::Corruption(std::string("catalog index: ") + e.what());
+    }
+  }
+};
+
+}  // namespace
+
+void RegisterGroupIndex() {
+  static GroupIndex index;
+  RegisterDerivedIndex(&index);
+}
+
+namespace {
+// Every program that links the catalog keeps its groups: registered before
+// main, so no store of the process is opened without it.
+const bool kRegistered = (RegisterGroupIndex(), true);
+}  // namespace
+
+}  // namespace ki::catalog
