@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "ki/catalog.h"
 
 namespace ki::cli {
 namespace {
@@ -30,6 +31,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* global) {
       if (const char* e = std::getenv("KI_STORE"); e && *e) target = e;
     if (target.empty()) target = ".";
     KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
+    catalog::RegisterGroupIndex();
     KI_ASSIGN_OR_RETURN(auto store, Store::Init(target, opts));
     if (*json) PrintJson({{"path", store->path()}});
     else std::cout << "Initialized ki store in " << store->path() << "\n";

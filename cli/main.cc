@@ -11,6 +11,7 @@
 #include "help_pages.h"
 #include "usage.h"
 #include "ki/human.h"
+#include "ki/catalog.h"
 
 namespace ki::cli {
 
@@ -68,6 +69,8 @@ Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) 
     KI_ASSIGN_OR_RETURN(ki_dir, Store::Discover("."));
   }
   KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
+  // Every store ki writes keeps its comparison groups (a derived index).
+  catalog::RegisterGroupIndex();
   // A command that only reads shows one state of the store, even while
   // another ki commits (a run beside its rank from the same commit).
   opts.snapshot_reads = mode == OpenMode::kReadOnly;

@@ -199,7 +199,6 @@ class LineProcessor {
       for (const char* f : {"protocolKey", "metricSetKey", "cohortKey", "publishedAt", "retractedAt", "supersedesId"})
         x[f] = Field(row, f);
     }
-    x["facts"] = tables::RunFactFields(row, true);
     out->extract = std::move(x);
   }
 
@@ -260,6 +259,7 @@ class LineProcessor {
                           "independentReplicationCount"}) {
       x[f] = Field(row, f);
     }
+    x["facts"] = tables::RunFactFields(row, true);
     out->extract = std::move(x);
   }
 
@@ -753,6 +753,7 @@ class Importer {
 
 Result<ImportReport> ImportKernelIndex(Store& store, std::string_view text, std::string_view source,
                                        const ImportOptions& opts) {
+  RegisterGroupIndex();  // the groups are derived from what the import stores
   ImportReport report;
   report.source = std::string(source);
   report.content = Sha256Of(text);
