@@ -245,6 +245,9 @@ class LmdbBatch final : public Batch {
   // Objects this batch indexed that the store did not hold, for the
   // derived indexes (DerivedIndex::Update at Commit).
   std::vector<ObjectInfo> arrived_;
+  // Manifests held before that this batch gave a new name (RecordName).
+  std::vector<ObjectInfo> renamed_;
+  std::unordered_set<Digest> named_;
   bool committed_ = false;
 };
 
@@ -1121,8 +1124,20 @@ Status LmdbBatch::RecordName(Kind kind, std::string_view name, const Digest& tar
   std::string key = NameKey(kind, name);
   std::string nkey(target.raw());
   nkey.append(key);
+  KI_ASSIGN_OR_RETURN(auto had, txn_.Get(namesof, nkey));
   KI_RETURN_IF_ERROR(PutKV(namesof, nkey, ""));
-  return PutKV(nameset, NameSetKey(kind, name, target), "");
+  KI_RETURN_IF_ERROR(PutKV(nameset, NameSetKey(kind, name, target), ""));
+  // A manifest the store already held that gains a name is handed to the
+  // derived indexes too: what they show of it (a run's implementation
+  // name) may change with its names.
+  if (!had && !named_.count(target)) {
+    KI_ASSIGN_OR_RETURN(auto info, Stat(target));
+    if (info) {
+      named_.insert(target);
+      renamed_.push_back(*info);
+    }
+  }
+  return Status::OK();
 }
 
 Status LmdbBatch::PointName(Kind kind, std::string_view name, const Digest& target) {
@@ -1167,6 +1182,7 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
 Status LmdbBatch::Commit() {
   // The derived indexes see everything this batch stored, in its own
   // transaction: they commit with the objects or not at all.
+  arrived_.insert(arrived_.end(), renamed_.begin(), renamed_.end());
   if (!arrived_.empty()) {
     std::vector<ObjectInfo> arrived;
     arrived.swap(arrived_);
