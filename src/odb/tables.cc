@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "index/lmdb.h"
+#include "ki/json.h"
+
 namespace ki::odb {
 
 // meta value: type u8, kind u8, location u8, reserved u8, size u64 LE,
@@ -35,9 +38,72 @@ bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out) {
   return true;
 }
 
+std::string KindKey(Kind k, const Digest& d) {
+  std::string key(1, char(uint8_t(k)));
+  key.append(d.raw());
+  return key;
+}
+
+std::string NameKey(Kind k, std::string_view name) {
+  return std::string(KindName(k)) + "/" + std::string(name);
+}
+
+std::string NameSetKey(Kind k, std::string_view name, const Digest& d) {
+  std::string key = NameKey(k, name);
+  key.append(d.raw());
+  return key;
+}
+
+std::string NamesOfKey(const Digest& d, Kind k, std::string_view name) {
+  std::string key(d.raw());
+  key.append(NameKey(k, name));
+  return key;
+}
+
+std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field) {
+  std::string key(target.raw());
+  key.append(referrer.raw());
+  key.append(field);
+  return lmdb::FitKey(std::move(key));
+}
+
+std::string BareNameKey(Kind k, std::string_view name) {
+  std::string key(name);
+  key.push_back('\0');
+  key.append(KindName(k));
+  return key;
+}
+
+std::string AbsentValue(const AbsentInfo& a) {
+  Json j = Json::object();
+  if (!a.media_type.empty()) j["mediaType"] = a.media_type;
+  if (a.size) j["size"] = *a.size;
+  if (!a.uri.empty()) j["uri"] = a.uri;
+  return j.dump();
+}
+
+AbsentInfo ParseAbsent(const Digest& d, std::string_view v) {
+  AbsentInfo a;
+  a.digest = d;
+  Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    if (j.contains("mediaType") && j["mediaType"].is_string()) a.media_type = j["mediaType"];
+    if (j.contains("size") && j["size"].is_number_unsigned()) a.size = j["size"].get<uint64_t>();
+    if (j.contains("uri") && j["uri"].is_string()) a.uri = j["uri"];
+  }
+  return a;
+}
+
+std::string FormatPath(const std::string& store_dir) { return store_dir + "/FORMAT"; }
+std::string IndexDir(const std::string& store_dir) { return store_dir + "/index"; }
+std::string ObjectsDir(const std::string& store_dir) { return store_dir + "/objects"; }
+std::string IncomingDir(const std::string& store_dir) {
+  return ObjectsDir(store_dir) + "/" + std::string(kIncomingDir);
+}
+
 std::string LoosePath(const std::string& store_dir, const Digest& d) {
   std::string hex = d.hex();
-  return store_dir + "/objects/" + hex.substr(0, 2) + "/" + hex.substr(2);
+  return ObjectsDir(store_dir) + "/" + hex.substr(0, 2) + "/" + hex.substr(2);
 }
 
 }  // namespace ki::odb

@@ -29,11 +29,38 @@ inline constexpr std::string_view kDocs = "docs";            // manifest digest 
 std::string PackMeta(const ObjectInfo& info);
 bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out);
 
-// objects/<2 hex>/<62 hex>, relative to the store directory.
+// ---- keys: every key of the tables above is built here
+
+std::string KindKey(Kind k, const Digest& d);              // kinds
+std::string NameKey(Kind k, std::string_view name);        // names: "Kind/name"
+// nameset: "Kind/name" + digest. metadata.name is at most 200 characters
+// (the KernelIndex schemas), so the key is far below LMDB's limit.
+std::string NameSetKey(Kind k, std::string_view name, const Digest& d);
+// namesof: digest + "Kind/name".
+std::string NamesOfKey(const Digest& d, Kind k, std::string_view name);
+// refs: target + referrer + JSON pointer of the field. The pointer runs
+// through user-chosen names (tensors have no length limit), so the key is
+// fitted to LMDB's limit; Referrers shows a shortened field with "…".
+std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field);
+std::string BareNameKey(Kind k, std::string_view name);   // barenames: name "\0" Kind
+std::string AbsentValue(const AbsentInfo& a);
+AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
+
+// ---- paths: every path inside a store directory is built here
+
+// FORMAT's contents. Format 2 (2026-12): catalog facts are objects and every
+// catalog table is derived. A format-1 store is upgraded when it is opened.
+inline constexpr std::string_view kFormatLine = "ki-store 2\n";
+inline constexpr std::string_view kFormatLineV1 = "ki-store 1\n";
+std::string FormatPath(const std::string& store_dir);  // FORMAT
+std::string IndexDir(const std::string& store_dir);    // index/ (LMDB's data.mdb, lock.mdb)
+std::string ObjectsDir(const std::string& store_dir);  // objects/
+// objects/<2 hex>/<62 hex>.
 std::string LoosePath(const std::string& store_dir, const Digest& d);
 // objects/incoming: scratch files of streamed writes, whose digest (and so
 // loose path) is known only at their end. Not a digest's fan-out folder,
 // so audit notes what a killed write left there and reindex removes it.
 inline constexpr std::string_view kIncomingDir = "incoming";
+std::string IncomingDir(const std::string& store_dir);
 
 }  // namespace ki::odb

@@ -1,0 +1,536 @@
+// Writes: a batch is one LMDB write transaction plus the loose files it
+// wrote; it hands what it stored to the derived indexes before it commits.
+#include <algorithm>
+#include <cstring>
+
+#include "odb/store_impl.h"
+
+namespace ki::odb {
+
+Status LmdbBatch::Scan(std::string_view table, std::string_view prefix,
+                       const std::function<bool(std::string_view, std::string_view)>& fn) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+  return ScanTable(txn_, dbi, prefix, fn);
+}
+
+Result<std::optional<ObjectInfo>> LmdbBatch::Stat(const Digest& d) { return store_->StatIn(txn_, d); }
+
+Result<std::string> LmdbBatch::Read(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return Status::NotFound(d.str() + " is not in the store");
+  if (info->size > store_->options().max_object_size) {
+    return Status::InvalidInput(d.str() + " is over the limit for an object read whole into memory");
+  }
+  KI_ASSIGN_OR_RETURN(std::string frame, store_->ReadFrameIn(txn_, *info));
+  return store_->DecodeChecked(*info, frame);
+}
+
+Result<Manifest> LmdbBatch::ReadManifest(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return Status::NotFound(d.str() + " is not in the store");
+  if (info->type != ObjectType::kManifest) return Status::InvalidInput(d.str() + " is a blob, not a manifest");
+  KI_ASSIGN_OR_RETURN(std::string raw, Read(d));
+  auto m = ManifestFromStored(raw, d);
+  if (!m.ok()) return Status::Corruption(m.status().message());
+  return m;
+}
+
+LmdbBatch::~LmdbBatch() {
+  if (!committed_) {
+    txn_.Abort();
+    // Pages an aborted or failed commit wrote past the end go back to the
+    // file system (docs/format.md, "Index"); best effort.
+    (void)store_->lmdb().TrimFile();
+    // Best effort: a file left behind is an unindexed orphan audit reports.
+    for (const auto& f : new_loose_files_) (void)store_->env()->RemoveFile(f);
+  }
+}
+
+Result<bool> LmdbBatch::SortsLast(MDB_dbi dbi, std::string_view key) {
+  auto it = last_.find(dbi);
+  if (it == last_.end()) {
+    MDB_cursor* c = nullptr;
+    int rc = mdb_cursor_open(txn_.get(), dbi, &c);
+    if (rc) return Status::IOError(std::string("LMDB cursor: ") + mdb_strerror(rc));
+    MDB_val k{}, v{};
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND) return Status::IOError(std::string("LMDB cursor: ") + mdb_strerror(rc));
+    std::optional<std::string> last;
+    if (rc == 0) last.emplace(static_cast<const char*>(k.mv_data), k.mv_size);
+    it = last_.emplace(dbi, std::move(last)).first;
+  }
+  // LMDB orders keys as memcmp, then shorter first: string_view's order.
+  return !it->second || key > std::string_view(*it->second);
+}
+
+Status LmdbBatch::PutKV(MDB_dbi dbi, std::string_view key, std::string_view value) {
+  KI_ASSIGN_OR_RETURN(bool last, SortsLast(dbi, key));
+  if (last) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
+    int rc = mdb_put(txn_.get(), dbi, &k, &v, MDB_APPEND);
+    if (rc == 0) {
+      RememberLast(dbi, key);
+      return Status::OK();
+    }
+    if (rc != MDB_KEYEXIST) return txn_.Put(dbi, key, value);  // the ordinary path reports it
+    last_.erase(dbi);  // LMDB knows better: re-read the last key next time
+  }
+  return txn_.Put(dbi, key, value);
+}
+
+Result<char*> LmdbBatch::ReserveKV(MDB_dbi dbi, std::string_view key, size_t size) {
+  KI_ASSIGN_OR_RETURN(bool last, SortsLast(dbi, key));
+  if (last) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{size, nullptr};
+    int rc = mdb_put(txn_.get(), dbi, &k, &v, MDB_RESERVE | MDB_APPEND);
+    if (rc == 0) {
+      RememberLast(dbi, key);
+      return static_cast<char*>(v.mv_data);
+    }
+    if (rc == MDB_KEYEXIST) last_.erase(dbi);
+  }
+  return txn_.Reserve(dbi, key, size);
+}
+
+Result<MDB_dbi> LmdbBatch::Table(std::string_view name) {
+  if (auto it = opened_.find(name); it != opened_.end()) return it->second;
+  KI_ASSIGN_OR_RETURN(auto dbi, store_->lmdb().Table(txn_, name));
+  opened_.emplace(std::string(name), *dbi);
+  return *dbi;
+}
+
+Result<bool> LmdbBatch::Exists(uint64_t raw_size, const Digest& d) {
+  if (raw_size > store_->options().max_object_size) {
+    return Status::InvalidInput("object of " + std::to_string(raw_size) + " bytes is over the limit of " +
+                                std::to_string(store_->options().max_object_size));
+  }
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));
+  return existing.has_value();
+}
+
+Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
+                                       std::string_view raw, const Digest& d) {
+  KI_ASSIGN_OR_RETURN(bool existed, Exists(raw.size(), d));
+  if (existed) return PutResult{d, true};
+  EncodedObject o;
+  o.digest = d;
+  o.type = type;
+  o.kind = kind;
+  o.media_type = std::string(media_type);
+  o.raw_size = raw.size();
+  o.frame = odb::EncodeFrame(type, kind, media_type, raw, store_->options().zstd_level);
+  KI_RETURN_IF_ERROR(WriteObject(o));
+  return PutResult{d, false};
+}
+
+Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view media_type,
+                                           const std::string& where, const std::optional<Digest>& expected) {
+  Env* env = store_->env();
+  const StoreOptions& opts = store_->options();
+  const std::string incoming = IncomingDir(store_->path());
+  KI_RETURN_IF_ERROR(env->CreateDirs(incoming));
+  ScratchFiles scratch{env, {}};
+  KI_ASSIGN_OR_RETURN(FileStat st, in.Stat());
+  if (st.directory) return Status::InvalidInput(where + " is a directory");
+  if (expected) {
+    KI_ASSIGN_OR_RETURN(bool held, Has(*expected));
+    if (held) return PutResult{*expected, true};
+  }
+  // The frame is compressed over the input mapped whole (EncodeFrameStream
+  // says why); what cannot be mapped (a pipe, or a file that reports no
+  // size) is copied to a scratch file first, and that is mapped.
+  std::unique_ptr<MappedFile> map;
+  bool direct = false;
+  if (st.regular && st.size > 0) {
+    auto mapped = in.Map();  // an Env's wrapper may not map: then copied like a pipe
+    direct = mapped.ok();
+    if (direct) map = std::move(mapped).value();
+  }
+  if (!direct) {
+    std::string path = incoming + "/" + ScratchName() + ".in";
+    KI_ASSIGN_OR_RETURN(auto copy, env->NewAtomicFile(path));
+    std::string buf(1 << 20, '\0');
+    for (;;) {
+      KI_ASSIGN_OR_RETURN(size_t n, in.Read(buf.data(), buf.size()));
+      if (n == 0) break;
+      KI_RETURN_IF_ERROR(copy->Append(std::string_view(buf.data(), n)));
+    }
+    KI_RETURN_IF_ERROR(copy->Commit(Durability::kNone));  // scratch: never read after a crash
+    scratch.paths.push_back(path);
+    KI_ASSIGN_OR_RETURN(auto spooled, env->NewSequentialFile(path));
+    KI_ASSIGN_OR_RETURN(map, spooled->Map());
+  }
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  // Is the file's content already stored? Hashing it first costs a read
+  // that SHA-256 does several times faster than zstd -3 compresses, and
+  // spares an object already held the compression and a scratch write of
+  // all of it (bench/results/blob-2026-11-30-readd.md). A pipe cannot be
+  // read twice: its scratch copy goes through the one pass below.
+  std::optional<Digest> hashed_first;
+  if (direct && !expected) {
+    KI_ASSIGN_OR_RETURN(hashed_first, odb::HashMapped(*map, where));
+    KI_ASSIGN_OR_RETURN(auto held, txn_.Get(meta, hashed_first->raw()));
+    if (held) {
+      map.reset();
+      KI_ASSIGN_OR_RETURN(FileStat now, in.Stat());
+      if (now.size != st.size || now.mtime_ns != st.mtime_ns || now.ctime_ns != st.ctime_ns) {
+        return Status::InvalidInput(where + ": changed while it was read; nothing was stored");
+      }
+      return PutResult{*hashed_first, true};
+    }
+    // Mapped again: the pass below releases the pages behind it as it goes,
+    // which a mapping that the hash pass released whole would not do.
+    map.reset();
+    KI_ASSIGN_OR_RETURN(map, in.Map());
+  }
+  const uint64_t size = map->data().size();
+  // The frame goes to a scratch name: its loose path is known at its end.
+  const std::string staged = incoming + "/" + ScratchName();
+  KI_ASSIGN_OR_RETURN(auto file, env->NewAtomicFile(staged));
+  KI_ASSIGN_OR_RETURN(odb::StreamedFrame s,
+                      odb::EncodeFrameStream(*map, ObjectType::kBlob, 0, media_type, opts.zstd_level, where,
+                                             [&](std::string_view b) { return file->Append(b); }));
+  map.reset();
+  if (direct) {
+    // zstd and the hash read the file at slightly different times: a file
+    // written meanwhile could give a frame that is not what the digest
+    // names, so it is refused (as git refuses a racily changed file).
+    // The digest is the one the frame pass computed (zstd and SHA-256 read
+    // the same pages together); the first pass must agree with it.
+    KI_ASSIGN_OR_RETURN(FileStat now, in.Stat());
+    if (now.size != st.size || now.mtime_ns != st.mtime_ns || now.ctime_ns != st.ctime_ns ||
+        (hashed_first && *hashed_first != s.digest)) {
+      return Status::InvalidInput(where + ": changed while it was read; nothing was stored");
+    }
+  }
+  if (expected && s.digest != *expected) {
+    return Status::Corruption(where + " hashes to " + s.digest.str() + ", not the " + expected->str() +
+                              " it was checked to be; nothing was stored");
+  }
+  const Digest& d = s.digest;
+  KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));
+  if (existing) return PutResult{d, true};  // not rewritten; `file` removes its temporary
+  const std::string header = odb::EncodeFrameHeader(ObjectType::kBlob, 0, media_type, size, false);
+  const uint64_t frame_size = s.smaller ? s.written : header.size() + size;
+  if (frame_size <= opts.loose_threshold) {
+    // Small enough for LMDB: decoded back and put as PutBlob puts it.
+    KI_RETURN_IF_ERROR(file->Commit(Durability::kNone));
+    scratch.paths.push_back(staged);
+    KI_ASSIGN_OR_RETURN(std::string frame, env->ReadFile(staged, s.written));
+    if (s.smaller) {
+      // Already the frame PutBlob writes (its raw bytes may be far larger:
+      // they are not decoded).
+      EncodedObject o;
+      o.digest = d;
+      o.type = ObjectType::kBlob;
+      o.media_type = std::string(media_type);
+      o.raw_size = size;
+      o.frame = std::move(frame);
+      KI_RETURN_IF_ERROR(WriteObject(o));
+      return PutResult{d, false};
+    }
+    // Stored raw: at most 64 KiB of them.
+    KI_ASSIGN_OR_RETURN(auto h, odb::ParseFrameHeader(frame, staged));
+    KI_ASSIGN_OR_RETURN(std::string raw, odb::DecodeFrame(frame, h, opts.loose_threshold, staged));
+    if (Sha256Of(raw) != d) return Status::IOError(staged + ": read back other bytes than were written");
+    return PutObject(ObjectType::kBlob, 0, media_type, raw, d);
+  }
+  const std::string path = odb::LoosePath(store_->path(), d);
+  const std::string dir = path.substr(0, path.rfind('/'));
+  KI_RETURN_IF_ERROR(env->CreateDirs(dir));
+  if (env->Exists(path)) {
+    // An unindexed loose file of an interrupted write: kept, as WriteObject
+    // keeps it, and its directory synced before the index names it (the
+    // killed writer may have renamed it without that sync).
+    dirs_to_sync_.insert(dir);
+  } else if (s.smaller) {
+    KI_RETURN_IF_ERROR(file->Commit(Durability::kSync));
+    scratch.paths.push_back(staged);
+    KI_RETURN_IF_ERROR(env->Rename(staged, path));
+    scratch.paths.pop_back();
+    new_loose_files_.push_back(path);
+    dirs_to_sync_.insert(dir);
+  } else {
+    // Compression did not make it smaller, so the format stores it raw.
+    // The compressed frame just written is the one copy of the bytes (a
+    // pipe cannot be read twice): it is decoded into the raw frame.
+    KI_RETURN_IF_ERROR(file->Commit(Durability::kNone));
+    scratch.paths.push_back(staged);
+    KI_ASSIGN_OR_RETURN(auto z, env->NewSequentialFile(staged));
+    KI_ASSIGN_OR_RETURN(auto zh, odb::ReadFrameHeader(*z, staged));
+    KI_ASSIGN_OR_RETURN(auto raw_file, env->NewAtomicFile(path));
+    KI_RETURN_IF_ERROR(raw_file->Append(header));
+    KI_ASSIGN_OR_RETURN(Digest again, odb::DecodeFrameStream(*z, zh, staged, [&](std::string_view b) {
+                          return raw_file->Append(b);
+                        }));
+    if (again != d) return Status::IOError(staged + ": read back other bytes than were written");
+    KI_RETURN_IF_ERROR(raw_file->Commit(Durability::kSync));
+    new_loose_files_.push_back(path);
+    dirs_to_sync_.insert(dir);
+  }
+  ObjectInfo info;
+  info.digest = d;
+  info.type = ObjectType::kBlob;
+  info.size = size;
+  info.stored_size = frame_size;
+  info.media_type = std::string(media_type);
+  info.location = Location::kLoose;
+  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  arrived_.push_back(info);
+  return PutResult{d, false};
+}
+
+Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
+  const Digest& d = o.digest;
+  const std::string& frame = o.frame;
+  ObjectInfo info;
+  info.digest = d;
+  info.type = o.type;
+  if (o.type == ObjectType::kManifest) info.kind = Kind(o.kind);
+  info.size = o.raw_size;
+  info.stored_size = frame.size();
+  info.media_type = o.media_type;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  if (frame.size() > store_->options().loose_threshold) {
+    // Large objects live as files: LMDB would copy them through its pages
+    // on every write and keep the map large. Each is fsynced before its
+    // rename; the directories are synced once at Commit.
+    info.location = Location::kLoose;
+    std::string path = odb::LoosePath(store_->path(), d);
+    std::string dir = path.substr(0, path.rfind('/'));
+    if (!store_->env()->Exists(path)) {
+      KI_RETURN_IF_ERROR(store_->env()->CreateDirs(dir));
+      KI_RETURN_IF_ERROR(store_->env()->WriteFileAtomic(path, frame, Durability::kSync));
+      new_loose_files_.push_back(path);
+    }
+    // Also when the file is there already: the index does not hold the
+    // object, so the file is a killed writer's, renamed into place but
+    // perhaps before its directory was synced. The index must not name a
+    // file whose name a crash could still take away.
+    dirs_to_sync_.insert(dir);
+  } else {
+    info.location = Location::kIndex;
+    KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+    KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), frame.size()));
+    std::memcpy(dst, frame.data(), frame.size());
+  }
+  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  arrived_.push_back(info);
+  if (o.type == ObjectType::kManifest && index_kind) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
+    KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(o.kind), d), ""));
+  }
+  return Status::OK();
+}
+
+Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const std::vector<Reference>* refs,
+                               const Manifest* m, std::optional<Digest> document, std::string_view name) {
+  if (!existed) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi refs_table, Table(kRefs));
+    std::vector<Reference> extracted;
+    if (!refs) {
+      extracted = ExtractReferences(*m);
+      refs = &extracted;
+    }
+    for (const Reference& ref : *refs)
+      KI_RETURN_IF_ERROR(PutKV(refs_table, RefKey(ref.target, d, ref.field), ref.uri));
+  }
+  if (document) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
+    KI_RETURN_IF_ERROR(PutKV(docs, d.raw(), document->raw()));
+  }
+  if (!name.empty()) KI_RETURN_IF_ERROR(SetName(kind, name, d));
+  return Status::OK();
+}
+
+Result<PutResult> LmdbBatch::PutManifest(const Manifest& m, std::optional<std::string_view> document,
+                                         std::string_view document_media_type) {
+  KI_ASSIGN_OR_RETURN(PutResult r, PutObject(ObjectType::kManifest, uint8_t(m.kind),
+                                             "application/vnd.kernelindex.manifest+json", m.canonical,
+                                             m.digest));
+  std::optional<Digest> doc_digest;
+  if (document) {
+    KI_ASSIGN_OR_RETURN(PutResult doc, PutBlob(*document, document_media_type));
+    doc_digest = doc.digest;
+  }
+  KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, r.existed, nullptr, &m, doc_digest, m.name()));
+  return r;
+}
+
+Result<PutResult> LmdbBatch::PutEncodedManifest(const EncodedManifest& m) {
+  if (!(m.object.digest == m.digest) || m.object.type != ObjectType::kManifest || m.object.kind != uint8_t(m.kind)) {
+    return Status::InvalidInput("encoded manifest " + m.digest.str() + " does not describe its own object");
+  }
+  KI_ASSIGN_OR_RETURN(bool existed, Exists(m.object.raw_size, m.digest));
+  if (!existed) KI_RETURN_IF_ERROR(WriteObject(m.object));
+  std::optional<Digest> doc_digest;
+  if (m.document) {
+    KI_ASSIGN_OR_RETURN(bool doc_existed, Exists(m.document->raw_size, m.document->digest));
+    if (!doc_existed) KI_RETURN_IF_ERROR(WriteObject(*m.document));
+    doc_digest = m.document->digest;
+  }
+  KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, existed, &m.references, nullptr, doc_digest, m.name));
+  return PutResult{m.digest, existed};
+}
+
+Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<EncodedManifest>& ms) {
+  for (const EncodedManifest& m : ms) {
+    if (!(m.object.digest == m.digest) || m.object.type != ObjectType::kManifest || m.object.kind != uint8_t(m.kind)) {
+      return Status::InvalidInput("encoded manifest " + m.digest.str() + " does not describe its own object");
+    }
+  }
+  // What each put would find, in list order: an object is new when neither
+  // the store nor an earlier entry of the list holds it.
+  std::vector<PutResult> results(ms.size());
+  std::unordered_set<Digest> planned;
+  std::vector<const EncodedObject*> objects;
+  std::vector<size_t> new_manifests;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const EncodedManifest& m = ms[i];
+    KI_ASSIGN_OR_RETURN(bool existed, Exists(m.object.raw_size, m.digest));
+    existed = existed || !planned.insert(m.digest).second;
+    results[i] = PutResult{m.digest, existed};
+    if (!existed) {
+      objects.push_back(&m.object);
+      new_manifests.push_back(i);
+    }
+    if (m.document) {
+      KI_ASSIGN_OR_RETURN(bool doc_existed, Exists(m.document->raw_size, m.document->digest));
+      if (!doc_existed && planned.insert(m.document->digest).second) objects.push_back(&*m.document);
+    }
+  }
+  // Then each table in key order (appends; see PutKV). Objects and meta
+  // are keyed by digest alike.
+  std::sort(objects.begin(), objects.end(), [](auto* a, auto* b) { return a->digest < b->digest; });
+  for (const EncodedObject* o : objects) KI_RETURN_IF_ERROR(WriteObject(*o, /*index_kind=*/false));
+  using KV = std::pair<std::string, std::string_view>;
+  std::vector<KV> rows;
+  auto put_sorted = [&](std::string_view table) -> Status {
+    // Stable: of equal keys the later entry is put last and wins, as it
+    // would put one by one.
+    std::stable_sort(rows.begin(), rows.end(), [](const KV& a, const KV& b) { return a.first < b.first; });
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    for (const auto& [k, v] : rows) KI_RETURN_IF_ERROR(PutKV(dbi, k, v));
+    rows.clear();
+    return Status::OK();
+  };
+  for (size_t i : new_manifests) rows.emplace_back(KindKey(ms[i].kind, ms[i].digest), "");
+  KI_RETURN_IF_ERROR(put_sorted(kKinds));
+  for (size_t i : new_manifests) {
+    for (const Reference& ref : ms[i].references)
+      rows.emplace_back(RefKey(ref.target, ms[i].digest, ref.field), ref.uri);
+  }
+  KI_RETURN_IF_ERROR(put_sorted(kRefs));
+  for (const EncodedManifest& m : ms) {
+    if (m.document) rows.emplace_back(std::string(m.digest.raw()), m.document->digest.raw());
+  }
+  KI_RETURN_IF_ERROR(put_sorted(kDocs));
+  // Names: every entry carries its name; of several entries naming one
+  // `<Kind>/<name>`, the last becomes its latest holder (as one by one). Set
+  // in key order.
+  std::vector<std::pair<std::string, size_t>> names;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (!ms[i].name.empty()) names.emplace_back(NameKey(ms[i].kind, ms[i].name), i);
+  }
+  std::stable_sort(names.begin(), names.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t j = 0; j < names.size(); ++j) {
+    const EncodedManifest& m = ms[names[j].second];
+    KI_RETURN_IF_ERROR(RecordName(m.kind, m.name, m.digest));
+    if (j + 1 < names.size() && names[j + 1].first == names[j].first) continue;
+    KI_RETURN_IF_ERROR(PointName(m.kind, m.name, m.digest));
+  }
+  return results;
+}
+
+Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target) {
+  KI_RETURN_IF_ERROR(RecordName(kind, name, target));
+  return PointName(kind, name, target);
+}
+
+// A manifest keeps every name it was stored under, and a name every manifest
+// stored under it: an earlier holder's document still says that name, and a
+// REF must not silently pick one of several (Resolve calls it ambiguous).
+Status LmdbBatch::RecordName(Kind kind, std::string_view name, const Digest& target) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi namesof, Table(kNamesOf));
+  KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
+  std::string key = NameKey(kind, name);
+  const std::string nkey = NamesOfKey(target, kind, name);
+  KI_ASSIGN_OR_RETURN(auto had, txn_.Get(namesof, nkey));
+  KI_RETURN_IF_ERROR(PutKV(namesof, nkey, ""));
+  KI_RETURN_IF_ERROR(PutKV(nameset, NameSetKey(kind, name, target), ""));
+  // A manifest the store already held that gains a name is handed to the
+  // derived indexes too: what they show of it (a run's implementation
+  // name) may change with its names.
+  if (!had && !named_.count(target)) {
+    KI_ASSIGN_OR_RETURN(auto info, Stat(target));
+    if (info) {
+      named_.insert(target);
+      renamed_.push_back(*info);
+    }
+  }
+  return Status::OK();
+}
+
+Status LmdbBatch::PointName(Kind kind, std::string_view name, const Digest& target) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi names, Table(kNames));
+  KI_ASSIGN_OR_RETURN(MDB_dbi bare, Table(kBareNames));
+  std::string key = NameKey(kind, name);
+  KI_ASSIGN_OR_RETURN(auto old, txn_.Get(names, key));
+  if (old && *old == target.raw()) return Status::OK();
+  KI_RETURN_IF_ERROR(PutKV(names, key, target.raw()));
+  return PutKV(bare, BareNameKey(kind, name), target.raw());
+}
+
+Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi absent, Table(kAbsent));
+  return PutKV(absent, info.digest.raw(), AbsentValue(info));
+}
+
+Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc,
+                             uint64_t stored_size, std::string_view raw) {
+  ObjectInfo info;
+  info.digest = d;
+  info.type = h.type;
+  if (h.type == ObjectType::kManifest) info.kind = Kind(h.kind);
+  info.size = h.raw_size;
+  info.stored_size = stored_size;
+  info.media_type = h.media_type;
+  info.location = loc;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  arrived_.push_back(info);
+  if (h.type != ObjectType::kManifest) return Status::OK();
+  KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
+  KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(h.kind), d), ""));
+  auto m = ManifestFromCanonical(raw, d.str());
+  if (!m.ok()) return Status::Corruption(m.status().message());
+  KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
+  for (const Reference& ref : ExtractReferences(*m))
+    KI_RETURN_IF_ERROR(PutKV(refs, RefKey(ref.target, d, ref.field), ref.uri));
+  return Status::OK();
+}
+
+Status LmdbBatch::Commit() {
+  // The derived indexes see everything this batch stored, in its own
+  // transaction: they commit with the objects or not at all.
+  arrived_.insert(arrived_.end(), renamed_.begin(), renamed_.end());
+  if (!arrived_.empty()) {
+    std::vector<ObjectInfo> arrived;
+    arrived.swap(arrived_);
+    for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Update(*this, arrived));
+  }
+  // Order matters for crash safety: loose files are already fsynced and
+  // renamed; sync their directories so the names are durable, then commit
+  // the index (LMDB fsyncs on commit). A crash before the commit leaves
+  // only unreferenced loose files, which audit notes and reindex adopts.
+  for (const auto& dir : dirs_to_sync_) KI_RETURN_IF_ERROR(store_->env()->SyncDir(dir));
+  if (!dirs_to_sync_.empty()) KI_RETURN_IF_ERROR(store_->env()->SyncDir(ObjectsDir(store_->path())));
+  KI_RETURN_IF_ERROR(txn_.Commit());
+  committed_ = true;
+  for (const auto& [name, dbi] : opened_) store_->lmdb().Remember(name, dbi);
+  return Status::OK();
+}
+
+}  // namespace ki::odb

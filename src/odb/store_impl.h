@@ -1,0 +1,331 @@
+// The store's implementation types, shared by its files (internal to
+// src/odb): LmdbStore (store.cc: open and reads; resolve.cc; audit.cc:
+// verify, audit and the derived-index comparison; reindex.cc: reindex and
+// format upgrades), LmdbBatch (batch.cc: every write) and ShadowBatch
+// (audit.cc: the overlay a derived index is rebuilt into for comparison).
+// Format: docs/format.md. Module map: docs/architecture.md.
+#pragma once
+
+#include "ki/store.h"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "index/lmdb.h"
+#include "odb/frame.h"
+#include "odb/tables.h"
+
+namespace ki::odb {
+
+// obj[outer][key] when it is a string, else "" (whatever obj is): a
+// document's metadata.name or .title, an environment's hardware.product.
+std::string NestedString(const Json& obj, std::string_view outer, std::string_view key);
+
+// A name for a scratch file under objects/incoming, unique among the
+// processes writing to the store.
+std::string ScratchName();
+
+// Removes the scratch files it holds on every way out of a streamed write.
+struct ScratchFiles {
+  Env* env;
+  std::vector<std::string> paths;
+  ~ScratchFiles() {
+    for (const auto& p : paths) (void)env->RemoveFile(p);  // best effort: audit notes leftovers
+  }
+};
+
+inline Status Discard(std::string_view) { return Status::OK(); }
+
+// "BenchmarkRun", "blob text/plain": what an object is, for messages.
+std::string Describe(const ObjectInfo& info);
+
+// Every registered DerivedIndex (RegisterDerivedIndex), in order.
+std::vector<DerivedIndex*>& DerivedIndexes();
+
+// Calls fn for each key of `dbi` that starts with prefix, in key order,
+// until fn returns false.
+Status ScanTable(lmdb::Txn& txn, MDB_dbi dbi, std::string_view prefix,
+                 const std::function<bool(std::string_view, std::string_view)>& fn);
+
+class LmdbStore;
+
+class LmdbBatch final : public Batch {
+ public:
+  LmdbBatch(LmdbStore* store, lmdb::Txn txn) : store_(store), txn_(std::move(txn)) {}
+  ~LmdbBatch() override;
+
+  Result<PutResult> PutBlob(std::string_view bytes, std::string_view media_type) override {
+    return PutObject(ObjectType::kBlob, 0, media_type, bytes, Sha256Of(bytes));
+  }
+  using Batch::PutBlobStream;
+  Result<PutResult> PutBlobStream(SequentialFile& in, std::string_view media_type, const std::string& where,
+                                  const std::optional<Digest>& expected) override;
+  Result<PutResult> PutManifest(const Manifest& m, std::optional<std::string_view> document,
+                                std::string_view document_media_type) override;
+  Result<PutResult> PutEncodedManifest(const EncodedManifest& m) override;
+  Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>& ms) override;
+  Status SetName(Kind kind, std::string_view name, const Digest& target) override;
+  // SetName's two halves: `target` carries the name (namesof, nameset), and
+  // is the name's latest holder (names, barenames).
+  Status RecordName(Kind kind, std::string_view name, const Digest& target);
+  Status PointName(Kind kind, std::string_view name, const Digest& target);
+  Status RecordAbsent(const AbsentInfo& info) override;
+  Status Put(std::string_view table, std::string_view key, std::string_view value) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    return PutKV(dbi, key, value);
+  }
+  Status Delete(std::string_view table, std::string_view key) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    return DelKV(dbi, key);
+  }
+  Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    KI_ASSIGN_OR_RETURN(auto v, txn_.Get(dbi, key));
+    if (!v) return std::optional<std::string>();
+    return std::optional<std::string>(std::string(*v));
+  }
+  Status Scan(std::string_view table, std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override;
+  Result<bool> Has(const Digest& d) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+    KI_ASSIGN_OR_RETURN(auto v, txn_.Get(meta, d.raw()));
+    return v.has_value();
+  }
+  Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
+  Result<std::string> Read(const Digest& d) override;
+  Result<Manifest> ReadManifest(const Digest& d) override;
+  Status DropTable(std::string_view table) override {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    last_.erase(dbi);
+    return txn_.Drop(dbi);
+  }
+  Status Commit() override;
+
+  // Used by Reindex(): the frame is already on disk.
+  Status IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc, uint64_t stored_size,
+                    std::string_view raw);
+  lmdb::Txn& txn() { return txn_; }
+  Result<MDB_dbi> Table(std::string_view name);
+
+ private:
+  Result<PutResult> PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
+                              std::string_view raw, const Digest& d);
+  // Every write of the batch goes through these: a key that sorts after
+  // every key of its table is put through LMDB's append path, which starts
+  // a new page instead of splitting the last one in half. Writes in key
+  // order (a bulk import sorts them) then fill pages; other writes are
+  // ordinary puts.
+  Status PutKV(MDB_dbi dbi, std::string_view key, std::string_view value);
+  Result<char*> ReserveKV(MDB_dbi dbi, std::string_view key, size_t size);
+  Result<bool> SortsLast(MDB_dbi dbi, std::string_view key);
+  // Deletes, forgetting the key if it was the table's remembered last one.
+  Status DelKV(MDB_dbi dbi, std::string_view key) {
+    if (auto it = last_.find(dbi); it != last_.end() && it->second && *it->second == key) last_.erase(it);
+    return txn_.Del(dbi, key);
+  }
+  void RememberLast(MDB_dbi dbi, std::string_view key) {
+    auto& slot = last_[dbi];
+    if (slot) slot->assign(key);
+    else slot.emplace(key);
+  }
+  // Checks the size and whether the object is stored; false: write it.
+  Result<bool> Exists(uint64_t raw_size, const Digest& d);
+  Status WriteObject(const EncodedObject& o, bool index_kind = true);
+  // What PutManifest and PutEncodedManifest share after the object is put.
+  Status LinkManifest(Kind kind, const Digest& d, bool existed, const std::vector<Reference>* refs,
+                      const Manifest* m, std::optional<Digest> document, std::string_view name);
+
+  LmdbStore* store_;
+  lmdb::Txn txn_;
+  std::map<std::string, MDB_dbi, std::less<>> opened_;
+  // The last key of each table written to (nullopt: the table is empty).
+  std::unordered_map<MDB_dbi, std::optional<std::string>> last_;
+  std::vector<std::string> new_loose_files_;  // removed again if we do not commit
+  std::set<std::string> dirs_to_sync_;
+  // Objects this batch indexed that the store did not hold, for the
+  // derived indexes (DerivedIndex::Update at Commit).
+  std::vector<ObjectInfo> arrived_;
+  // Manifests held before that this batch gave a new name (RecordName).
+  std::vector<ObjectInfo> renamed_;
+  std::unordered_set<Digest> named_;
+  bool committed_ = false;
+};
+
+class LmdbStore final : public Store {
+ public:
+  LmdbStore(std::string dir, StoreOptions opts) : dir_(std::move(dir)), opts_(opts) {
+    if (!opts_.env) opts_.env = Env::Default();
+  }
+
+  Status Open(OpenMode mode);
+
+  // A read transaction: the snapshot when this thread holds one, else a
+  // transaction of its own that ends with this object.
+  class ReadTxn {
+   public:
+    explicit ReadTxn(lmdb::Txn* snapshot) : snapshot_(snapshot) {}
+    explicit ReadTxn(lmdb::Txn own) : own_(std::move(own)) {}
+    lmdb::Txn& operator*() { return snapshot_ ? *snapshot_ : own_; }
+
+   private:
+    lmdb::Txn* snapshot_ = nullptr;
+    lmdb::Txn own_;
+  };
+  Result<ReadTxn> BeginRead();
+
+  const std::string& path() const override { return dir_; }
+  Env* env() const { return opts_.env; }
+  const StoreOptions& options() const { return opts_; }
+  lmdb::Environment& lmdb() { return lmdb_; }
+
+  Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
+
+  Result<std::optional<ObjectInfo>> StatIn(lmdb::Txn& txn, const Digest& d);
+
+  Result<std::optional<AbsentInfo>> StatAbsent(const Digest& d) override;
+
+  // Reads a frame as stored, without decoding.
+  Result<std::string> ReadFrame(const ObjectInfo& info);
+  Result<std::string> ReadFrameIn(lmdb::Txn& txn, const ObjectInfo& info);
+  Result<std::string> ReadLooseFrame(const ObjectInfo& info);
+
+  // Decodes a frame and checks that it is what the index says it is.
+  Result<std::string> DecodeChecked(const ObjectInfo& info, std::string_view frame);
+
+  Result<std::string> Read(const Digest& d) override;
+
+  Status ReadStream(const Digest& d, const std::function<Status(std::string_view)>& out) override;
+
+  // A loose object's frame decoded and checked as it is read: the header
+  // against the index before any byte goes out, the content hash at the end.
+  Status StreamLoose(const ObjectInfo& info, const std::function<Status(std::string_view)>& out);
+
+  Result<Manifest> ReadManifest(const Digest& d) override;
+
+  Result<std::optional<Digest>> DocumentOf(const Digest& d) override;
+
+  Result<std::optional<Json>> ReadDocument(const Digest& d) override;
+
+  Result<std::vector<Digest>> LookupName(Kind kind, std::string_view name) override;
+
+  Result<std::vector<std::string>> NamesOf(const Digest& d) override;
+
+  Result<Digest> Resolve(std::string_view ref) override;
+
+  Status ForEachObject(const std::function<bool(const ObjectInfo&)>& fn) override;
+
+  Status ForEachOfKind(Kind kind, const std::function<bool(const Digest&)>& fn) override;
+
+  Result<std::vector<std::pair<Digest, std::string>>> Referrers(const Digest& d) override;
+
+  Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override;
+
+  Status Scan(std::string_view table, std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override;
+
+  Status ScanIn(lmdb::Txn& txn, std::string_view table, std::string_view prefix,
+                const std::function<bool(std::string_view, std::string_view)>& fn);
+
+  Result<std::unique_ptr<Batch>> NewBatch() override;
+
+  EncodedManifest EncodeManifest(const Manifest& m, std::optional<std::string_view> document,
+                                 std::string_view document_media_type) const override;
+
+  Result<VerifyReport> Verify(const Digest& root) override;
+  Result<AuditReport> Audit() override;
+  Result<AuditReport> Reindex() override;
+  Status RecordDocumentNames();
+  int format_version() const { return format_version_; }
+  // Format 1 -> 2: each derived index turns what it kept in tables into
+  // objects, then every derived table is rebuilt, then FORMAT is rewritten.
+  // Killed at any point, the store stays format 1 (or is already 2) and
+  // the next open upgrades it again; nothing is lost.
+  Status Upgrade();
+  Status CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport* report);
+
+ private:
+  // Checks one object: bytes re-hashed, frame agrees with the index.
+  CheckEntry Check(const ObjectInfo& info, std::string* raw_out);
+
+  std::string dir_;
+  StoreOptions opts_;
+  bool read_only_ = true;
+  int format_version_ = 2;
+  lmdb::Environment lmdb_;
+  // StoreOptions::snapshot_reads; declared after lmdb_ so that it ends first.
+  lmdb::Txn snapshot_;
+  std::thread::id snapshot_thread_;
+};
+
+// ---------------------------------------------------------------- derived-index overlay
+
+// What Audit rebuilds a derived index into: the index's own tables start
+// empty and live in memory; every other read goes to the store as it is.
+// Nothing is written to the store (Audit may run on a read-only store, and
+// beside a writer).
+class ShadowBatch final : public Batch {
+ public:
+  using TableMap = std::map<std::string, std::string, std::less<>>;
+  ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned);
+
+  Result<PutResult> PutBlob(std::string_view, std::string_view) override { return Refused(); }
+  using Batch::PutBlobStream;
+  Result<PutResult> PutBlobStream(SequentialFile&, std::string_view, const std::string&,
+                                  const std::optional<Digest>&) override {
+    return Refused();
+  }
+  Result<PutResult> PutManifest(const Manifest&, std::optional<std::string_view>, std::string_view) override {
+    return Refused();
+  }
+  Result<PutResult> PutEncodedManifest(const EncodedManifest&) override { return Refused(); }
+  Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>&) override {
+    return Refused();
+  }
+  Status SetName(Kind, std::string_view, const Digest&) override { return Refused(); }
+  Status RecordAbsent(const AbsentInfo&) override { return Refused(); }
+  Status Put(std::string_view table, std::string_view key, std::string_view value) override {
+    auto it = tables_.find(table);
+    if (it == tables_.end()) return Refused();
+    it->second.insert_or_assign(std::string(key), std::string(value));
+    return Status::OK();
+  }
+  Status Delete(std::string_view table, std::string_view key) override {
+    auto it = tables_.find(table);
+    if (it == tables_.end()) return Refused();
+    if (auto k = it->second.find(key); k != it->second.end()) it->second.erase(k);
+    return Status::OK();
+  }
+  Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override;
+  Status Scan(std::string_view table, std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override;
+  Result<bool> Has(const Digest& d) override;
+  Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
+  Result<std::string> Read(const Digest& d) override;
+  Result<Manifest> ReadManifest(const Digest& d) override;
+  Status DropTable(std::string_view table) override {
+    auto it = tables_.find(table);
+    if (it == tables_.end()) return Refused();
+    it->second.clear();
+    return Status::OK();
+  }
+  Status Commit() override { return Refused(); }
+
+  const std::map<std::string, TableMap, std::less<>>& tables() const { return tables_; }
+
+ private:
+  static Status Refused() {
+    return Status::InvalidInput("internal: a derived index wrote outside its own tables during audit");
+  }
+  LmdbStore* store_;
+  std::map<std::string, TableMap, std::less<>> tables_;
+};
+
+}  // namespace ki::odb
