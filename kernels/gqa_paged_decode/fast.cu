@@ -63,6 +63,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <utility>
 #ifdef KI_GQA_TIMELINE
 #include <cstdio>
 #include <cstdlib>
@@ -194,6 +195,18 @@ __device__ __forceinline__ void Mma16816(float (&d)[4], const uint32_t (&a)[4], 
 __device__ __forceinline__ float Exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+// Approximate reciprocal and log2 (one instruction each, no IEEE slow path):
+// for softmax sums of at least 1 (the largest term is 2^0).
+__device__ __forceinline__ float FastRcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float FastLog2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
@@ -388,7 +401,7 @@ __device__ __forceinline__ void LoadQ(uint32_t (&qf)[kHeadDim / 16][2], const __
 // workloads summed 315 / 636 us against 328 / 662 with plain cp.async (same
 // call, 2026-11-30); split and cluster keep plain copies without the hint (an
 // evict-normal policy there made 64x8192 289 us against 258).
-template <int STAGES, bool kRegIdx>
+template <int STAGES, bool kRegIdx, bool kLeanAddr = false>
 struct KvStream {
   static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
   uint32_t smem;  // the warp's WarpBytes(STAGES) region
@@ -421,6 +434,11 @@ struct KvStream {
     const int32_t* slot = ring + (k & (kRing - 1)) * kTile;
     const int t0 = TileStart(k);
     const int cc = lane & 15;
+    // kLeanAddr: byte addresses from one 32x32->64-bit multiply per row (page
+    // indices are non-negative), about half the address arithmetic of the
+    // element form on the path from the index to the copies.
+    const char* kl = reinterpret_cast<const char*>(kbase + cc * 8);
+    const char* vl = reinterpret_cast<const char*>(vbase + cc * 8);
 #pragma unroll
     for (int i = 0; i < kTile / 2; ++i) {
       const int r = (lane >> 4) + 2 * i;
@@ -428,14 +446,24 @@ struct KvStream {
       int pg;
       if constexpr (kRegIdx) pg = __shfl_sync(kFull, page, r);
       else pg = valid ? slot[r] : 0;
-      const size_t off = static_cast<size_t>(pg) * kPageElems + cc * 8;
+      const void* ksrc;
+      const void* vsrc;
+      if constexpr (kLeanAddr) {
+        const uint64_t off = static_cast<uint64_t>(static_cast<uint32_t>(pg)) * (kPageElems * 2);
+        ksrc = kl + off;
+        vsrc = vl + off;
+      } else {
+        const size_t off = static_cast<size_t>(pg) * kPageElems + cc * 8;
+        ksrc = kbase + off;
+        vsrc = vbase + off;
+      }
       const int n = valid ? 16 : 0;
       if (kRegIdx || hint) {
-        CpAsync16Hint(kdst + Swz(r, cc), kbase + off, n, pol);
-        CpAsync16Hint(vdst + Swz(r, cc), vbase + off, n, pol);
+        CpAsync16Hint(kdst + Swz(r, cc), ksrc, n, pol);
+        CpAsync16Hint(vdst + Swz(r, cc), vsrc, n, pol);
       } else {
-        CpAsync16(kdst + Swz(r, cc), kbase + off, n);
-        CpAsync16(vdst + Swz(r, cc), vbase + off, n);
+        CpAsync16(kdst + Swz(r, cc), ksrc, n);
+        CpAsync16(vdst + Swz(r, cc), vsrc, n);
       }
     }
   }
@@ -494,19 +522,33 @@ struct KvStream {
 // One warp's online softmax over 8 query heads x 128 dimensions (base 2).
 // Thread (g = lane / 4, c = lane % 4) holds the running max and its share
 // of the sum of heads 2c and 2c + 1, and acc[mt] = O^T rows 16mt + g (+8).
+// kSumByMma (the lean batch-1 instance): the sums come from one more mma per
+// tile, an all-ones A against P^T (every row of the result is the sum of the
+// tile's bf16 probabilities per head, the same rounded values the output's
+// numerator uses), so every thread holds its heads' whole sums and the
+// three-shuffle reduction after the loop is gone from the critical path.
+template <bool kSumByMma = false, bool kChains4 = false, bool kFast = false>
 struct WarpSoftmax {
+  __device__ __forceinline__ static float Inv(float l) { return l > 0.f ? (kFast ? FastRcp(l) : 1.f / l) : 0.f; }
+  __device__ __forceinline__ static float Lse(float m, float l) {
+    return l > 0.f ? m + (kFast ? FastLog2(l) : __log2f(l)) : -INFINITY;
+  }
   float m0, m1, l0, l1;
   float acc[kHeadDim / 16][4];
+  float lacc[4];  // kSumByMma: [0] = sum of head 2c, [1] = of head 2c + 1 ([2], [3]: the same again)
 
   __device__ __forceinline__ void Init() {
     m0 = m1 = -INFINITY;
     l0 = l1 = 0.f;
+    lacc[0] = lacc[1] = lacc[2] = lacc[3] = 0.f;
 #pragma unroll
     for (int mt = 0; mt < kHeadDim / 16; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
   }
 
   // Folds in the tile at ks_addr (K, then V) whose row r is token t0 + r;
   // tokens at or past ntok are masked. Row 0 must be a token (t0 < ntok).
+  // kFirst: the first tile (the state is Init's), no rescaling.
+  template <bool kFirst = false>
   __device__ __forceinline__ void Tile(uint32_t ks_addr, const uint32_t (&qf)[kHeadDim / 16][2], int t0, int ntok,
                                        float scale_log2, int lane) {
     const int g = lane >> 2;
@@ -518,13 +560,35 @@ struct WarpSoftmax {
     // S^T = K Q^T in two independent accumulation chains.
     float sa[4] = {0.f, 0.f, 0.f, 0.f};
     float sb[4] = {0.f, 0.f, 0.f, 0.f};
+    if constexpr (kChains4) {  // four chains of two: half the dependent mma latency
+      float sc[4] = {0.f, 0.f, 0.f, 0.f};
+      float sd[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int ks = 0; ks < kHeadDim / 16; ks += 2) {
-      uint32_t a[4], a2[4];
-      LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
-      LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
-      Mma16816(sa, a, qf[ks][0], qf[ks][1]);
-      Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
+      for (int ks = 0; ks < kHeadDim / 16; ks += 4) {
+        uint32_t a[4], a2[4], a3[4], a4[4];
+        LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
+        LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
+        LdMatrixX4(a3, ks_addr + Swz(krow, 2 * (ks + 2) + khalf));
+        LdMatrixX4(a4, ks_addr + Swz(krow, 2 * (ks + 3) + khalf));
+        Mma16816(sa, a, qf[ks][0], qf[ks][1]);
+        Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
+        Mma16816(sc, a3, qf[ks + 2][0], qf[ks + 2][1]);
+        Mma16816(sd, a4, qf[ks + 3][0], qf[ks + 3][1]);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        sa[i] += sc[i];
+        sb[i] += sd[i];
+      }
+    } else {
+#pragma unroll
+      for (int ks = 0; ks < kHeadDim / 16; ks += 2) {
+        uint32_t a[4], a2[4];
+        LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
+        LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
+        Mma16816(sa, a, qf[ks][0], qf[ks][1]);
+        Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
+      }
     }
     const bool lo_ok = t0 + g < ntok;
     const bool hi_ok = t0 + g + 8 < ntok;
@@ -541,12 +605,27 @@ struct WarpSoftmax {
       mx1 = fmaxf(mx1, __shfl_xor_sync(kFull, mx1, o));
     }
     // Row 0 is a real token, so mx0 and mx1 are finite.
-    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-    const float al0 = Exp2(m0 - n0), al1 = Exp2(m1 - n1);
+    const float n0 = kFirst ? mx0 : fmaxf(m0, mx0), n1 = kFirst ? mx1 : fmaxf(m1, mx1);
     const float p0 = Exp2(s[0] - n0), p1 = Exp2(s[1] - n1);
     const float p2 = Exp2(s[2] - n0), p3 = Exp2(s[3] - n1);
-    l0 = l0 * al0 + p0 + p2;
-    l1 = l1 * al1 + p1 + p3;
+    if constexpr (kFirst) {
+      if constexpr (!kSumByMma) {
+        l0 = p0 + p2;
+        l1 = p1 + p3;
+      }
+      m0 = n0;
+      m1 = n1;
+    } else {
+    const float al0 = Exp2(m0 - n0), al1 = Exp2(m1 - n1);
+    if constexpr (kSumByMma) {
+      lacc[0] *= al0;
+      lacc[1] *= al1;
+      lacc[2] *= al0;
+      lacc[3] *= al1;
+    } else {
+      l0 = l0 * al0 + p0 + p2;
+      l1 = l1 * al1 + p1 + p3;
+    }
     m0 = n0;
     m1 = n1;
 #pragma unroll
@@ -555,6 +634,7 @@ struct WarpSoftmax {
       acc[mt][1] *= al1;
       acc[mt][2] *= al0;
       acc[mt][3] *= al1;
+    }
     }
     // P^T as the B fragment: transpose each 8x8 bf16 quarter in registers.
     const uint32_t b0 = MovMatrixTrans(PackBf16(p0, p1));
@@ -565,19 +645,55 @@ struct WarpSoftmax {
       LdMatrixX4Trans(a, vs_addr + Swz(vrow, 2 * mt + vhalf));
       Mma16816(acc[mt], a, b0, b1);
     }
+    if constexpr (kSumByMma) {
+      constexpr uint32_t kOnes = 0x3F803F80u;  // two bf16 1.0
+      const uint32_t ones[4] = {kOnes, kOnes, kOnes, kOnes};
+      Mma16816(lacc, ones, b0, b1);
+    }
+  }
+
+  // The warp's whole sums (kSumByMma: already in every thread).
+  __device__ __forceinline__ void ReduceSums() {
+    if constexpr (kSumByMma) {
+      l0 = lacc[0];
+      l1 = lacc[1];
+    } else {
+#pragma unroll
+      for (int o = 4; o < 32; o <<= 1) {
+        l0 += __shfl_xor_sync(kFull, l0, o);
+        l1 += __shfl_xor_sync(kFull, l1, o);
+      }
+    }
+  }
+
+  // Writes the normalised result straight from the accumulators (no staging
+  // in shared memory): each 8x8 quarter (dims x heads) is transposed in
+  // registers, so thread (g, c) holds head g's dims 16mt + 2c, +1 and
+  // 16mt + 8 + 2c, +1; out: the warp's 8 bf16 rows of 128, lse: their 8 lse.
+  __device__ __forceinline__ void StoreDirect(__nv_bfloat16* out, float* lse, int lane) {
+    const int g = lane >> 2, c = lane & 3;
+    ReduceSums();
+    const float inv0 = Inv(l0);
+    const float inv1 = Inv(l1);
+    uint32_t* row = reinterpret_cast<uint32_t*>(out + g * kHeadDim) + c;
+#pragma unroll
+    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+      row[mt * 8] = MovMatrixTrans(PackBf16(acc[mt][0] * inv0, acc[mt][1] * inv1));
+      row[mt * 8 + 4] = MovMatrixTrans(PackBf16(acc[mt][2] * inv0, acc[mt][3] * inv1));
+    }
+    if (g == 0) {
+      lse[2 * c] = Lse(m0, l0);
+      lse[2 * c + 1] = Lse(m1, l1);
+    }
   }
 
   // Writes the normalised result: F[head][kMergeStride] floats, then the 8
   // base-2 lse (-inf for a head that saw no token, whose row is 0).
   __device__ __forceinline__ void Stage(float* F, int lane) {
     const int g = lane >> 2, c = lane & 3;
-#pragma unroll
-    for (int o = 4; o < 32; o <<= 1) {
-      l0 += __shfl_xor_sync(kFull, l0, o);
-      l1 += __shfl_xor_sync(kFull, l1, o);
-    }
-    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f;
-    const float inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    ReduceSums();
+    const float inv0 = Inv(l0);
+    const float inv1 = Inv(l1);
 #pragma unroll
     for (int mt = 0; mt < kHeadDim / 16; ++mt) {
       const int d = mt * 16 + g;
@@ -588,8 +704,8 @@ struct WarpSoftmax {
     }
     float* FL = F + kGroup * kMergeStride;
     if (g == 0) {
-      FL[2 * c] = l0 > 0.f ? m0 + __log2f(l0) : -INFINITY;
-      FL[2 * c + 1] = l1 > 0.f ? m1 + __log2f(l1) : -INFINITY;
+      FL[2 * c] = Lse(m0, l0);
+      FL[2 * c + 1] = Lse(m1, l1);
     }
     __syncwarp();
   }
@@ -692,6 +808,7 @@ __device__ __forceinline__ void WarpMerge(int n, OFn o_of, LFn lse_of, float* bu
 
 // Writes one warp's staged rows (F, see WarpSoftmax::Stage) to 8 rows of
 // 128: bf16 output rows (out) or fp32 partial rows (part), and the 8 lse.
+template <int kTo = 0>  // 0: out if non-null, else part; 1: out (no run-time test)
 __device__ __forceinline__ void StoreStaged(const float* F, __nv_bfloat16* out, float* part, float* lse, int lane) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -700,7 +817,7 @@ __device__ __forceinline__ void StoreStaged(const float* F, __nv_bfloat16* out, 
     const int d0 = (item & 15) * 8;
     const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
     const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
-    if (out) {
+    if (kTo == 1 || out) {
       const float v[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
       *reinterpret_cast<uint4*>(out + hd * kHeadDim + d0) = PackBf16x8(v, 1.f);
     } else {
@@ -769,11 +886,19 @@ struct TimelineBlock {
 // kWhole (cluster mode, batch 1 planned as one work item): the global merge
 // is compiled out; the small case's instance stays short (a 24% larger
 // kernel measured 0.5 us slower on every batch-1 workload after the flush).
-template <int STAGES, int MODE, bool kWhole = false>
+// kLean (a kWhole instance, FastPlan::lean): the page indices are requested
+// before Q (they head the critical chain: index, then K/V row; Q is needed
+// only at the first mma), the softmax sums come from the tensor cores
+// (WarpSoftmax<true>), and a one-block cluster writes its rows straight from
+// the accumulators instead of staging them in shared memory.
+constexpr int kLeanIdxFirst = 1, kLeanSumMma = 2, kLeanDirect = 4, kLeanOneTile = 8, kLeanChains4 = 16, kLeanFast = 32,
+              kLeanEmpty = 64, kLeanAddr = 128;
+template <int STAGES, int MODE, bool kWhole = false, int kLean = 0>
 __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   constexpr bool kPerHead = MODE == kModeLegacy;
   constexpr bool kCluster = MODE == kModeCluster;
   static_assert(!kWhole || kCluster, "kWhole is a cluster-mode instance");
+  static_assert(!kLean || kWhole, "kLean is a kWhole instance");
   extern __shared__ __align__(128) uint8_t smem[];
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -793,6 +918,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   if (kCluster && C > 1) ClusterArriveRelaxed();
   GridDependencyWait();
   LaunchDependents();
+  if constexpr ((kLean & kLeanEmpty) != 0) return;  // diagnostics: the launch chain's own cost
 #ifdef KI_GQA_TIMELINE
   TimelineBlock timeline_block;
 #endif
@@ -819,8 +945,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   }
 
   KI_TIMELINE(5, static_cast<unsigned long long>(w.b));
-  uint32_t qf[kHeadDim / 16][2];  // independent of kv_indptr: requested first
-  LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
+  uint32_t qf[kHeadDim / 16][2];  // independent of kv_indptr: requested first (kLean: after the indices)
+  if constexpr ((kLean & kLeanIdxFirst) == 0) LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
 
   // Batch 1 (kWhole) checks both ends of its one sequence: uniform loads, no
   // vote (a first version that ran IndptrCheck here, with a run-time L2
@@ -863,7 +989,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   bounds(&c_begin, &ntok);
 
   uint8_t* wsm = smem + warp * WarpBytes(STAGES);
-  KvStream<STAGES, kPerHead || kWhole> st;
+  KvStream<STAGES, kPerHead || kWhole, (kLean & kLeanAddr) != 0> st;
   st.smem = SmemAddr(wsm);
   st.ring = reinterpret_cast<const int32_t*>(wsm + STAGES * 2 * kTileBytes);
   st.kbase = p.k + kvh * kHeadDim;
@@ -879,6 +1005,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   st.lane = lane;
 
   st.IssueFirstIndices();
+  if constexpr ((kLean & kLeanIdxFirst) != 0) LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
   if (unchecked && (kWhole ? a0 != 0 || a1 != p.pred_len : !chk.Holds(p, lane))) {  // wrong: redo with the real bounds
     CpAsyncWait<0>();
     __syncwarp();
@@ -902,17 +1029,28 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   }
   st.StartData();
 
-  WarpSoftmax sm;
+  WarpSoftmax<(kLean & kLeanSumMma) != 0, (kLean & kLeanChains4) != 0, (kLean & kLeanFast) != 0> sm;
   sm.Init();
-  for (int k = 0; k < st.ntiles; ++k) {
-    const uint32_t tile = st.Wait(k);
-    if (k == 0) KI_TIMELINE(1, GlobalTimerNs());
-    sm.Tile(tile, qf, st.TileStart(k), ntok, p.scale_log2, lane);
-    st.Next(k);
+  if constexpr ((kLean & kLeanOneTile) != 0) {
+    if (st.ntiles > 0) sm.template Tile<true>(st.Wait(0), qf, 0, ntok, p.scale_log2, lane);
+  } else {
+    for (int k = 0; k < st.ntiles; ++k) {
+      const uint32_t tile = st.Wait(k);
+      if (k == 0) KI_TIMELINE(1, GlobalTimerNs());
+      sm.Tile(tile, qf, st.TileStart(k), ntok, p.scale_log2, lane);
+      st.Next(k);
+    }
   }
   KI_TIMELINE(2, GlobalTimerNs());
   CpAsyncWait<0>();
   __syncwarp();
+  if constexpr ((kLean & kLeanDirect) != 0) {
+    if (C == 1) {  // the whole sequence in this block: its rows are final
+      const size_t row0 = static_cast<size_t>(kvh) * kGroup;
+      sm.StoreDirect(p.out + row0 * kHeadDim, p.lse + row0, lane);
+      return;
+    }
+  }
   // This warp's normalised result for its 8 heads, in its own region.
   float* F = reinterpret_cast<float*>(wsm);
   sm.Stage(F, lane);
@@ -988,7 +1126,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   float* part_lse = p.part_lse + static_cast<size_t>(work) * kNumQoHeads;
   if (C == 1) {
     if (whole) {
-      StoreStaged(F, p.out + row0 * kHeadDim, nullptr, p.lse + row0, lane);
+      StoreStaged<(kLean & kLeanFast) != 0 ? 1 : 0>(F, p.out + row0 * kHeadDim, nullptr, p.lse + row0, lane);
       return;
     }
     StoreStaged(F, nullptr, part_o + warp * kGroup * kHeadDim, part_lse + warp * kGroup, lane);
@@ -1041,8 +1179,9 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
         L += f;
         Axpy8(o, f, *reinterpret_cast<const float4*>(x), *reinterpret_cast<const float4*>(x + 4));
       }
-      const float inv = L > 0.f ? 1.f / L : 0.f;
-      const float lse = L > 0.f ? M + __log2f(L) : -INFINITY;
+      constexpr bool kFastMerge = (kLean & kLeanFast) != 0;
+      const float inv = L > 0.f ? (kFastMerge ? FastRcp(L) : 1.f / L) : 0.f;
+      const float lse = L > 0.f ? M + (kFastMerge ? FastLog2(L) : __log2f(L)) : -INFINITY;
       if (whole) {
         const size_t orow = static_cast<size_t>(w.b) * kNumQoHeads + row;
         *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o, inv);
@@ -1098,18 +1237,55 @@ cudaError_t Configure(int* blocks_per_sm) {
                                                        SmemBytes(S, MODE));
 }
 
+// The kWhole instances by kLean bits: every stage count has 0 and the
+// default; 2 stages (the automatic plan's) has the experimental list too.
+template <int S>
+struct WholeBits {
+  using type = std::integer_sequence<int, 0, 7>;
+};
+template <>
+struct WholeBits<2> {
+  using type = std::integer_sequence<int, 0, 2, 7, 8, 10, 32, 128, 160, 42, 138, 170, 162, 167, 163, 64>;
+};
+template <int S, class F, int... kBits>
+cudaError_t ForEachWholeImpl(F f, std::integer_sequence<int, kBits...>) {
+  cudaError_t e = cudaSuccess;
+  ((e = e == cudaSuccess ? f(GqaDecode<S, kModeCluster, true, kBits>) : e), ...);
+  return e;
+}
+template <int S, class F>
+cudaError_t ForEachWhole(F f) {
+  return ForEachWholeImpl<S>(f, typename WholeBits<S>::type{});
+}
+template <int S, int... kBits>
+cudaError_t LaunchWholeImpl(int bits, const cudaLaunchConfig_t& cfg, const Params& p,
+                            std::integer_sequence<int, kBits...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  ((bits == kBits ? (e = cudaLaunchKernelEx(&cfg, GqaDecode<S, kModeCluster, true, kBits>, p), 0) : 0), ...);
+  return e;
+}
+template <int S>
+cudaError_t LaunchWhole(int bits, const cudaLaunchConfig_t& cfg, const Params& p) {
+  return LaunchWholeImpl<S>(bits, cfg, p, typename WholeBits<S>::type{});
+}
+
 // How many clusters of each size can be resident at once (cudaOccupancyMaxActiveClusters;
 // clusters live inside one GPC, so this is not num_sms * blocks_per_sm / size).
 template <int S>
 cudaError_t ConfigureCluster(int* blocks_per_sm, int* max_cluster, int* active) {
   cudaError_t e = Configure<S, kModeCluster>(blocks_per_sm);
   if (e != cudaSuccess) return e;
-  e = cudaFuncSetAttribute(GqaDecode<S, kModeCluster, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(SmemBytes(S, kModeCluster)));
-  if (e != cudaSuccess) return e;
-  for (auto* f : {GqaDecode<S, kModeCluster, false>, GqaDecode<S, kModeCluster, true>})
-    if (cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+  e = ForEachWhole<S>([](auto f) {
+    cudaError_t r = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(SmemBytes(S, kModeCluster)));
+    if (r == cudaSuccess && cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
       (void)cudaGetLastError();  // portable sizes (<= 8) only
+    return r;
+  });
+  if (e != cudaSuccess) return e;
+  if (cudaFuncSetAttribute(GqaDecode<S, kModeCluster, false>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+      cudaSuccess)
+    (void)cudaGetLastError();
   *max_cluster = 0;
   for (int cs = 1; cs <= kMaxCluster; ++cs) {
     cudaLaunchConfig_t cfg = {};
@@ -1232,6 +1408,9 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   // and 64x8192 1% slower: the next call's blocks then become resident while
   // this one's still run (bench/results/gqa-pdl-h200-2026-12-01.md).
   plan->pdl = t.pdl == 1 || (t.pdl == 0 && info->cc_major >= 9 && batch == 1);
+  // The instance for one sequence in one work item (kLean bits, see GqaDecode).
+  plan->lean = t.lean > 0 ? (t.lean - 1) : (total <= kTile ? 0 : kLeanIdxFirst | kLeanSumMma | kLeanDirect);
+  if (total > kTile) plan->lean &= ~kLeanOneTile;  // one tile per warp only up to 16 tokens
 
   if (mode == kModeLegacy) {
     // One wave of blocks at 2 stages (3 blocks fit an SM), chunks of at
@@ -1448,7 +1627,7 @@ cudaError_t Launch(const Params& p, const FastPlan& plan, cudaStream_t s) {
   // One sequence in one work item (chunk covers the predicted length, which
   // valid kv_indptr never exceeds): no global merge in the instance.
   if (p.batch == 1 && p.predict && plan.chunk >= p.pred_len)
-    return cudaLaunchKernelEx(&cfg, GqaDecode<S, kModeCluster, true>, p);
+    return LaunchWhole<S>(plan.lean, cfg, p);
   return cudaLaunchKernelEx(&cfg, GqaDecode<S, kModeCluster, false>, p);
 }
 
