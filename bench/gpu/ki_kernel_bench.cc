@@ -49,8 +49,8 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
                         3 cluster), cluster (blocks per sequence), evict_first (1 on, 2 off), per_sm
                         (split: blocks per SM aimed for), predict (kv_indptr as the equal split: 1 on, 2 off),
                         miss_waves (waves after a prediction miss), pdl (programmatic dependent
-                        launch: 1 on, 2 off), lean (batch 1 in one work item: N > 0 takes the instance
-                        with kLean bits N - 1) (CUDA builds)
+                        launch: 1 on, 2 off), lean (batch 1 in one work item: 1 plain, 2 sums by
+                        mma only) (CUDA builds)
   --show-plan           print the fast kernel's plan under each row (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
   --no-samples          leave raw samples out of the JSON

@@ -197,8 +197,10 @@ __device__ __forceinline__ float Exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
-// Approximate reciprocal and log2 (one instruction each, no IEEE slow path):
-// for softmax sums of at least 1 (the largest term is 2^0).
+// Approximate reciprocal and log2 (one instruction each, no IEEE slow path
+// with its range tests and branches: about 40 instructions fewer on a
+// batch-1 call's critical path; 0.1-0.15 us per call): for softmax sums of
+// at least 1 (the largest term is 2^0) and their reciprocals.
 __device__ __forceinline__ float FastRcp(float x) {
   float y;
   asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -401,7 +403,7 @@ __device__ __forceinline__ void LoadQ(uint32_t (&qf)[kHeadDim / 16][2], const __
 // workloads summed 315 / 636 us against 328 / 662 with plain cp.async (same
 // call, 2026-11-30); split and cluster keep plain copies without the hint (an
 // evict-normal policy there made 64x8192 289 us against 258).
-template <int STAGES, bool kRegIdx, bool kLeanAddr = false>
+template <int STAGES, bool kRegIdx>
 struct KvStream {
   static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
   uint32_t smem;  // the warp's WarpBytes(STAGES) region
@@ -434,9 +436,11 @@ struct KvStream {
     const int32_t* slot = ring + (k & (kRing - 1)) * kTile;
     const int t0 = TileStart(k);
     const int cc = lane & 15;
-    // kLeanAddr: byte addresses from one 32x32->64-bit multiply per row (page
-    // indices are non-negative), about half the address arithmetic of the
-    // element form on the path from the index to the copies.
+    // Byte addresses from one 32x32->64-bit multiply per row (page indices
+    // are non-negative): half the address arithmetic of an element offset
+    // (size_t(page) * 512 + 8 cc, scaled and added per cache), which sits on
+    // the path from the index to the copies (batch 1, up to 16 tokens: part
+    // of 0.1 us per call in a CUDA graph, bench/results/gpu-2026-12-01.md).
     const char* kl = reinterpret_cast<const char*>(kbase + cc * 8);
     const char* vl = reinterpret_cast<const char*>(vbase + cc * 8);
 #pragma unroll
@@ -446,17 +450,9 @@ struct KvStream {
       int pg;
       if constexpr (kRegIdx) pg = __shfl_sync(kFull, page, r);
       else pg = valid ? slot[r] : 0;
-      const void* ksrc;
-      const void* vsrc;
-      if constexpr (kLeanAddr) {
-        const uint64_t off = static_cast<uint64_t>(static_cast<uint32_t>(pg)) * (kPageElems * 2);
-        ksrc = kl + off;
-        vsrc = vl + off;
-      } else {
-        const size_t off = static_cast<size_t>(pg) * kPageElems + cc * 8;
-        ksrc = kbase + off;
-        vsrc = vbase + off;
-      }
+      const uint64_t off = static_cast<uint64_t>(static_cast<uint32_t>(pg)) * (kPageElems * 2);
+      const void* ksrc = kl + off;
+      const void* vsrc = vl + off;
       const int n = valid ? 16 : 0;
       if (kRegIdx || hint) {
         CpAsync16Hint(kdst + Swz(r, cc), ksrc, n, pol);
@@ -527,12 +523,10 @@ struct KvStream {
 // tile's bf16 probabilities per head, the same rounded values the output's
 // numerator uses), so every thread holds its heads' whole sums and the
 // three-shuffle reduction after the loop is gone from the critical path.
-template <bool kSumByMma = false, bool kChains4 = false, bool kFast = false>
+template <bool kSumByMma = false>
 struct WarpSoftmax {
-  __device__ __forceinline__ static float Inv(float l) { return l > 0.f ? (kFast ? FastRcp(l) : 1.f / l) : 0.f; }
-  __device__ __forceinline__ static float Lse(float m, float l) {
-    return l > 0.f ? m + (kFast ? FastLog2(l) : __log2f(l)) : -INFINITY;
-  }
+  __device__ __forceinline__ static float Inv(float l) { return l > 0.f ? FastRcp(l) : 0.f; }
+  __device__ __forceinline__ static float Lse(float m, float l) { return l > 0.f ? m + FastLog2(l) : -INFINITY; }
   float m0, m1, l0, l1;
   float acc[kHeadDim / 16][4];
   float lacc[4];  // kSumByMma: [0] = sum of head 2c, [1] = of head 2c + 1 ([2], [3]: the same again)
@@ -560,35 +554,13 @@ struct WarpSoftmax {
     // S^T = K Q^T in two independent accumulation chains.
     float sa[4] = {0.f, 0.f, 0.f, 0.f};
     float sb[4] = {0.f, 0.f, 0.f, 0.f};
-    if constexpr (kChains4) {  // four chains of two: half the dependent mma latency
-      float sc[4] = {0.f, 0.f, 0.f, 0.f};
-      float sd[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int ks = 0; ks < kHeadDim / 16; ks += 4) {
-        uint32_t a[4], a2[4], a3[4], a4[4];
-        LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
-        LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
-        LdMatrixX4(a3, ks_addr + Swz(krow, 2 * (ks + 2) + khalf));
-        LdMatrixX4(a4, ks_addr + Swz(krow, 2 * (ks + 3) + khalf));
-        Mma16816(sa, a, qf[ks][0], qf[ks][1]);
-        Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
-        Mma16816(sc, a3, qf[ks + 2][0], qf[ks + 2][1]);
-        Mma16816(sd, a4, qf[ks + 3][0], qf[ks + 3][1]);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        sa[i] += sc[i];
-        sb[i] += sd[i];
-      }
-    } else {
-#pragma unroll
-      for (int ks = 0; ks < kHeadDim / 16; ks += 2) {
-        uint32_t a[4], a2[4];
-        LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
-        LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
-        Mma16816(sa, a, qf[ks][0], qf[ks][1]);
-        Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
-      }
+    for (int ks = 0; ks < kHeadDim / 16; ks += 2) {
+      uint32_t a[4], a2[4];
+      LdMatrixX4(a, ks_addr + Swz(krow, 2 * ks + khalf));
+      LdMatrixX4(a2, ks_addr + Swz(krow, 2 * (ks + 1) + khalf));
+      Mma16816(sa, a, qf[ks][0], qf[ks][1]);
+      Mma16816(sb, a2, qf[ks + 1][0], qf[ks + 1][1]);
     }
     const bool lo_ok = t0 + g < ntok;
     const bool hi_ok = t0 + g + 8 < ntok;
@@ -616,25 +588,25 @@ struct WarpSoftmax {
       m0 = n0;
       m1 = n1;
     } else {
-    const float al0 = Exp2(m0 - n0), al1 = Exp2(m1 - n1);
-    if constexpr (kSumByMma) {
-      lacc[0] *= al0;
-      lacc[1] *= al1;
-      lacc[2] *= al0;
-      lacc[3] *= al1;
-    } else {
-      l0 = l0 * al0 + p0 + p2;
-      l1 = l1 * al1 + p1 + p3;
-    }
-    m0 = n0;
-    m1 = n1;
+      const float al0 = Exp2(m0 - n0), al1 = Exp2(m1 - n1);
+      if constexpr (kSumByMma) {
+        lacc[0] *= al0;
+        lacc[1] *= al1;
+        lacc[2] *= al0;
+        lacc[3] *= al1;
+      } else {
+        l0 = l0 * al0 + p0 + p2;
+        l1 = l1 * al1 + p1 + p3;
+      }
+      m0 = n0;
+      m1 = n1;
 #pragma unroll
-    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
-      acc[mt][0] *= al0;
-      acc[mt][1] *= al1;
-      acc[mt][2] *= al0;
-      acc[mt][3] *= al1;
-    }
+      for (int mt = 0; mt < kHeadDim / 16; ++mt) {
+        acc[mt][0] *= al0;
+        acc[mt][1] *= al1;
+        acc[mt][2] *= al0;
+        acc[mt][3] *= al1;
+      }
     }
     // P^T as the B fragment: transpose each 8x8 bf16 quarter in registers.
     const uint32_t b0 = MovMatrixTrans(PackBf16(p0, p1));
@@ -663,27 +635,6 @@ struct WarpSoftmax {
         l0 += __shfl_xor_sync(kFull, l0, o);
         l1 += __shfl_xor_sync(kFull, l1, o);
       }
-    }
-  }
-
-  // Writes the normalised result straight from the accumulators (no staging
-  // in shared memory): each 8x8 quarter (dims x heads) is transposed in
-  // registers, so thread (g, c) holds head g's dims 16mt + 2c, +1 and
-  // 16mt + 8 + 2c, +1; out: the warp's 8 bf16 rows of 128, lse: their 8 lse.
-  __device__ __forceinline__ void StoreDirect(__nv_bfloat16* out, float* lse, int lane) {
-    const int g = lane >> 2, c = lane & 3;
-    ReduceSums();
-    const float inv0 = Inv(l0);
-    const float inv1 = Inv(l1);
-    uint32_t* row = reinterpret_cast<uint32_t*>(out + g * kHeadDim) + c;
-#pragma unroll
-    for (int mt = 0; mt < kHeadDim / 16; ++mt) {
-      row[mt * 8] = MovMatrixTrans(PackBf16(acc[mt][0] * inv0, acc[mt][1] * inv1));
-      row[mt * 8 + 4] = MovMatrixTrans(PackBf16(acc[mt][2] * inv0, acc[mt][3] * inv1));
-    }
-    if (g == 0) {
-      lse[2 * c] = Lse(m0, l0);
-      lse[2 * c + 1] = Lse(m1, l1);
     }
   }
 
@@ -776,7 +727,7 @@ __device__ __forceinline__ void WarpMerge(int n, OFn o_of, LFn lse_of, float* bu
     const int h = (lane >> 4) + 2 * jj;
     M[jj] = __shfl_sync(kFull, mh, h);
     const float L = __shfl_sync(kFull, lh, h);
-    W[jj] = L > 0.f ? 1.f / L : 0.f;
+    W[jj] = L > 0.f ? FastRcp(L) : 0.f;
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[jj][e] = 0.f;
   }
@@ -802,7 +753,7 @@ __device__ __forceinline__ void WarpMerge(int n, OFn o_of, LFn lse_of, float* bu
   for (int jj = 0; jj < 4; ++jj) {
     const int h = (lane >> 4) + 2 * jj;
     *reinterpret_cast<uint4*>(out + h * kHeadDim + d0) = PackBf16x8(acc[jj], 1.f);
-    if ((lane & 15) == 0) lse_out[h] = W[jj] > 0.f ? M[jj] - __log2f(W[jj]) : -INFINITY;
+    if ((lane & 15) == 0) lse_out[h] = W[jj] > 0.f ? M[jj] - FastLog2(W[jj]) : -INFINITY;
   }
 }
 
@@ -886,19 +837,23 @@ struct TimelineBlock {
 // kWhole (cluster mode, batch 1 planned as one work item): the global merge
 // is compiled out; the small case's instance stays short (a 24% larger
 // kernel measured 0.5 us slower on every batch-1 workload after the flush).
-// kLean (a kWhole instance, FastPlan::lean): the page indices are requested
-// before Q (they head the critical chain: index, then K/V row; Q is needed
-// only at the first mma), the softmax sums come from the tensor cores
-// (WarpSoftmax<true>), and a one-block cluster writes its rows straight from
-// the accumulators instead of staging them in shared memory.
-constexpr int kLeanIdxFirst = 1, kLeanSumMma = 2, kLeanDirect = 4, kLeanOneTile = 8, kLeanChains4 = 16, kLeanFast = 32,
-              kLeanEmpty = 64, kLeanAddr = 128;
+// kLean (bits, a kWhole instance's, FastPlan::lean): kLeanSumMma takes the
+// softmax sums from the tensor cores (WarpSoftmax<true>: no shuffle
+// reduction after the loop); kLeanOneTile (up to 16 tokens: one tile per
+// warp) drops the loop and the first tile's rescaling. A batch-1 call is
+// bound by one warp's instruction latencies (about 750 instructions at 4.4
+// cycles each for 7 tokens, ncu), so fewer instructions on its path are what
+// pays. Per call in a CUDA graph, medians (H200, same call, 2026-12-01):
+// 1x2..1x14 2.21-2.32 -> 1.98-2.07 us with the byte addressing and the
+// approximate reciprocal beside these bits; these bits alone: 2.07-2.19 ->
+// 1.98-2.07 (bench/results/gpu-2026-12-01.md).
+constexpr int kLeanSumMma = 1, kLeanOneTile = 2;
 template <int STAGES, int MODE, bool kWhole = false, int kLean = 0>
 __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   constexpr bool kPerHead = MODE == kModeLegacy;
   constexpr bool kCluster = MODE == kModeCluster;
   static_assert(!kWhole || kCluster, "kWhole is a cluster-mode instance");
-  static_assert(!kLean || kWhole, "kLean is a kWhole instance");
+  static_assert(kLean == 0 || kWhole, "kLean is a kWhole instance");
   extern __shared__ __align__(128) uint8_t smem[];
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -918,7 +873,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   if (kCluster && C > 1) ClusterArriveRelaxed();
   GridDependencyWait();
   LaunchDependents();
-  if constexpr ((kLean & kLeanEmpty) != 0) return;  // diagnostics: the launch chain's own cost
 #ifdef KI_GQA_TIMELINE
   TimelineBlock timeline_block;
 #endif
@@ -945,8 +899,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   }
 
   KI_TIMELINE(5, static_cast<unsigned long long>(w.b));
-  uint32_t qf[kHeadDim / 16][2];  // independent of kv_indptr: requested first (kLean: after the indices)
-  if constexpr ((kLean & kLeanIdxFirst) == 0) LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
+  uint32_t qf[kHeadDim / 16][2];  // independent of kv_indptr: requested first
+  LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
 
   // Batch 1 (kWhole) checks both ends of its one sequence: uniform loads, no
   // vote (a first version that ran IndptrCheck here, with a run-time L2
@@ -989,7 +943,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   bounds(&c_begin, &ntok);
 
   uint8_t* wsm = smem + warp * WarpBytes(STAGES);
-  KvStream<STAGES, kPerHead || kWhole, (kLean & kLeanAddr) != 0> st;
+  KvStream<STAGES, kPerHead || kWhole> st;
   st.smem = SmemAddr(wsm);
   st.ring = reinterpret_cast<const int32_t*>(wsm + STAGES * 2 * kTileBytes);
   st.kbase = p.k + kvh * kHeadDim;
@@ -1005,7 +959,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   st.lane = lane;
 
   st.IssueFirstIndices();
-  if constexpr ((kLean & kLeanIdxFirst) != 0) LoadQ(qf, p.q, static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup, lane);
   if (unchecked && (kWhole ? a0 != 0 || a1 != p.pred_len : !chk.Holds(p, lane))) {  // wrong: redo with the real bounds
     CpAsyncWait<0>();
     __syncwarp();
@@ -1029,7 +982,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   }
   st.StartData();
 
-  WarpSoftmax<(kLean & kLeanSumMma) != 0, (kLean & kLeanChains4) != 0, (kLean & kLeanFast) != 0> sm;
+  WarpSoftmax<(kLean & kLeanSumMma) != 0> sm;
   sm.Init();
   if constexpr ((kLean & kLeanOneTile) != 0) {
     if (st.ntiles > 0) sm.template Tile<true>(st.Wait(0), qf, 0, ntok, p.scale_log2, lane);
@@ -1044,13 +997,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   KI_TIMELINE(2, GlobalTimerNs());
   CpAsyncWait<0>();
   __syncwarp();
-  if constexpr ((kLean & kLeanDirect) != 0) {
-    if (C == 1) {  // the whole sequence in this block: its rows are final
-      const size_t row0 = static_cast<size_t>(kvh) * kGroup;
-      sm.StoreDirect(p.out + row0 * kHeadDim, p.lse + row0, lane);
-      return;
-    }
-  }
   // This warp's normalised result for its 8 heads, in its own region.
   float* F = reinterpret_cast<float*>(wsm);
   sm.Stage(F, lane);
@@ -1077,8 +1023,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
       Axpy8(o, f, *reinterpret_cast<const float4*>(reg + hd * kMergeStride + d0),
             *reinterpret_cast<const float4*>(reg + hd * kMergeStride + d0 + 4));
     }
-    const float inv = L > 0.f ? 1.f / L : 0.f;
-    const float my_lse = L > 0.f ? M + __log2f(L) : -INFINITY;
+    const float inv = L > 0.f ? FastRcp(L) : 0.f;
+    const float my_lse = L > 0.f ? M + FastLog2(L) : -INFINITY;
     const size_t row = static_cast<size_t>(w.b) * kNumQoHeads + kvh * kGroup + hd;
     auto store_out = [&](const float (&v)[8], float scale, float lse_value) {
       *reinterpret_cast<uint4*>(p.out + row * kHeadDim + d0) = PackBf16x8(v, scale);
@@ -1113,7 +1059,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
       Lp += f;
       Axpy8(r, f, __ldcg(src), __ldcg(src + 1));
     }
-    store_out(r, Lp > 0.f ? 1.f / Lp : 0.f, Lp > 0.f ? Mp + __log2f(Lp) : -INFINITY);
+    store_out(r, Lp > 0.f ? FastRcp(Lp) : 0.f, Lp > 0.f ? Mp + FastLog2(Lp) : -INFINITY);
     return;
   }
 
@@ -1126,7 +1072,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   float* part_lse = p.part_lse + static_cast<size_t>(work) * kNumQoHeads;
   if (C == 1) {
     if (whole) {
-      StoreStaged<(kLean & kLeanFast) != 0 ? 1 : 0>(F, p.out + row0 * kHeadDim, nullptr, p.lse + row0, lane);
+      StoreStaged<1>(F, p.out + row0 * kHeadDim, nullptr, p.lse + row0, lane);
       return;
     }
     StoreStaged(F, nullptr, part_o + warp * kGroup * kHeadDim, part_lse + warp * kGroup, lane);
@@ -1179,9 +1125,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
         L += f;
         Axpy8(o, f, *reinterpret_cast<const float4*>(x), *reinterpret_cast<const float4*>(x + 4));
       }
-      constexpr bool kFastMerge = (kLean & kLeanFast) != 0;
-      const float inv = L > 0.f ? (kFastMerge ? FastRcp(L) : 1.f / L) : 0.f;
-      const float lse = L > 0.f ? M + (kFastMerge ? FastLog2(L) : __log2f(L)) : -INFINITY;
+      const float inv = L > 0.f ? FastRcp(L) : 0.f;
+      const float lse = L > 0.f ? M + FastLog2(L) : -INFINITY;
       if (whole) {
         const size_t orow = static_cast<size_t>(w.b) * kNumQoHeads + row;
         *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o, inv);
@@ -1237,16 +1182,8 @@ cudaError_t Configure(int* blocks_per_sm) {
                                                        SmemBytes(S, MODE));
 }
 
-// The kWhole instances by kLean bits: every stage count has 0 and the
-// default; 2 stages (the automatic plan's) has the experimental list too.
-template <int S>
-struct WholeBits {
-  using type = std::integer_sequence<int, 0, 7>;
-};
-template <>
-struct WholeBits<2> {
-  using type = std::integer_sequence<int, 0, 2, 7, 8, 10, 32, 128, 160, 42, 138, 170, 162, 167, 163, 64>;
-};
+// The kWhole instances, by kLean bits (FastTuning::lean picks one).
+using WholeBits = std::integer_sequence<int, 0, kLeanSumMma, kLeanSumMma | kLeanOneTile>;
 template <int S, class F, int... kBits>
 cudaError_t ForEachWholeImpl(F f, std::integer_sequence<int, kBits...>) {
   cudaError_t e = cudaSuccess;
@@ -1255,7 +1192,7 @@ cudaError_t ForEachWholeImpl(F f, std::integer_sequence<int, kBits...>) {
 }
 template <int S, class F>
 cudaError_t ForEachWhole(F f) {
-  return ForEachWholeImpl<S>(f, typename WholeBits<S>::type{});
+  return ForEachWholeImpl<S>(f, WholeBits{});
 }
 template <int S, int... kBits>
 cudaError_t LaunchWholeImpl(int bits, const cudaLaunchConfig_t& cfg, const Params& p,
@@ -1266,7 +1203,7 @@ cudaError_t LaunchWholeImpl(int bits, const cudaLaunchConfig_t& cfg, const Param
 }
 template <int S>
 cudaError_t LaunchWhole(int bits, const cudaLaunchConfig_t& cfg, const Params& p) {
-  return LaunchWholeImpl<S>(bits, cfg, p, typename WholeBits<S>::type{});
+  return LaunchWholeImpl<S>(bits, cfg, p, WholeBits{});
 }
 
 // How many clusters of each size can be resident at once (cudaOccupancyMaxActiveClusters;
@@ -1408,9 +1345,9 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   // and 64x8192 1% slower: the next call's blocks then become resident while
   // this one's still run (bench/results/gqa-pdl-h200-2026-12-01.md).
   plan->pdl = t.pdl == 1 || (t.pdl == 0 && info->cc_major >= 9 && batch == 1);
-  // The instance for one sequence in one work item (kLean bits, see GqaDecode).
-  plan->lean = t.lean > 0 ? (t.lean - 1) : (total <= kTile ? 0 : kLeanIdxFirst | kLeanSumMma | kLeanDirect);
-  if (total > kTile) plan->lean &= ~kLeanOneTile;  // one tile per warp only up to 16 tokens
+  // The instance for one sequence in one work item (kLean bits, see
+  // GqaDecode): sums by mma, and one tile per warp up to 16 tokens.
+  plan->lean = t.lean == 1 ? 0 : kLeanSumMma | (total <= kTile && t.lean != 2 ? kLeanOneTile : 0);
 
   if (mode == kModeLegacy) {
     // One wave of blocks at 2 stages (3 blocks fit an SM), chunks of at
