@@ -107,6 +107,7 @@ Result<VerifyReport> LmdbStore::Verify(const Digest& root) {
 
 Result<AuditReport> LmdbStore::Audit() {
   AuditReport report;
+  ExpectedTables want;
   std::unordered_set<Digest> loose_indexed, indexed;
   // 1. Every indexed object: bytes present, frame agrees, content re-hashes.
   std::vector<ObjectInfo> infos;
@@ -117,10 +118,25 @@ Result<AuditReport> LmdbStore::Audit() {
   for (const ObjectInfo& info : infos) {
     indexed.insert(info.digest);
     if (info.location == Location::kLoose) loose_indexed.insert(info.digest);
-    CheckEntry e = Check(info, nullptr);
+    std::string raw;
+    const bool manifest = info.type == ObjectType::kManifest;
+    CheckEntry e = Check(info, manifest ? &raw : nullptr);
     report.objects++;
     report.bytes += info.size;
-    if (e.state != CheckState::kOk) report.faults.push_back(std::move(e));
+    if (e.state != CheckState::kOk) {
+      report.faults.push_back(std::move(e));
+    } else if (manifest) {
+      // What kinds and refs must hold for it (compared below).
+      auto m = ManifestFromCanonical(raw, info.digest.str());
+      if (!m.ok()) {
+        e.state = CheckState::kCorrupt;
+        e.detail = m.status().message();
+        report.faults.push_back(std::move(e));
+        continue;
+      }
+      want.kinds.insert(KindKey(m->kind, info.digest));
+      for (const Reference& ref : ExtractReferences(*m)) want.refs.insert(RefKey(ref.target, info.digest, ref.field));
+    }
   }
   // 2. The other way: frames in LMDB and loose files must be indexed.
   KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view) {
@@ -144,8 +160,22 @@ Result<AuditReport> LmdbStore::Audit() {
         // Temporary files of a write that never committed (kill -9).
         report.notes.push_back("leftover temporary file objects/" + sub + "/" + f);
       } else if (!loose_indexed.count(*d)) {
-        report.notes.push_back("unindexed loose object " + d->str() +
-                               " (from an interrupted write; ki audit --reindex adopts it)");
+        // Not indexed: from an interrupted write, which reindex adopts, or
+        // damaged (or left out by a reindex because it was), which nothing
+        // adopts: a fault until a good copy replaces it.
+        Status s = CheckUnindexedLoose(ObjectsDir(dir_) + "/" + sub + "/" + f, *d);
+        if (s.ok()) {
+          report.notes.push_back("unindexed loose object " + d->str() +
+                                 " (from an interrupted write; ki audit --reindex adopts it)");
+        } else {
+          CheckEntry e;
+          e.digest = *d;
+          e.state = CheckState::kCorrupt;
+          e.what = "loose object file";
+          e.detail = s.message() + "; not indexed, so ki cat and ki show do not find it. Replace it from a "
+                     "good copy: ki pull from a remote that holds it, or ki add of the same bytes";
+          report.faults.push_back(std::move(e));
+        }
       }
     }
   }
@@ -194,10 +224,181 @@ Result<AuditReport> LmdbStore::Audit() {
     report.faults.push_back(std::move(e));
     return true;
   }));
-  // 5. Derived indexes: rebuilt from the objects into an overlay, compared
+  // 5. The store's own tables against what the objects and the recorded
+  // names give.
+  KI_RETURN_IF_ERROR(CheckStoreTables(want, indexed, &report));
+  // 6. Derived indexes: rebuilt from the objects into an overlay, compared
   // with the tables in place entry by entry.
   KI_RETURN_IF_ERROR(CheckDerived(infos, &report));
   return report;
+}
+
+namespace {
+
+// Reports the keys of `table` that differ from `want` (both ways), at most
+// kShown of each table, then a count.
+class TableDiff {
+ public:
+  static constexpr size_t kShown = 20;
+  TableDiff(std::string_view table, AuditReport* report) : table_(table), report_(report) {}
+  ~TableDiff() {
+    if (!more_) return;
+    CheckEntry e;
+    e.state = CheckState::kCorrupt;
+    e.what = std::string(table_);
+    e.detail = "and " + std::to_string(more_) + " more entries that differ from what the objects give";
+    report_->faults.push_back(std::move(e));
+  }
+  void Fault(std::optional<Digest> d, std::string what, std::string detail) {
+    if (shown_ >= kShown) return void(more_++);
+    shown_++;
+    CheckEntry e;
+    e.state = CheckState::kCorrupt;
+    if (d) e.digest = *d;
+    e.what = std::string(table_) + " " + what;
+    e.detail = std::move(detail);
+    report_->faults.push_back(std::move(e));
+  }
+
+ private:
+  std::string_view table_;
+  AuditReport* report_;
+  size_t shown_ = 0, more_ = 0;
+};
+
+const char kExtra[] = "entry that no object gives (ki audit --reindex removes it)";
+const char kLacking[] = "missing: the objects give this entry (ki audit --reindex restores it)";
+
+}  // namespace
+
+Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
+                                   AuditReport* report) {
+  // kinds and refs: functions of the manifests.
+  for (auto [table, keys] : {std::pair{kKinds, &want.kinds}, std::pair{kRefs, &want.refs}}) {
+    TableDiff diff(table, report);
+    std::unordered_set<std::string> seen;
+    auto label = [&](std::string_view k) {
+      if (table == kKinds && k.size() == 33) {
+        return std::string(KindName(Kind(uint8_t(k[0])))) + " " + Digest::FromRaw(k.substr(1)).str();
+      }
+      if (k.size() >= 64) {
+        return Digest::FromRaw(k.substr(32, 32)).str() + " " + lmdb::KeyText(k.substr(64)) + " -> " +
+               Digest::FromRaw(k.substr(0, 32)).str();
+      }
+      return lmdb::KeyText(k);
+    };
+    auto digest_of = [&](std::string_view k) -> std::optional<Digest> {
+      if (table == kKinds && k.size() == 33) return Digest::FromRaw(k.substr(1));
+      if (k.size() >= 64) return Digest::FromRaw(k.substr(32, 32));
+      return std::nullopt;
+    };
+    KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view) {
+      std::string key(k);
+      if (keys->count(key)) {
+        seen.insert(std::move(key));
+      } else {
+        diff.Fault(digest_of(k), label(k), kExtra);
+      }
+      return true;
+    }));
+    for (const std::string& k : *keys)
+      if (!seen.count(k)) diff.Fault(digest_of(k), label(k), kLacking);
+  }
+  // Names: nameset ("Kind/name" + digest) and namesof (digest + "Kind/name")
+  // are one fact kept both ways; names' latest holder is one of the name's
+  // nameset entries; barenames mirrors names.
+  {
+    std::set<std::pair<std::string, std::string>> by_name, by_digest;  // ("Kind/name", raw digest)
+    KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
+      if (k.size() > 32) by_name.emplace(std::string(k.substr(0, k.size() - 32)), std::string(k.substr(k.size() - 32)));
+      return true;
+    }));
+    KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
+      if (k.size() > 32) by_digest.emplace(std::string(k.substr(32)), std::string(k.substr(0, 32)));
+      return true;
+    }));
+    TableDiff nameset(kNameSet, report), namesof(kNamesOf, report);
+    for (const auto& [name, d] : by_name) {
+      if (!by_digest.count({name, d})) {
+        namesof.Fault(Digest::FromRaw(d), name, "missing: nameset records this name (ki audit --reindex restores it)");
+      }
+    }
+    for (const auto& [name, d] : by_digest) {
+      if (!by_name.count({name, d}) && indexed.count(Digest::FromRaw(d))) {
+        nameset.Fault(Digest::FromRaw(d), name, "missing: namesof records this name (ki audit --reindex restores it)");
+      }
+    }
+    std::map<std::string, std::string> latest;  // "Kind/name" -> raw digest
+    KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
+      if (v.size() == 32) latest.emplace(std::string(k), std::string(v));
+      return true;
+    }));
+    TableDiff names(kNames, report), bare(kBareNames, report);
+    for (const auto& [name, d] : latest) {
+      if (!by_name.count({name, d}) && indexed.count(Digest::FromRaw(d))) {
+        names.Fault(Digest::FromRaw(d), name, "its holder is not recorded under the name in nameset (ki audit --reindex records it)");
+      }
+    }
+    std::set<std::string> bare_seen;
+    KI_RETURN_IF_ERROR(Scan(kBareNames, "", [&](std::string_view k, std::string_view v) {
+      const size_t nul = k.find('\0');
+      std::string name = nul == std::string_view::npos ? std::string(k)
+                                                       : std::string(k.substr(nul + 1)) + "/" + std::string(k.substr(0, nul));
+      auto it = latest.find(name);
+      if (it == latest.end() || it->second != v) {
+        bare.Fault(v.size() == 32 ? std::optional<Digest>(Digest::FromRaw(v)) : std::nullopt, name,
+                   "does not mirror names (ki audit --reindex rebuilds it)");
+      }
+      bare_seen.insert(std::move(name));
+      return true;
+    }));
+    for (const auto& [name, d] : latest)
+      if (!bare_seen.count(name)) bare.Fault(Digest::FromRaw(d), name, kLacking);
+  }
+  // docs: a document blob (kernelindex document media types) that is linked
+  // to no manifest lost its link; the manifest it holds says which.
+  {
+    std::unordered_set<Digest> linked;
+    KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view, std::string_view v) {
+      if (v.size() == 32) linked.insert(Digest::FromRaw(v));
+      return true;
+    }));
+    TableDiff docs(kDocs, report);
+    KI_RETURN_IF_ERROR(ForEachUnlinkedDocument(linked, [&](const Digest& doc, const Digest& manifest) {
+      docs.Fault(manifest, manifest.str(), "missing: document " + doc.str() + " holds this manifest (ki audit --reindex links it)");
+    }));
+  }
+  return Status::OK();
+}
+
+Status LmdbStore::ForEachUnlinkedDocument(const std::unordered_set<Digest>& linked,
+                                          const std::function<void(const Digest&, const Digest&)>& fn) {
+  std::vector<ObjectInfo> docs;
+  KI_RETURN_IF_ERROR(ForEachObject([&](const ObjectInfo& info) {
+    if (info.type == ObjectType::kBlob && !linked.count(info.digest) &&
+        (info.media_type == kDocumentMediaTypeJson || info.media_type == kDocumentMediaTypeYaml)) {
+      docs.push_back(info);
+    }
+    return true;
+  }));
+  for (const ObjectInfo& info : docs) {
+    auto bytes = Read(info.digest);
+    if (!bytes.ok()) continue;  // a fault of its own
+    ParseLimits limits;
+    limits.max_bytes = opts_.max_object_size;
+    DocFormat fmt = info.media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
+    auto j = ParseDocument(*bytes, fmt, info.digest.str(), limits);
+    if (!j.ok()) continue;
+    auto m = ManifestFromJson(std::move(*j), info.digest.str());
+    if (!m.ok()) continue;
+    // One manifest may come from several documents (YAML, then JSON): only
+    // a held manifest that no docs entry links to any document lost its link.
+    KI_ASSIGN_OR_RETURN(auto held, Stat(m->digest));
+    if (!held) continue;
+    KI_ASSIGN_OR_RETURN(auto doc, DocumentOf(m->digest));
+    if (!doc) fn(info.digest, m->digest);
+  }
+  return Status::OK();
 }
 
 Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport* report) {

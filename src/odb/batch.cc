@@ -240,10 +240,11 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   const std::string path = odb::LoosePath(store_->path(), d);
   const std::string dir = path.substr(0, path.rfind('/'));
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));
-  if (env->Exists(path)) {
+  if (env->Exists(path) && store_->CheckUnindexedLoose(path, d).ok()) {
     // An unindexed loose file of an interrupted write: kept, as WriteObject
     // keeps it, and its directory synced before the index names it (the
-    // killed writer may have renamed it without that sync).
+    // killed writer may have renamed it without that sync). One that does
+    // not hold these bytes (damaged) is replaced below by an atomic rename.
     dirs_to_sync_.insert(dir);
   } else if (s.smaller) {
     KI_RETURN_IF_ERROR(file->Commit(Durability::kSync));
@@ -300,12 +301,14 @@ Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
     info.location = Location::kLoose;
     std::string path = odb::LoosePath(store_->path(), d);
     std::string dir = path.substr(0, path.rfind('/'));
-    if (!store_->env()->Exists(path)) {
+    // A file there already that does not hold these bytes is damaged (audit
+    // reports it): the good bytes replace it.
+    if (!store_->env()->Exists(path) || !store_->CheckUnindexedLoose(path, d).ok()) {
       KI_RETURN_IF_ERROR(store_->env()->CreateDirs(dir));
       KI_RETURN_IF_ERROR(store_->env()->WriteFileAtomic(path, frame, Durability::kSync));
       new_loose_files_.push_back(path);
     }
-    // Also when the file is there already: the index does not hold the
+    // Also when a good file is there already: the index does not hold the
     // object, so the file is a killed writer's, renamed into place but
     // perhaps before its directory was synced. The index must not name a
     // file whose name a crash could still take away.

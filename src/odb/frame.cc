@@ -39,6 +39,13 @@ ZSTD_DCtx* ThreadDCtx() {
   return c.get();
 }
 
+// header-check: the first 4 bytes of SHA-256 of the header bytes before
+// it. SHA-256 because the library has it already (OpenSSL, with the CPU's
+// SHA instructions); 4 bytes because it guards against damage, not forgery
+// (the payload's digest is what names the object).
+std::string HeaderCheck(std::string_view header) { return std::string(Sha256Of(header).raw().substr(0, 4)); }
+void AppendHeaderCheck(std::string& header) { header.append(HeaderCheck(header)); }
+
 }  // namespace
 
 std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
@@ -55,6 +62,7 @@ std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view me
   out.push_back(char(mt & 0xff));
   out.push_back(char(mt >> 8));
   out.append(media_type.substr(0, mt));
+  AppendHeaderCheck(out);
   return out;
 }
 
@@ -68,7 +76,9 @@ std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_ty
                                zstd_level);
   if (!ZSTD_isError(n) && n < raw.size()) {
     out.resize(header + n);
-    out[7] = 1;  // compressed
+    // The header again, flagged compressed (its check covers the flag).
+    const std::string flagged = EncodeFrameHeader(type, kind, media_type, raw.size(), true);
+    out.replace(0, header, flagged);
   } else {
     // Incompressible (or tiny): keep the bytes as they are.
     out.resize(header);
@@ -81,11 +91,13 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
   if (f.size() < kFrameHeaderSize || std::memcmp(f.data(), kFrameMagic, 4) != 0) {
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
-  if (uint8_t(f[4]) != kFrameVersion) {
-    return Status::Corruption(where + ": object frame version " + std::to_string(uint8_t(f[4])) +
-                              " is not supported (this ki reads version 1)");
+  const uint8_t version = uint8_t(f[4]);
+  if (version != kFrameVersion && version != kFrameVersionV1) {
+    return Status::Corruption(where + ": object frame version " + std::to_string(version) +
+                              " is not supported (this ki reads versions 1 and 2)");
   }
   FrameHeader h;
+  h.version = version;
   uint8_t type = uint8_t(f[5]);
   if (type != uint8_t(ObjectType::kBlob) && type != uint8_t(ObjectType::kManifest)) {
     return Status::Corruption(where + ": unknown object type " + std::to_string(type));
@@ -97,9 +109,14 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
   h.compressed = flags & 1;
   h.raw_size = GetU64(f.data() + 8);
   size_t mt = uint8_t(f[16]) | size_t(uint8_t(f[17])) << 8;
-  if (kFrameHeaderSize + mt > f.size()) return Status::Corruption(where + ": truncated frame header");
+  const size_t check = version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize;
+  if (kFrameHeaderSize + mt + check > f.size()) return Status::Corruption(where + ": truncated frame header");
+  if (check && HeaderCheck(f.substr(0, kFrameHeaderSize + mt)) != f.substr(kFrameHeaderSize + mt, check)) {
+    return Status::Corruption(where + ": frame header damaged (its check does not match: type, kind, size or "
+                              "media type altered)");
+  }
   h.media_type.assign(f.data() + kFrameHeaderSize, mt);
-  h.payload_offset = kFrameHeaderSize + mt;
+  h.payload_offset = kFrameHeaderSize + mt + check;
   return h;
 }
 
@@ -274,8 +291,9 @@ Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& whe
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
   size_t mt = uint8_t(buf[16]) | size_t(uint8_t(buf[17])) << 8;
-  buf.resize(kFrameHeaderSize + mt);
-  KI_ASSIGN_OR_RETURN(size_t m, ReadFull(file, buf.data() + kFrameHeaderSize, mt));
+  const size_t rest = mt + (uint8_t(buf[4]) == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize);
+  buf.resize(kFrameHeaderSize + rest);
+  KI_ASSIGN_OR_RETURN(size_t m, ReadFull(file, buf.data() + kFrameHeaderSize, rest));
   buf.resize(kFrameHeaderSize + m);  // short: ParseFrameHeader says truncated
   return ParseFrameHeader(buf, where);
 }

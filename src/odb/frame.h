@@ -19,8 +19,16 @@
 namespace ki::odb {
 
 inline constexpr char kFrameMagic[4] = {'K', 'I', 'O', 'B'};
-inline constexpr uint8_t kFrameVersion = 1;
-inline constexpr size_t kFrameHeaderSize = 4 + 1 + 1 + 1 + 1 + 8 + 2;  // + media type + payload
+// Version 2 adds a check of the header's own bytes (header-check): the
+// payload's hash covers the raw bytes, not the media type beside them, and a
+// flipped byte there would otherwise pass every check and be copied into
+// the index by a reindex. Version 1 frames (stores written before
+// 2026-12-01) are still read; their media type is checked against the
+// index only.
+inline constexpr uint8_t kFrameVersion = 2;
+inline constexpr uint8_t kFrameVersionV1 = 1;
+inline constexpr size_t kFrameHeaderSize = 4 + 1 + 1 + 1 + 1 + 8 + 2;  // + media type (+ check) + payload
+inline constexpr size_t kFrameHeaderCheckSize = 4;
 
 struct FrameHeader {
   ObjectType type = ObjectType::kBlob;
@@ -29,6 +37,7 @@ struct FrameHeader {
   uint64_t raw_size = 0;
   std::string media_type;
   size_t payload_offset = 0;
+  uint8_t version = kFrameVersion;  // 1: no header check
 };
 
 // Encodes raw bytes into a frame (zstd when it saves space).

@@ -104,7 +104,28 @@ Status LmdbStore::Upgrade() {
 // moved; each manifest's linked document still says its name, so every one
 // is recorded again (idempotent). A document that cannot be read is audit's
 // to report, not this step's.
+//
+// The other recorded tables are mended from what they mirror: a document
+// blob that lost its docs link is linked again (the manifest it holds says
+// to which), nameset and namesof are made each other's mirror again, and
+// barenames is rebuilt from names (a pure function of it).
 Status LmdbStore::RecordDocumentNames() {
+  {
+    std::unordered_set<Digest> linked;
+    KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view, std::string_view v) {
+      if (v.size() == 32) linked.insert(Digest::FromRaw(v));
+      return true;
+    }));
+    std::vector<std::pair<Digest, Digest>> relink;
+    KI_RETURN_IF_ERROR(ForEachUnlinkedDocument(linked, [&](const Digest& doc, const Digest& manifest) {
+      relink.emplace_back(manifest, doc);
+    }));
+    if (!relink.empty()) {
+      KI_ASSIGN_OR_RETURN(auto batch, NewBatch());
+      for (const auto& [manifest, doc] : relink) KI_RETURN_IF_ERROR(batch->Put(kDocs, manifest.raw(), doc.raw()));
+      KI_RETURN_IF_ERROR(batch->Commit());
+    }
+  }
   std::vector<Digest> documented;
   KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view k, std::string_view) {
     if (k.size() == 32) documented.push_back(Digest::FromRaw(k));
@@ -124,10 +145,31 @@ Status LmdbStore::RecordDocumentNames() {
     const std::string name = doc.ok() && *doc ? NestedString(**doc, "metadata", "name") : "";
     if (!name.empty()) KI_RETURN_IF_ERROR(batch->RecordName(*(*info)->kind, name, d));
   }
-  for (const auto& [key, d] : current) {
+  auto record = [&](std::string_view key, const Digest& d) -> Status {
     auto slash = key.find('/');
     std::optional<Kind> kind = slash == std::string::npos ? std::nullopt : ParseKind(key.substr(0, slash));
     if (kind) KI_RETURN_IF_ERROR(batch->RecordName(*kind, key.substr(slash + 1), d));
+    return Status::OK();
+  };
+  for (const auto& [key, d] : current) KI_RETURN_IF_ERROR(record(key, d));
+  std::vector<std::pair<std::string, Digest>> recorded;  // from nameset and namesof alike
+  KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
+    if (k.size() > 32) recorded.emplace_back(std::string(k.substr(0, k.size() - 32)), Digest::FromRaw(k.substr(k.size() - 32)));
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
+    if (k.size() > 32) recorded.emplace_back(std::string(k.substr(32)), Digest::FromRaw(k.substr(0, 32)));
+    return true;
+  }));
+  for (const auto& [key, d] : recorded) {
+    KI_ASSIGN_OR_RETURN(auto held, Stat(d));
+    if (held) KI_RETURN_IF_ERROR(record(key, d));
+  }
+  KI_RETURN_IF_ERROR(batch->DropTable(kBareNames));
+  for (const auto& [key, d] : current) {
+    auto slash = key.find('/');
+    std::optional<Kind> kind = slash == std::string::npos ? std::nullopt : ParseKind(key.substr(0, slash));
+    if (kind) KI_RETURN_IF_ERROR(batch->Put(kBareNames, BareNameKey(*kind, key.substr(slash + 1)), d.raw()));
   }
   return batch->Commit();
 }

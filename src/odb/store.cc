@@ -21,6 +21,11 @@ std::string ScratchName() {
   return std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
+bool FrameAgrees(const FrameHeader& h, const ObjectInfo& info) {
+  return h.type == info.type && h.raw_size == info.size && h.media_type == info.media_type &&
+         (info.kind ? h.kind == uint8_t(*info.kind) : h.kind == 0);
+}
+
 std::string Describe(const ObjectInfo& info) {
   if (info.type == ObjectType::kManifest && info.kind) return std::string(KindName(*info.kind));
   return "blob " + info.media_type;
@@ -127,8 +132,7 @@ Result<std::string> LmdbStore::ReadLooseFrame(const ObjectInfo& info) {
 Result<std::string> LmdbStore::DecodeChecked(const ObjectInfo& info, std::string_view frame) {
   std::string where = info.digest.str();
   KI_ASSIGN_OR_RETURN(auto h, odb::ParseFrameHeader(frame, where));
-  if (h.type != info.type || h.raw_size != info.size ||
-      (info.kind && h.kind != uint8_t(*info.kind))) {
+  if (!FrameAgrees(h, info)) {
     return Status::Corruption(where + ": frame header disagrees with the index");
   }
   KI_ASSIGN_OR_RETURN(std::string raw, odb::DecodeFrame(frame, h, opts_.max_object_size, where));
@@ -168,11 +172,19 @@ Status LmdbStore::StreamLoose(const ObjectInfo& info, const std::function<Status
     return file.status();
   }
   KI_ASSIGN_OR_RETURN(auto h, odb::ReadFrameHeader(**file, where));
-  if (h.type != info.type || h.raw_size != info.size || (info.kind && h.kind != uint8_t(*info.kind))) {
+  if (!FrameAgrees(h, info)) {
     return Status::Corruption(where + ": frame header disagrees with the index");
   }
   KI_ASSIGN_OR_RETURN(Digest got, odb::DecodeFrameStream(**file, h, where, out));
   if (got != info.digest) return Status::Corruption(where + ": content hashes to " + got.str());
+  return Status::OK();
+}
+
+Status LmdbStore::CheckUnindexedLoose(const std::string& path, const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto file, env()->NewSequentialFile(path));
+  KI_ASSIGN_OR_RETURN(auto h, ReadFrameHeader(*file, path));
+  KI_ASSIGN_OR_RETURN(Digest got, DecodeFrameStream(*file, h, path, Discard));
+  if (got != d) return Status::Corruption(path + ": content hashes to " + got.str());
   return Status::OK();
 }
 

@@ -44,6 +44,10 @@ struct ScratchFiles {
 
 inline Status Discard(std::string_view) { return Status::OK(); }
 
+// A frame's header says what the index entry says (type, kind, size, media
+// type): a flipped byte on either side is a fault.
+bool FrameAgrees(const FrameHeader& h, const ObjectInfo& info);
+
 // "BenchmarkRun", "blob text/plain": what an object is, for messages.
 std::string Describe(const ObjectInfo& info);
 
@@ -204,6 +208,12 @@ class LmdbStore final : public Store {
 
   Status ReadStream(const Digest& d, const std::function<Status(std::string_view)>& out) override;
 
+  // Whether the loose file at `path` (not indexed) holds the object `d`
+  // names: OK, or why not. A file that does not is never adopted: a write
+  // of the object's good bytes replaces it, and until then audit reports
+  // it as a fault.
+  Status CheckUnindexedLoose(const std::string& path, const Digest& d);
+
   // A loose object's frame decoded and checked as it is read: the header
   // against the index before any byte goes out, the content hash at the end.
   Status StreamLoose(const ObjectInfo& info, const std::function<Status(std::string_view)>& out);
@@ -250,6 +260,18 @@ class LmdbStore final : public Store {
   // the next open upgrades it again; nothing is lost.
   Status Upgrade();
   Status CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport* report);
+  // What the store's own derived tables must hold, gathered by Audit as it
+  // reads every manifest.
+  struct ExpectedTables {
+    std::unordered_set<std::string> kinds, refs;
+  };
+  Status CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
+                          AuditReport* report);
+  // Each document blob that no docs entry links, with the held manifest it
+  // holds, when that manifest has no document linked at all (a lost link:
+  // audit reports it, reindex restores it).
+  Status ForEachUnlinkedDocument(const std::unordered_set<Digest>& linked,
+                                 const std::function<void(const Digest&, const Digest&)>& fn);
 
  private:
   // Checks one object: bytes re-hashed, frame agrees with the index.

@@ -15,6 +15,7 @@
 #include "ki/manifest.h"
 #include "odb/tables.h"
 #include "testutil/fault_env.h"
+#include "testutil/string_file.h"
 #include "testutil/testutil.h"
 
 namespace ki {
@@ -436,6 +437,49 @@ TEST_F(StoreTest, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
   EXPECT_EQ(*store_->Read(d), big);
 }
 
+// A damaged loose object is never adopted (issue 25.3): reindex leaves it
+// out of the index, and audit reports it as a fault, not a note, until a
+// good copy replaces it; a write of the same bytes (PutBlob, or a streamed
+// put) replaces the damaged file instead of keeping it.
+TEST_F(StoreTest, DamagedLooseObjectStaysAFaultUntilAGoodCopyReplacesIt) {
+  for (bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed);
+    Reopen();
+    const std::string big = RandomText(70000, streamed ? 21 : 20);
+    const Digest d = PutBlob(big);
+    const std::string path = odb::LoosePath(store_->path(), d);
+    std::string frame = test::ReadFileOrDie(path);
+    frame[frame.size() / 2] ^= 0x20;
+    test::WriteFileOrDie(path, frame);
+
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    auto is_this = [&](const CheckEntry& e) { return e.digest == d && e.state == CheckState::kCorrupt; };
+    EXPECT_TRUE(std::any_of(reindexed->faults.begin(), reindexed->faults.end(), is_this));
+    for (const auto& n : reindexed->notes) EXPECT_EQ(n.find("adopts it"), std::string::npos) << n;
+    EXPECT_TRUE(store_->Read(d).status().IsNotFound());
+    auto again = store_->Audit();
+    ASSERT_OK(again);
+    ASSERT_TRUE(std::any_of(again->faults.begin(), again->faults.end(), is_this));
+    const CheckEntry& f = *std::find_if(again->faults.begin(), again->faults.end(), is_this);
+    EXPECT_NE(f.detail.find("ki pull"), std::string::npos) << f.detail;
+
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    if (streamed) {
+      test::StringFile in(big);
+      ASSERT_OK((*b)->PutBlobStream(in, "text/plain", "good.txt"));
+    } else {
+      ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+    }
+    ASSERT_OK((*b)->Commit());
+    EXPECT_EQ(*store_->Read(d), big);
+    auto clean = store_->Audit();
+    ASSERT_OK(clean);
+    EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().detail;
+  }
+}
+
 // ki init on a full disk: FORMAT's write, fsync or rename, or the store
 // directory's fsync fails; the error is an IOError and init run again
 // (the disk writable) makes a store that works.
@@ -567,6 +611,67 @@ class SeedTest : public StoreTest {
     return r.ok() ? *r : std::vector<AddedObject>{};
   }
 };
+
+// Every table of the store's own is compared with what the objects (and
+// the recorded names) give (issue 25.2): an entry deleted from kinds, refs,
+// namesof, nameset, barenames or docs, or a media type changed in meta, is a
+// fault audit names by its table, and reindex restores the entry.
+TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  AddInput yaml;
+  yaml.source = "operation-spec.yaml";
+  yaml.bytes = test::ReadFileOrDie(test::DataPath("kernelindex/examples/operation-spec.yaml"));
+  ASSERT_OK(AddInputs(*store_, {yaml}));
+  const Digest blob = PutBlob("a log line\n");
+  auto first_key = [&](std::string_view table) {
+    std::optional<std::pair<std::string, std::string>> kv;
+    EXPECT_OK(store_->Scan(table, "", [&](std::string_view k, std::string_view v) {
+      kv.emplace(std::string(k), std::string(v));
+      return false;
+    }));
+    return kv;
+  };
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  for (std::string_view table : {odb::kKinds, odb::kRefs, odb::kNamesOf, odb::kNameSet, odb::kBareNames, odb::kDocs,
+                                 odb::kMeta}) {
+    SCOPED_TRACE(std::string(table));
+    auto kv = first_key(table);
+    ASSERT_TRUE(kv.has_value());
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      if (table == odb::kMeta) {
+        // The blob's entry, its media type changed (the frame still says text/plain).
+        auto meta = store_->Get(odb::kMeta, blob.raw());
+        ASSERT_OK(meta);
+        ASSERT_TRUE(meta->has_value());
+        std::string v = **meta;
+        v.back() ^= 0x01;
+        kv.emplace(std::string(blob.raw()), **meta);
+        ASSERT_OK((*b)->Put(odb::kMeta, blob.raw(), v));
+      } else {
+        ASSERT_OK((*b)->Delete(table, kv->first));
+      }
+      ASSERT_OK((*b)->Commit());
+    }
+    auto damaged = store_->Audit();
+    ASSERT_OK(damaged);
+    ASSERT_FALSE(damaged->faults.empty());
+    const std::string expect = table == odb::kMeta ? "blob " : std::string(table) + " ";
+    EXPECT_TRUE(std::any_of(damaged->faults.begin(), damaged->faults.end(), [&](const CheckEntry& e) {
+      return e.what.rfind(expect, 0) == 0;
+    })) << damaged->faults.front().what << ": " << damaged->faults.front().detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+    auto back = store_->Get(table, kv->first);
+    ASSERT_OK(back);
+    ASSERT_TRUE(back->has_value());
+    EXPECT_EQ(**back, kv->second);
+  }
+}
 
 // metadata is editorial: several manifests may carry one name (the
 // KernelIndex export has 325 run names shared by 770 runs). The name must
