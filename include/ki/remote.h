@@ -60,9 +60,6 @@ inline constexpr std::string_view kOciPackMediaType = "application/vnd.kernelind
 inline constexpr std::string_view kDsseMediaType = "application/vnd.dsse.envelope.v1+json";
 // ki's media type of a stored manifest object (what Store records).
 inline constexpr std::string_view kManifestObjectMediaType = "application/vnd.kernelindex.manifest+json";
-// The store table that indexes attestations (owned by the signing module):
-// subject digest (32 raw bytes) + envelope digest (32 raw bytes) -> value.
-inline constexpr std::string_view kRemoteAttestationTable = "sign.attestations";
 // The store table of configured remotes: name -> JSON {"url", "insecure"}.
 inline constexpr std::string_view kRemoteConfigTable = "remote.config";
 // What each registry is known to hold (docs/format.md, "Remote state"). A

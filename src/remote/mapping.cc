@@ -136,11 +136,7 @@ Status LoadNode(Store& store, const Digest& d, ClosureNode* n) {
   // attestations do: ranking, records and evidence read them.
   KI_RETURN_IF_ERROR(catalog::FactsAbout(store, d, &n->children));
   // Attestations filed under this object travel with it.
-  std::vector<std::pair<Digest, std::string>> envs;
-  KI_RETURN_IF_ERROR(store.Scan(kRemoteAttestationTable, d.raw(), [&](std::string_view k, std::string_view v) {
-    if (k.size() == 64) envs.emplace_back(Digest::FromRaw(k.substr(32)), std::string(v));
-    return true;
-  }));
+  KI_ASSIGN_OR_RETURN(auto envs, ListAttestationRows(store, d));
   for (auto& [env, value] : envs) {
     KI_ASSIGN_OR_RETURN(auto einfo, store.Stat(env));
     if (!einfo) continue;
@@ -442,7 +438,7 @@ Result<Layer> ParseLayer(const Json& d, const TransferOptions& opts, size_t i) {
     return Bad(where + ": unknown role '" + role.substr(0, 60) + "'");
   }
   // Only what a pull holds whole is capped: a blob over stream_above goes
-  // to a scratch file (transfer.cc), whatever its size.
+  // to a scratch file (pull.cc), whatever its size.
   const bool streamed = l.role == Role::kBlob && l.size > opts.stream_above;
   if (!streamed && l.size > opts.max_blob_size) {
     return Status::InvalidInput("remote manifest: " + where + " (" + l.digest.str() + ") announces " +

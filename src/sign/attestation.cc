@@ -526,6 +526,22 @@ Result<std::vector<Digest>> ListAttestations(Store& store, const Digest& subject
   return out;
 }
 
+Result<std::vector<std::pair<Digest, std::string>>> ListAttestationRows(Store& store, const Digest& subject) {
+  std::vector<std::pair<Digest, std::string>> out;
+  KI_RETURN_IF_ERROR(store.Scan(kAttestationTable, subject.raw(), [&](std::string_view k, std::string_view v) {
+    if (k.size() == 64) out.emplace_back(Digest::FromRaw(k.substr(32)), std::string(v));
+    return true;
+  }));
+  return out;
+}
+
+Status FileAttestationRow(Batch& batch, const Digest& subject, const Digest& envelope, std::string_view value) {
+  std::string key = IndexKey(subject, envelope);
+  KI_ASSIGN_OR_RETURN(auto have, batch.Get(kAttestationTable, key));
+  if (have) return Status::OK();
+  return batch.Put(kAttestationTable, key, value);
+}
+
 namespace {
 
 AttestationReport CheckStored(Store& store, const Digest& subject, const Digest& envelope, const KeySources& keys) {

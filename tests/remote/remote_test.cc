@@ -113,7 +113,7 @@ class RemoteTest : public ::testing::Test {
     env_digest_ = env->digest;
     std::string key(run_.raw());
     key.append(env_digest_.raw());
-    ASSERT_OK((*b)->Put(kRemoteAttestationTable, key, ""));
+    ASSERT_OK((*b)->Put(kAttestationTable, key, ""));
     ASSERT_OK((*b)->Commit());
   }
 
@@ -214,7 +214,7 @@ TEST_F(RemoteTest, PushPullRoundTripRestoresObjectsNamesAndAttestations) {
   EXPECT_EQ(*named, run_);
   std::string key(run_.raw());
   key.append(env_digest_.raw());
-  auto row = dst_->Get(kRemoteAttestationTable, key);
+  auto row = dst_->Get(kAttestationTable, key);
   ASSERT_OK(row);
   EXPECT_TRUE(row->has_value());
   auto v = dst_->Verify(run_);
@@ -376,7 +376,7 @@ TEST_F(RemoteTest, BundleRoundTripInSeveralParts) {
   EXPECT_EQ(*named, run_);
   std::string key(run_.raw());
   key.append(env_digest_.raw());
-  auto row = dst_->Get(kRemoteAttestationTable, key);
+  auto row = dst_->Get(kAttestationTable, key);
   ASSERT_OK(row);
   EXPECT_TRUE(row->has_value());
 
@@ -1872,7 +1872,7 @@ TEST_F(RemoteTest, PulledAttestationsAreCheckedAsSignEnvelopeChecksThem) {
     auto put = (*b)->PutBlob(*e, kDsseMediaType);
     ASSERT_OK(put);
     filed.push_back(put->digest);
-    ASSERT_OK((*b)->Put(kRemoteAttestationTable, std::string(run_.raw()) + std::string(put->digest.raw()), ""));
+    ASSERT_OK((*b)->Put(kAttestationTable, std::string(run_.raw()) + std::string(put->digest.raw()), ""));
   }
   ASSERT_OK((*b)->Commit());
 

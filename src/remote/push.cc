@@ -1,0 +1,571 @@
+// Push (remote.h): the order of operations that makes a failed push
+// invisible, one method per phase of Pusher::Run:
+//
+// CollectClosures (every ref's closure) -> PlanBundle (a bundle's union
+// and its parts, refused before anything is sent when too many) ->
+// PlanBlobs (unique blobs the registry is not known to hold) -> StartPack
+// (a bundle's pack is built meanwhile, unless remote.state knows the pack
+// of the same objects under the same tag) -> UploadBlobs (HEAD, upload
+// what is missing; N workers, one connection each) -> PrepareBundle (the
+// pack and the index that names it) -> WriteBundle (the pack blob, parts,
+// pack manifest, then the index) or WriteClosures (image
+// manifests under their tags, attestation referrers and the sha256-<hex>
+// fallback index). The manifests go last: a tag never names a manifest
+// whose blobs are absent.
+//
+// Blobs over TransferOptions::stream_above are never held whole: they are
+// read from the store into the upload through a bounded pipe (StoreSource).
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "json/fields.h"
+#include "ki/json.h"
+#include "remote/mapping.h"
+#include "remote/pack.h"
+#include "remote/state.h"
+#include "remote/store_io.h"
+#include "remote/target.h"
+#include "remote/transfer.h"
+
+namespace ki {
+
+using remote::Closure;
+using remote::Conn;
+using remote::Layer;
+using remote::PackRow;
+using remote::Role;
+using remote::RunParallel;
+using remote::Target;
+
+namespace {
+
+// What a failed push tells the user to do next: run it again where that
+// can help (a dropped connection, a registry error, a time limit), and
+// where it cannot (Target::FailedForGood), only that a run after the fix
+// picks up where this one stopped.
+std::string RerunAdvice(const Target& target, const char* what) {
+  if (target.FailedForGood()) return std::string("once what follows is fixed, the same ki push will ") + what + " from there";
+  return std::string("run the same ki push again to ") + what;
+}
+
+// Adds `desc` to the sha256-<hex> index of `subject` (the referrers tag
+// schema of the distribution-spec, for registries without the API).
+Status AddToFallbackIndex(Conn& conn, const Digest& subject, const Json& desc, const TransferOptions& opts) {
+  std::string tag = remote::FallbackTag(subject);
+  Json index = {{"schemaVersion", 2}, {"mediaType", remote::kOciIndexType}, {"manifests", Json::array()}};
+  auto cur = conn.GetManifest(tag);
+  if (cur.ok()) {
+    ParseLimits limits;
+    limits.max_bytes = opts.max_manifest_size;
+    auto j = ParseDocument(cur->bytes, DocFormat::kJson, tag, limits);
+    if (j.ok() && j->is_object() && j->contains("manifests") && (*j)["manifests"].is_array()) index = std::move(*j);
+  } else if (!cur.status().IsNotFound()) {
+    return cur.status();
+  }
+  for (const Json& m : index["manifests"])
+    if (StringOr(m, "digest") == desc["digest"]) return Status::OK();
+  index["manifests"].push_back(desc);
+  return conn.PutManifest(tag, index.dump(), remote::kOciIndexType, nullptr);
+}
+
+// A bundle's pack (pack.h): every object of `layers` up to kPackEntryMax,
+// in layer order, read (and so re-hashed) from the store.
+Result<std::string> BuildPack(Store& store, const std::vector<Layer>& layers, uint64_t* objects) {
+  uint64_t tar_bytes = 1024;
+  for (const Layer& l : layers)
+    if (l.size <= remote::kPackEntryMax) tar_bytes += remote::PackEntryBytes(l.size);
+  remote::PackWriter pack(tar_bytes);
+  for (const Layer& l : layers) {
+    if (l.size > remote::kPackEntryMax) continue;
+    KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(l.digest));
+    if (bytes.size() != l.size) {
+      return Status::Corruption(l.digest.str() + " has " + std::to_string(bytes.size()) + " bytes, the store said " +
+                                std::to_string(l.size));
+    }
+    KI_RETURN_IF_ERROR(pack.Add(l.digest, bytes));
+  }
+  *objects = pack.entries();
+  return pack.Finish();
+}
+
+// The key of the pack BuildPack makes of `layers` (pack.h, PackKey).
+Digest PackKeyOf(const std::vector<Layer>& layers) {
+  remote::PackKey key;
+  for (const Layer& l : layers)
+    if (l.size <= remote::kPackEntryMax) key.Add(l.digest, l.size);
+  return key.Finish();
+}
+
+class Pusher {
+ public:
+  Pusher(Store& store, const RemoteUrl& url, const TransferOptions& opts) : store_(store), url_(url), opts_(opts) {}
+  Pusher(const Pusher&) = delete;
+  Pusher& operator=(const Pusher&) = delete;
+
+  Result<PushReport> Run(const std::vector<std::string>& refs);
+
+ private:
+  struct Item {
+    Digest digest;
+    uint64_t size;
+  };
+
+  bool bundle() const { return !opts_.bundle_tag.empty(); }
+  Status CollectClosures(const std::vector<std::string>& refs);
+  Status PlanBundle();
+  void PlanBlobs();
+  void StartPack();
+  Status UploadBlobs();
+  Status PrepareBundle();
+  Status WriteBundle();
+  Status WriteClosures();
+  Status WriteClosure(Conn& conn, size_t r);
+
+  // Uploads item i (read from the store, streamed when large).
+  Status Upload(Conn& conn, size_t i);
+  // Re-checks a closure whose manifest the registry refused although
+  // remote.state said it held every blob (a registry wiped or
+  // garbage-collected since): HEAD each, upload what is gone. True when
+  // something was missing.
+  Result<bool> Recheck(Conn& conn, const std::vector<Layer>& layers);
+  // PUT a manifest under `ref`; if refused and the closure relied on
+  // remote.state, re-check its blobs and try once more.
+  Status PutImageManifest(Conn& conn, const std::vector<Layer>& layers, const std::string& ref,
+                          const std::string& manifest);
+  // remote.state is a cache: failing to write it loses requests, not data.
+  void SaveState();
+  void CountSent();
+
+  // A bundle's pack and index.
+  void SetPack(const PackRow& p, bool built);
+  Status TakeBuiltPack();  // the pack once built: named by the index, and recorded for the next push
+  void ComposeIndex();
+  Result<bool> TagNamesIndex(Conn& conn);  // written before (remote.state), and a HEAD says the tag still names it
+  Status WriteBundleManifests();
+
+  Store& store_;
+  const RemoteUrl& url_;
+  const TransferOptions& opts_;
+  PushReport report_;
+  std::vector<Closure> closures_;
+  // A bundle: the union of the closures, each object once, in closure
+  // order, and the parts that list it.
+  std::vector<Layer> all_;
+  std::vector<std::string> parts_;
+  remote::RemoteState state_;
+  remote::StateUpdate learnt_;
+  std::unique_ptr<Target> target_;
+
+  // Unique blobs over every closure, the empty config first.
+  std::vector<Item> items_;
+  std::unordered_map<Digest, size_t> index_of_;
+  std::vector<uint8_t> sent_;
+  std::vector<size_t> todo_;  // items the registry is not known to hold
+  std::mutex recheck_mu_;     // items' `sent` flags are shared by closures
+
+  std::atomic<uint64_t> bytes_up_{0}, n_streamed_{0}, n_sent_{0}, n_unasked_{0}, n_checked_{0};
+  std::atomic<int> miss_streak_{0};
+  std::atomic<size_t> written_{0};
+  // Object bytes read for upload at once (push_buffer_bytes): a worker waits
+  // before reading an object that would pass the budget; one larger than
+  // the budget goes when nothing else is in flight.
+  std::mutex flight_mu_;
+  std::condition_variable flight_cv_;
+  uint64_t in_flight_ = 0;
+
+  // The bundle's pack, index and the pack's manifest.
+  Digest pack_key_;
+  std::optional<PackRow> known_pack_;
+  std::optional<Result<std::string>> pack_bytes_;
+  uint64_t pack_objects_ = 0;
+  std::string pack_manifest_, index_;
+  Digest index_digest_;
+  // Declared last, so that it is joined before what it reads goes away.
+  std::jthread packer_;
+};
+
+Status Pusher::CollectClosures(const std::vector<std::string>& refs) {
+  remote::ClosureCache cache;
+  std::unordered_set<Digest> roots;
+  for (const auto& ref : refs) {
+    KI_ASSIGN_OR_RETURN(Digest root, store_.Resolve(ref));
+    if (!roots.insert(root).second) continue;  // named twice: pushed once
+    KI_ASSIGN_OR_RETURN(Closure c, remote::CollectClosure(store_, root, ref, &cache));
+    PushedRef pr;
+    pr.ref = ref;
+    pr.root = root;
+    pr.tag = c.name.empty() ? "ki-" + root.hex() : SanitizeTag(c.name);
+    pr.objects = c.layers.size();
+    for (const Layer& l : c.layers) pr.attestations += l.role == Role::kAttestation;
+    report_.refs.push_back(std::move(pr));
+    closures_.push_back(std::move(c));
+  }
+  return Status::OK();
+}
+
+Status Pusher::PlanBundle() {
+  if (!bundle()) return Status::OK();
+  std::unordered_set<Digest> in_bundle;
+  for (const Closure& c : closures_)
+    for (const Layer& l : c.layers)
+      if (in_bundle.insert(l.digest).second) all_.push_back(l);
+  parts_ = remote::BundleParts(all_, opts_.bundle_part_bytes);
+  if (parts_.size() > remote::kBundleMaxParts) {
+    return Status::InvalidInput("the bundle " + opts_.bundle_tag + " would need " + std::to_string(parts_.size()) +
+                                " parts of at most " + std::to_string(opts_.bundle_part_bytes) + " bytes, more than the " +
+                                std::to_string(remote::kBundleMaxParts) + " a bundle may have; nothing was sent");
+  }
+  return Status::OK();
+}
+
+void Pusher::PlanBlobs() {
+  items_.push_back({remote::EmptyConfigDigest(), 2});
+  std::unordered_set<Digest> seen{remote::EmptyConfigDigest()};
+  for (const Closure& c : closures_)
+    for (const Layer& l : c.layers)
+      if (seen.insert(l.digest).second) items_.push_back({l.digest, l.size});
+  sent_.assign(items_.size(), 0);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    index_of_[items_[i].digest] = i;
+    if (state_.blobs.count(items_[i].digest)) report_.blobs_known++;
+    else todo_.push_back(i);
+  }
+}
+
+// A bundle's pack is built while the blobs upload: reading and compressing
+// every object is CPU, the uploads mostly wait on the registry. Unless
+// remote.state has the pack of these very objects: then it is built only
+// if the tag turns out not to name this bundle any more.
+void Pusher::StartPack() {
+  if (all_.empty() || !opts_.use_pack) return;
+  pack_key_ = PackKeyOf(all_);
+  auto it = state_.packs.find(opts_.bundle_tag);
+  if (it != state_.packs.end() && it->second.key == pack_key_) known_pack_ = it->second;
+  else packer_ = std::jthread([this] { pack_bytes_ = BuildPack(store_, all_, &pack_objects_); });
+}
+
+Status Pusher::Upload(Conn& conn, size_t i) {
+  const bool streamed = i != 0 && items_[i].size > opts_.stream_above;
+  // A streamed object holds its pipe, not itself.
+  const uint64_t n = streamed ? std::min<uint64_t>(items_[i].size, remote::kPipeBytes) : items_[i].size;
+  {
+    std::unique_lock<std::mutex> l(flight_mu_);
+    flight_cv_.wait(l, [&] { return in_flight_ == 0 || in_flight_ + n <= opts_.push_buffer_bytes; });
+    in_flight_ += n;
+    report_.peak_bytes_in_flight = std::max(report_.peak_bytes_in_flight, in_flight_);
+  }
+  struct Landed {  // gives the budget back on every path out
+    Pusher* p;
+    uint64_t n;
+    ~Landed() {
+      std::lock_guard<std::mutex> l(p->flight_mu_);
+      p->in_flight_ -= n;
+      p->flight_cv_.notify_all();
+    }
+  } landed{this, n};
+  if (streamed) {
+    // ReadStream re-hashes as it reads: what we upload is what the digest names.
+    remote::StoreSource source(store_, items_[i].digest, items_[i].size);
+    KI_RETURN_IF_ERROR(conn.PutBlobFrom(items_[i].digest, items_[i].size, source));
+    bytes_up_ += items_[i].size;
+    n_streamed_++;
+    sent_[i] = 1;
+    learnt_.Blob(items_[i].digest);
+    return Status::OK();
+  }
+  std::string bytes;
+  if (i == 0) {
+    bytes = std::string(remote::EmptyConfig());
+  } else {
+    // Read re-hashes: what we upload is what the digest names.
+    KI_ASSIGN_OR_RETURN(bytes, store_.Read(items_[i].digest));
+  }
+  KI_RETURN_IF_ERROR(conn.PutBlob(items_[i].digest, bytes));
+  bytes_up_ += bytes.size();
+  sent_[i] = 1;
+  learnt_.Blob(items_[i].digest);
+  return Status::OK();
+}
+
+Status Pusher::UploadBlobs() {
+  remote::Progress progress(opts_, items_.size());
+  if (report_.blobs_known) progress.Add(report_.blobs_known, 0);
+  Status st = RunParallel(*target_, opts_.push_jobs, todo_.size(), [&](Conn& conn, size_t k) -> Status {
+    size_t i = todo_[k];
+    const Item& it = items_[i];
+    // A HEAD costs a request and saves two (POST + PUT) only when it hits:
+    // once they keep missing, ask only one blob in head_sample.
+    bool blind = opts_.blind_after_misses > 0 && miss_streak_.load() >= opts_.blind_after_misses &&
+                 (opts_.head_sample <= 0 || k % size_t(opts_.head_sample) != 0);
+    if (!blind) {
+      n_checked_++;
+      KI_ASSIGN_OR_RETURN(bool has, conn.HasBlob(it.digest, it.size));
+      if (has) {
+        miss_streak_ = 0;
+        learnt_.Blob(it.digest);
+        progress.Add(1, 0);
+        return Status::OK();
+      }
+      miss_streak_++;
+    } else {
+      n_unasked_++;
+    }
+    KI_RETURN_IF_ERROR(Upload(conn, i));
+    n_sent_++;
+    progress.Add(1, it.size);
+    return Status::OK();
+  });
+  report_.blobs_checked = n_checked_;
+  report_.blobs_sent = n_sent_;
+  report_.blobs_sent_unasked = n_unasked_;
+  report_.http_requests = target_->requests();
+  if (!st.ok()) {
+    (void)target_->Finish();  // a layout keeps the blobs it got, so a re-run resumes
+    SaveState();              // and a registry's re-run skips what was uploaded
+    return st.WithContext("push to " + url_.str() + " is incomplete: " + std::to_string(n_sent_.load()) +
+                          " objects were uploaded and no manifest or tag was written; " + RerunAdvice(*target_, "resume"));
+  }
+  return Status::OK();
+}
+
+Result<bool> Pusher::Recheck(Conn& conn, const std::vector<Layer>& layers) {
+  bool missing = false;
+  std::vector<size_t> idx{0};
+  for (const Layer& l : layers) idx.push_back(index_of_[l.digest]);
+  for (size_t i : idx) {
+    if (!state_.blobs.count(items_[i].digest)) continue;  // checked or sent by this push
+    KI_ASSIGN_OR_RETURN(bool has, conn.HasBlob(items_[i].digest, items_[i].size));
+    if (has) continue;
+    missing = true;
+    learnt_.Gone(items_[i].digest);
+    std::lock_guard<std::mutex> l(recheck_mu_);
+    if (!sent_[i]) KI_RETURN_IF_ERROR(Upload(conn, i));
+  }
+  return missing;
+}
+
+Status Pusher::PutImageManifest(Conn& conn, const std::vector<Layer>& layers, const std::string& ref,
+                                const std::string& manifest) {
+  Status put = conn.PutManifest(ref, manifest, remote::kOciManifestType, nullptr);
+  if (put.ok() || state_.blobs.empty()) return put;
+  KI_ASSIGN_OR_RETURN(bool missing, Recheck(conn, layers));
+  if (!missing) return put;
+  return conn.PutManifest(ref, manifest, remote::kOciManifestType, nullptr);
+}
+
+void Pusher::SaveState() {
+  if (!state_.enabled) return;
+  Status st = [&]() -> Status {
+    KI_ASSIGN_OR_RETURN(auto batch, store_.NewBatch());
+    KI_RETURN_IF_ERROR(remote::WriteState(*batch, state_, learnt_));
+    return batch->Commit();
+  }();
+  if (!st.ok()) report_.warnings.push_back("could not record what " + url_.str() + " holds: " + st.message());
+}
+
+void Pusher::CountSent() {
+  for (size_t r = 0; r < closures_.size(); ++r) {
+    PushedRef& pr = report_.refs[r];
+    pr.sent = pr.skipped = pr.bytes_sent = 0;
+    for (const Layer& l : closures_[r].layers) {
+      if (sent_[index_of_[l.digest]]) {
+        pr.sent++;
+        pr.bytes_sent += l.size;
+      } else {
+        pr.skipped++;
+      }
+    }
+  }
+}
+
+void Pusher::SetPack(const PackRow& p, bool built) {
+  report_.pack.reset();
+  pack_manifest_.clear();
+  if (p.objects == 0) return;  // no object small enough: no pack
+  report_.pack = PushReport::Pack{p.digest, p.size, p.objects, false, built};
+  pack_manifest_ = remote::PackManifest(p.digest, p.size, p.objects);
+}
+
+Status Pusher::TakeBuiltPack() {
+  if (packer_.joinable()) packer_.join();
+  if (!pack_bytes_) return Status::OK();  // use_pack off, or nothing in the bundle
+  KI_RETURN_IF_ERROR(pack_bytes_->status());
+  PackRow row{pack_key_, Sha256Of(**pack_bytes_), (*pack_bytes_)->size(), pack_objects_};
+  learnt_.Pack(opts_.bundle_tag, row);
+  SetPack(row, true);
+  return Status::OK();
+}
+
+void Pusher::ComposeIndex() {
+  index_ = remote::BundleIndex(parts_, closures_.size(), report_.pack ? &pack_manifest_ : nullptr);
+  index_digest_ = Sha256Of(index_);
+  for (PushedRef& pr : report_.refs) {
+    pr.tag = opts_.bundle_tag;
+    pr.manifest = index_digest_;
+  }
+}
+
+Result<bool> Pusher::TagNamesIndex(Conn& conn) {
+  auto known = state_.tags.find(opts_.bundle_tag);
+  if (known == state_.tags.end() || known->second != index_digest_) return false;
+  KI_ASSIGN_OR_RETURN(auto now, conn.ResolveTag(opts_.bundle_tag));
+  return now && *now == index_digest_;
+}
+
+// The bundle's pack (known from remote.state, or built by StartPack's
+// thread) and the index that names it, before any manifest is written.
+Status Pusher::PrepareBundle() {
+  if (known_pack_) {
+    SetPack(*known_pack_, false);
+  } else if (Status built = TakeBuiltPack(); !built.ok()) {
+    (void)target_->Finish();
+    SaveState();
+    return built.WithContext("push to " + url_.str() + " is incomplete: every object was uploaded, "
+                             "but the bundle's pack could not be built (no manifest was written)");
+  }
+  ComposeIndex();
+  return Status::OK();
+}
+
+// One bundle: its parts, its pack (blob, then the manifest naming it),
+// then the index under the tag (last, as a closure manifest is).
+Status Pusher::WriteBundle() {
+  Status st = WriteBundleManifests();
+  if (st.ok()) written_ = closures_.size();
+  return st;
+}
+
+Status Pusher::WriteBundleManifests() {
+  KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
+  KI_ASSIGN_OR_RETURN(bool unchanged, TagNamesIndex(*conn));
+  if (unchanged) return Status::OK();
+  if (known_pack_) {
+    // remote.state's row only recognises a bundle the registry holds:
+    // an index is written only with a pack built from the objects.
+    known_pack_.reset();
+    pack_bytes_ = BuildPack(store_, all_, &pack_objects_);
+    KI_RETURN_IF_ERROR(TakeBuiltPack().WithContext("the bundle's pack could not be built"));
+    ComposeIndex();
+    KI_ASSIGN_OR_RETURN(unchanged, TagNamesIndex(*conn));
+    if (unchanged) return Status::OK();
+  }
+  if (report_.pack) {
+    // The pack blob: asked about first (a re-push of a bundle whose
+    // index changed keeps the same pack when its objects did not).
+    KI_ASSIGN_OR_RETURN(bool has, conn->HasBlob(report_.pack->digest, report_.pack->size));
+    if (!has) {
+      KI_RETURN_IF_ERROR(conn->PutBlob(report_.pack->digest, **pack_bytes_));
+      report_.pack->sent = true;
+    }
+    pack_bytes_.reset();
+  }
+  conn.reset();
+  // Parts by digest; each part's layers are the slice it lists.
+  std::vector<std::vector<Layer>> part_layers(parts_.size());
+  for (size_t p = 0, next = 0; p < parts_.size(); ++p) {
+    size_t n = Json::parse(parts_[p])["layers"].size();
+    part_layers[p].assign(all_.begin() + next, all_.begin() + next + n);
+    next += n;
+  }
+  KI_RETURN_IF_ERROR(RunParallel(*target_, opts_.push_jobs, parts_.size(), [&](Conn& c, size_t p) -> Status {
+    return PutImageManifest(c, part_layers[p], Sha256Of(parts_[p]).str(), parts_[p]);
+  }));
+  KI_ASSIGN_OR_RETURN(conn, target_->Connect());
+  if (report_.pack) {
+    KI_RETURN_IF_ERROR(conn->PutManifest(Sha256Of(pack_manifest_).str(), pack_manifest_, remote::kOciManifestType, nullptr));
+  }
+  KI_RETURN_IF_ERROR(conn->PutManifest(opts_.bundle_tag, index_, remote::kOciIndexType, nullptr));
+  learnt_.Tag(opts_.bundle_tag, index_digest_);
+  return Status::OK();
+}
+
+// Manifests last, in parallel too (thousands of records per push).
+Status Pusher::WriteClosures() {
+  return RunParallel(*target_, opts_.push_jobs, closures_.size(), [&](Conn& conn, size_t r) { return WriteClosure(conn, r); });
+}
+
+Status Pusher::WriteClosure(Conn& conn, size_t r) {
+  PushedRef& pr = report_.refs[r];
+  std::string manifest = remote::ImageManifest(closures_[r]);
+  pr.manifest = Sha256Of(manifest);
+  std::vector<std::string> tags{pr.tag};
+  // `ki pull REMOTE <ki digest>` finds a named root through this tag.
+  std::string digest_tag = "ki-" + pr.root.hex();
+  if (opts_.digest_tags && pr.tag != digest_tag) tags.push_back(digest_tag);
+  for (const std::string& tag : tags) {
+    auto known = state_.tags.find(tag);
+    if (known != state_.tags.end() && known->second == pr.manifest) {
+      // Written before: a HEAD confirms it still is (tags move).
+      KI_ASSIGN_OR_RETURN(auto now, conn.ResolveTag(tag));
+      if (now && *now == pr.manifest) continue;
+    }
+    KI_RETURN_IF_ERROR(PutImageManifest(conn, closures_[r].layers, tag, manifest));
+    learnt_.Tag(tag, pr.manifest);
+  }
+  for (const Layer& l : closures_[r].layers) {
+    if (l.role != Role::kAttestation) continue;
+    std::string ref_manifest = remote::AttestationManifest(l, pr.manifest, manifest.size());
+    Digest rd = Sha256Of(ref_manifest);
+    if (state_.referrers.count(rd)) continue;
+    bool indexed = false;
+    KI_RETURN_IF_ERROR(conn.PutManifest(rd.str(), ref_manifest, remote::kOciManifestType, &indexed));
+    if (!indexed) {
+      // Roots are distinct, so no two workers update one subject's index.
+      Json desc = {{"mediaType", remote::kOciManifestType},
+                   {"digest", rd.str()},
+                   {"size", ref_manifest.size()},
+                   {"artifactType", kDsseMediaType},
+                   {"annotations", {{std::string(kAnnSubject), l.subject->str()}}}};
+      KI_RETURN_IF_ERROR(AddToFallbackIndex(conn, pr.manifest, desc, opts_));
+    }
+    learnt_.Referrer(rd);
+  }
+  written_++;
+  return Status::OK();
+}
+
+Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
+  if (bundle() && !IsValidTag(opts_.bundle_tag)) {
+    return Status::Usage("'" + opts_.bundle_tag + "' is not a valid OCI tag");
+  }
+  KI_RETURN_IF_ERROR(CollectClosures(refs));
+  KI_RETURN_IF_ERROR(PlanBundle());
+  KI_ASSIGN_OR_RETURN(state_, remote::LoadState(store_, url_));
+  if (!opts_.use_remote_state) state_.Clear();
+  KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush));
+  PlanBlobs();
+  StartPack();
+  KI_RETURN_IF_ERROR(UploadBlobs());
+  if (bundle()) KI_RETURN_IF_ERROR(PrepareBundle());
+  Status mst = bundle() ? WriteBundle() : WriteClosures();
+  Status fin = target_->Finish();
+  report_.http_requests = target_->requests();
+  report_.blobs_sent = 0;
+  for (uint8_t s : sent_) report_.blobs_sent += s;
+  report_.bytes_sent = bytes_up_;
+  report_.blobs_streamed = n_streamed_;
+  CountSent();
+  SaveState();
+  if (!mst.ok()) {
+    return mst.WithContext("push to " + url_.str() + " is incomplete: every object was uploaded, but only " +
+                           std::to_string(written_.load()) + " of " + std::to_string(closures_.size()) +
+                           " refs were written; " + RerunAdvice(*target_, "finish"));
+  }
+  KI_RETURN_IF_ERROR(fin);
+  return std::move(report_);
+}
+
+}  // namespace
+
+Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
+                        const TransferOptions& opts) {
+  Pusher pusher(store, url, opts);
+  return pusher.Run(refs);
+}
+
+}  // namespace ki

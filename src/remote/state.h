@@ -1,0 +1,89 @@
+// remote.state (docs/format.md, "Remote state"): what each registry is
+// known to hold, as git's remote-tracking refs record a remote's branches.
+// A cache: dropping it costs requests, never correctness.
+//
+// Rows under an 8-byte prefix naming the registry (SHA-256 of its URL), then
+//   'b' + raw digest           -> ""                 the registry holds this blob
+//   't' + tag                  -> raw manifest digest the tag named when last written or read
+//   'r' + raw manifest digest  -> ""                 a referrer manifest written and indexed
+//   'p' + bundle tag           -> PackRow (80 bytes) the pack last built for the bundle pushed under the tag
+// Only registries have one: a layout answers HEAD from its own directory.
+//
+// Thread-safety: StateUpdate's adders may be called from any thread; the
+// rest is one thread's.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ki/digest.h"
+#include "ki/remote.h"
+#include "ki/store.h"
+
+namespace ki::remote {
+
+// What a push needs of a pack to write its manifest and the bundle's
+// index, under the key of what the pack holds: a later push of the same
+// objects under the same tag knows the index it would write without
+// building the pack again.
+struct PackRow {
+  Digest key;      // PackKey of the bundle's packed objects
+  Digest digest;   // the pack blob
+  uint64_t size = 0;
+  uint64_t objects = 0;  // entries; 0: no object was small enough, the bundle has no pack
+};
+
+struct RemoteState {
+  bool enabled = false;  // false for a layout: nothing is read or written
+  std::string prefix;
+  std::unordered_set<Digest> blobs, referrers;
+  std::unordered_map<std::string, Digest> tags;
+  std::unordered_map<std::string, PackRow> packs;  // by bundle tag
+  void Clear() {
+    blobs.clear();
+    referrers.clear();
+    tags.clear();
+    packs.clear();
+  }
+};
+
+Result<RemoteState> LoadState(Store& store, const RemoteUrl& url);
+
+// What one transfer learnt about the registry, written to remote.state.
+struct StateUpdate {
+  std::mutex mu;
+  std::vector<Digest> blobs, gone, referrers;
+  std::vector<std::pair<std::string, Digest>> tags;
+  std::vector<std::pair<std::string, PackRow>> packs;
+  void Blob(const Digest& d) {
+    std::lock_guard<std::mutex> l(mu);
+    blobs.push_back(d);
+  }
+  void Gone(const Digest& d) {
+    std::lock_guard<std::mutex> l(mu);
+    gone.push_back(d);
+  }
+  void Tag(const std::string& t, const Digest& m) {
+    std::lock_guard<std::mutex> l(mu);
+    tags.emplace_back(t, m);
+  }
+  void Referrer(const Digest& d) {
+    std::lock_guard<std::mutex> l(mu);
+    referrers.push_back(d);
+  }
+  void Pack(const std::string& tag, const PackRow& p) {
+    std::lock_guard<std::mutex> l(mu);
+    packs.emplace_back(tag, p);
+  }
+};
+
+// Writes the rows `u` adds to `old` (only those that change something).
+Status WriteState(Batch& batch, const RemoteState& old, const StateUpdate& u);
+
+}  // namespace ki::remote
