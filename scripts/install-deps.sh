@@ -15,6 +15,8 @@ pkgs=(
   python3-torch libtorch-dev pybind11-dev libpython3.11 python3-dev ninja-build
   docker-registry skopeo
   clang libclang-rt-14-dev  # fuzz/: clang and its libFuzzer runtime (cmake -DKI_FUZZ=ON)
+  libjs-chart.js  # ki report copies its chart.min.js into every site it writes
+  chromium        # tests/cli/report_browser.sh opens the report in headless Chromium
 )
 
 missing=()

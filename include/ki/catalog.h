@@ -308,6 +308,9 @@ struct GroupSummary {
 };
 // Every comparison group of the store that passes `filter`, by group key.
 Result<std::vector<GroupSummary>> ListGroups(Store& store, const GroupFilter& filter);
+// Every run of a group as its entry (kernel or serving), unranked, in run
+// digest order: what a serving group, which ranking-v1 does not rank, holds.
+Result<std::vector<RankEntry>> GroupMembers(Store& store, const Digest& cohort);
 
 struct RunFilter {
   std::string operation, hardware, implementation;  // as GroupFilter's fields

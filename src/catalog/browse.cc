@@ -116,6 +116,10 @@ Result<std::vector<GroupSummary>> ListGroups(Store& store, const GroupFilter& fi
   return out;
 }
 
+Result<std::vector<RankEntry>> GroupMembers(Store& store, const Digest& cohort) {
+  return tables::CohortEntries(store, cohort);
+}
+
 Result<bool> RunMatches(Store& store, const Digest& run, const RunFilter& filter) {
   const bool wants_run_fields = !filter.operation.empty() || !filter.hardware.empty() ||
                                 !filter.implementation.empty() || !filter.since.empty();

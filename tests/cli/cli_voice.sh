@@ -20,7 +20,7 @@ voice "no command" 'ki: error: a command is required (see `ki --help`)' ki
 voice "unknown command" "ki: error: 'bogus' is not a ki command (see \`ki --help\`)" ki bogus
 voice "a typo" "ki: error: 'shwo' is not a ki command; did you mean show? (see \`ki --help\`)" ki shwo
 voice "several near" "ki: error: 'rnu' is not a ki command; did you mean run? (see \`ki --help\`)" ki rnu
-voice "a prefix" "ki: error: 're' is not a ki command; did you mean records, remote or rerun? (see \`ki --help\`)" ki re
+voice "a prefix" "ki: error: 're' is not a ki command; did you mean records, remote or report? (see \`ki --help\`)" ki re
 voice "missing positional" 'ki: error: missing argument REF (see `ki show --help`)' ki show
 voice "missing positional of a subcommand" 'ki: error: missing argument NAME (see `ki key export --help`)' ki key export
 voice "missing subcommand" 'ki: error: ki key needs a subcommand: generate, list, export (see `ki key --help`)' ki key

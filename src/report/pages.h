@@ -1,0 +1,43 @@
+// The pages of the report, each rendered from the Model (and, for run
+// pages, the run's own objects) into one HTML document. Internal to report.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ki/evidence.h"
+#include "ki/store.h"
+#include "report/model.h"
+
+namespace ki::report {
+
+std::string RenderIndex(const Model& m);
+std::string RenderGroup(const Model& m, const GroupView& g);
+std::string RenderOperation(const Model& m, const OperationView& op);
+// What run pages share and need only once: the sections of protocols and
+// environments, which hundreds of runs name. One per rendering thread.
+struct RunPageCache {
+  std::map<Digest, std::string> settings;  // the section's HTML, "" when not held
+};
+Result<std::string> RenderRun(Store& store, const Model& m, const EvidenceEvaluator& evidence, const Digest& run,
+                              const RunPlace& place, RunPageCache& cache);
+Result<std::string> RenderSetting(Store& store, const Model& m, const SettingView& v);
+
+// Shared by the pages.
+std::string ShortDigest(const Digest& d);          // "sha256:215ac4f9a267…"
+std::string ShortDigest(const std::string& d);     // the same for a digest's text
+std::string ValueText(const catalog::RankEntry& e);     // "18.10 µs", "-"
+std::string IntervalText(const catalog::RankEntry& e);  // "17.9 µs – 18.3 µs", ""
+std::string RunLabel(const catalog::RankEntry& e);      // implementation, else name, else id
+// A section of a manifest's fields ("hardware.product  NVIDIA B200"),
+// "" when there are none.
+std::string FieldsSection(const std::string& id, const std::string& heading, const Json& v,
+                          const std::string& heading_html = "");
+// The stored document of a manifest (metadata kept), or its canonical fields.
+Json DocumentOf(Store& store, const Manifest& m);
+// metadata.name of a document, "" when none.
+std::string NameOfManifest(const Json& doc);
+// Row of a key/value table: <tr><th>k</th><td>v_html</td></tr>.
+std::string Row(const std::string& key, const std::string& value_html);
+
+}  // namespace ki::report
