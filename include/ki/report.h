@@ -16,8 +16,11 @@
 //
 // Writing is incremental: DIR keeps a list of the pages it holds and the
 // SHA-256 of each (`.ki-report`, docs/format.md "Report page list"; not a ki
-// object), and a page whose bytes are unchanged is not written again. Pages
-// the list names that the store no longer gives are removed.
+// object), and a page whose bytes are unchanged is not written again. A run
+// page also records a digest of its inputs (its place in its group, facts,
+// attestations, trust, the presence of what it references): when they are
+// unchanged it is not rendered at all. Pages the list names that the store
+// no longer gives are removed.
 //
 // Thread-safety: WriteReport reads the store from its calling thread only.
 #pragma once
@@ -48,6 +51,11 @@ struct ReportOptions {
   // prefix, or any object REF naming a run); empty: the whole store.
   std::vector<std::string> refs;
   std::string chartjs_path{kChartJsPath};
+  // Names the code that renders the pages (ki's version and a digest of
+  // its binary, for the command): part of every run page's inputs, so a
+  // different ki renders every page again rather than trust pages an older
+  // one wrote.
+  std::string renderer = KI_VERSION;
   std::function<void(const ReportProgress&)> progress;
 };
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ struct Model {
   std::map<Digest, RunPlace> runs;                  // every run with a page
   std::map<std::string, OperationView> operations;  // by operation digest
   std::map<Digest, SettingView> settings;           // protocols and environments of kernel groups
-  std::set<std::string> pages;                      // every page the site holds
+  std::unordered_set<std::string> pages;            // every page the site holds
 
   bool Has(const std::string& page) const { return pages.count(page) > 0; }
 };

@@ -10,6 +10,7 @@
 #include "ki/human.h"
 #include "ki/sign.h"
 #include "report/html.h"
+#include "report/inputs.h"
 #include "report/pages.h"
 
 namespace ki::report {
@@ -346,8 +347,9 @@ std::string EvidenceSections(const Evidence& ev) {
 }  // namespace
 
 Result<std::string> RenderRun(Store& store, const Model& m, const EvidenceEvaluator& evidence, const Digest& d,
-                              const RunPlace& place, RunPageCache& cache) {
+                              const RunPlace& place, RunPageCache& cache, std::vector<Digest>* watched) {
   KI_ASSIGN_OR_RETURN(Manifest run, store.ReadManifest(d));
+  if (watched) *watched = WatchedObjects(store, run);
   const Json& s = run.spec;
   Json doc = DocumentOf(store, run);
   std::string title;

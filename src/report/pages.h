@@ -19,8 +19,9 @@ std::string RenderOperation(const Model& m, const OperationView& op);
 struct RunPageCache {
   std::map<Digest, std::string> settings;  // the section's HTML, "" when not held
 };
+// `watched` gets the objects the page's inputs watch (inputs.h).
 Result<std::string> RenderRun(Store& store, const Model& m, const EvidenceEvaluator& evidence, const Digest& run,
-                              const RunPlace& place, RunPageCache& cache);
+                              const RunPlace& place, RunPageCache& cache, std::vector<Digest>* watched);
 Result<std::string> RenderSetting(Store& store, const Model& m, const SettingView& v);
 
 // Shared by the pages.

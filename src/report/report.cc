@@ -1,12 +1,15 @@
-// ki report: gathers the model, renders every page and writes those whose
-// bytes changed, keeping DIR's page list (.ki-report) in step.
+// ki report: gathers the model, renders the pages and writes those whose
+// bytes changed, keeping DIR's page list (.ki-report) in step. A run page
+// whose inputs (inputs.h) are those the list records is not even rendered.
 #include "ki/report.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ki/embedded.h"
 #include "ki/evidence.h"
+#include "report/inputs.h"
 #include "report/model.h"
 #include "report/pages.h"
 
@@ -18,27 +21,86 @@ namespace {
 
 constexpr std::string_view kListName = ".ki-report";
 constexpr std::string_view kListFormat = "ki-report-pages/1";
-constexpr uint64_t kMaxList = 64ull << 20;
+constexpr uint64_t kMaxList = 256ull << 20;
 constexpr uint64_t kMaxChartJs = 16ull << 20;
 
-// Writes the pages of one render and remembers their digests; a page whose
-// digest the previous list holds, and whose file is there, is not written.
+// One page of the list (docs/format.md, "Report page list").
+struct PageEntry {
+  std::string sha256;  // of the page's bytes
+  uint64_t size = 0;
+  std::string inputs;             // run pages: RunInputs, else ""
+  std::vector<Digest> watched;    // run pages: WatchedObjects
+};
+
+// One line of the list: `<sha256 hex> <size> <inputs hex or -> <page>
+// [<watched hex>...]` (page names have no spaces: ki makes them).
+std::string EntryLine(const std::string& page, const PageEntry& e) {
+  std::string line = e.sha256.substr(7) + " " + std::to_string(e.size) + " " +
+                     (e.inputs.empty() ? std::string("-") : e.inputs.substr(7)) + " " + page;
+  for (const auto& d : e.watched) line += " " + d.hex();
+  return line + "\n";
+}
+
+// A line that is not as format.md says is dropped: its page is then
+// written again, never trusted.
+std::optional<std::pair<std::string, PageEntry>> EntryFromLine(std::string_view line) {
+  std::vector<std::string_view> f;
+  for (size_t at = 0; at <= line.size();) {
+    size_t sp = line.find(' ', at);
+    if (sp == std::string_view::npos) sp = line.size();
+    f.push_back(line.substr(at, sp - at));
+    at = sp + 1;
+  }
+  if (f.size() < 4) return std::nullopt;
+  PageEntry e;
+  auto digest = Digest::Parse("sha256:" + std::string(f[0]));
+  if (!digest.ok()) return std::nullopt;
+  e.sha256 = digest->str();
+  uint64_t size = 0;
+  for (char c : f[1]) {
+    if (c < '0' || c > '9' || size > (1ull << 40)) return std::nullopt;
+    size = size * 10 + uint64_t(c - '0');
+  }
+  e.size = size;
+  if (f[2] != "-") {
+    auto inputs = Digest::Parse("sha256:" + std::string(f[2]));
+    if (!inputs.ok()) return std::nullopt;
+    e.inputs = inputs->str();
+  }
+  for (size_t i = 4; i < f.size(); ++i) {
+    auto w = Digest::Parse("sha256:" + std::string(f[i]));
+    if (!w.ok()) return std::nullopt;
+    e.watched.push_back(*w);
+  }
+  return std::pair{std::string(f[3]), std::move(e)};
+}
+
+using PageList = std::map<std::string, PageEntry>;
+
+// Writes the pages of one render and remembers them; a page whose digest
+// the previous list holds, and whose file is there, is not written.
 class SiteWriter {
  public:
-  SiteWriter(Env* env, std::string dir, std::map<std::string, std::string> previous)
+  SiteWriter(Env* env, std::string dir, PageList previous)
       : env_(env), dir_(std::move(dir)), previous_(std::move(previous)) {}
 
-  Status Put(const std::string& page, std::string_view bytes) {
+  // The previous render's entry of `page`, when its file is still there.
+  const PageEntry* Previous(const std::string& page) {
+    auto it = previous_.find(page);
+    if (it == previous_.end() || !env_->Exists(dir_ + "/" + page)) return nullptr;
+    return &it->second;
+  }
+
+  Status Put(const std::string& page, std::string_view bytes, std::string inputs = "",
+             std::vector<Digest> watched = {}) {
     Sha256 h;
     h.Update(bytes);
-    const std::string digest = h.Finish().str();
-    summary_.pages++;
-    summary_.bytes += bytes.size();
-    const std::string path = dir_ + "/" + page;
-    auto it = previous_.find(page);
-    if (it != previous_.end() && it->second == digest && env_->Exists(path)) {
-      summary_.unchanged++;
+    PageEntry e{h.Finish().str(), bytes.size(), std::move(inputs), std::move(watched)};
+    const PageEntry* prev = Previous(page);
+    if (prev && prev->sha256 == e.sha256) {
+      Count(e, /*written=*/false);
     } else {
+      const std::string path = dir_ + "/" + page;
       const std::string parent = path.substr(0, path.rfind('/'));
       if (!made_.count(parent)) {
         KI_RETURN_IF_ERROR(env_->CreateDirs(parent));
@@ -46,16 +108,22 @@ class SiteWriter {
       }
       // A site is derived and rewritten at will: no fsync per page.
       KI_RETURN_IF_ERROR(env_->WriteFileAtomic(path, bytes, Durability::kNone));
-      summary_.written++;
+      Count(e, /*written=*/true);
     }
-    current_[page] = digest;
+    current_[page] = std::move(e);
     return Status::OK();
+  }
+
+  // Keeps the page as the previous render wrote it (its inputs are unchanged).
+  void Keep(const std::string& page, const PageEntry& prev) {
+    Count(prev, /*written=*/false);
+    current_[page] = prev;
   }
 
   // Removes the pages the previous list named that this render did not
   // give, then writes the new list.
   Status Finish() {
-    for (const auto& [page, digest] : previous_) {
+    for (const auto& [page, e] : previous_) {
       if (current_.count(page)) continue;
       const std::string path = dir_ + "/" + page;
       if (env_->Exists(path)) {
@@ -63,28 +131,32 @@ class SiteWriter {
         summary_.removed++;
       }
     }
-    Json pages = Json::object();
-    for (const auto& [page, digest] : current_) pages[page] = digest;
-    Json list = {{"format", kListFormat},
-                 {"note", "the pages of a site written by ki report and the SHA-256 of each; not a ki object"},
-                 {"pages", pages}};
-    return env_->WriteFileAtomic(dir_ + "/" + std::string(kListName), list.dump(1) + "\n", Durability::kNone);
+    std::string list = std::string(kListFormat) +
+                       "\n# the pages of a site written by ki report and the SHA-256 of each; not a ki object\n";
+    for (const auto& [page, e] : current_) list += EntryLine(page, e);
+    return env_->WriteFileAtomic(dir_ + "/" + std::string(kListName), list, Durability::kNone);
   }
 
   ReportSummary& summary() { return summary_; }
 
  private:
+  void Count(const PageEntry& e, bool written) {
+    summary_.pages++;
+    summary_.bytes += e.size;
+    (written ? summary_.written : summary_.unchanged)++;
+  }
+
   Env* env_;
   std::string dir_;
-  std::map<std::string, std::string> previous_, current_;
+  PageList previous_, current_;
   std::set<std::string> made_;
   ReportSummary summary_;
 };
 
 // The previous render's list, or an empty one when `dir` holds no site.
 // A directory holding other files is refused: ki overwrites only its own.
-Result<std::map<std::string, std::string>> PreviousPages(Env* env, const std::string& dir) {
-  std::map<std::string, std::string> out;
+Result<PageList> PreviousPages(Env* env, const std::string& dir) {
+  PageList out;
   if (!env->Exists(dir)) return out;
   if (!env->IsDirectory(dir)) return Status::InvalidInput("not a directory (" + dir + ")");
   const std::string list_path = dir + "/" + std::string(kListName);
@@ -97,17 +169,25 @@ Result<std::map<std::string, std::string>> PreviousPages(Env* env, const std::st
     return out;
   }
   KI_ASSIGN_OR_RETURN(std::string bytes, env->ReadFile(list_path, kMaxList));
-  Json j = Json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("format", "") != kListFormat || !j.contains("pages") || !j["pages"].is_object()) {
-    return Status::InvalidInput("not a page list of ki report (format " + std::string(kListFormat) + " expected) (" +
-                                list_path + ")");
+  std::string_view text = bytes;
+  const std::string first = std::string(kListFormat) + "\n";
+  if (text.substr(0, first.size()) != first) {
+    return Status::InvalidInput("not a page list of ki report (its first line is not " + std::string(kListFormat) +
+                                ") (" + list_path + ")");
   }
-  for (auto it = j["pages"].begin(); it != j["pages"].end(); ++it) {
-    // A name that climbs out of the site, or is no page name, is ignored:
-    // removing stale pages must never reach outside `dir`.
-    const std::string& page = it.key();
-    if (!it->is_string() || page.empty() || page[0] == '/' || page.find("..") != std::string::npos) continue;
-    out[page] = it->get<std::string>();
+  for (size_t at = first.size(); at < text.size();) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(at, nl - at);
+    at = nl + 1;
+    if (line.empty() || line[0] == '#') continue;
+    auto e = EntryFromLine(line);
+    if (!e) continue;
+    // A name that climbs out of the site is ignored: removing stale pages
+    // must never reach outside `dir`.
+    const std::string& page = e->first;
+    if (page.empty() || page[0] == '/' || page.find("..") != std::string::npos) continue;
+    out[page] = std::move(e->second);
   }
   return out;
 }
@@ -135,6 +215,7 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
                         if (done % 64 == 0 || done == total) progress("reading", done, total);
                       }));
   KI_ASSIGN_OR_RETURN(EvidenceEvaluator evidence, EvidenceEvaluator::OpenDefault());
+  const std::string salt = opts.renderer + "\n" + TrustFingerprint(evidence.keys());
 
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));
   SiteWriter site(env, dir, std::move(previous));
@@ -165,8 +246,19 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   }
   RunPageCache cache;
   for (const auto& [run, place] : m.runs) {
-    KI_ASSIGN_OR_RETURN(std::string page, RenderRun(store, m, evidence, run, place, cache));
-    KI_RETURN_IF_ERROR(site.Put(RunPage(run), page));
+    const std::string page = RunPage(run);
+    if (const PageEntry* prev = site.Previous(page); prev && !prev->inputs.empty()) {
+      KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, prev->watched, salt));
+      if (inputs == prev->inputs) {
+        site.Keep(page, *prev);
+        tick();
+        continue;
+      }
+    }
+    std::vector<Digest> watched;
+    KI_ASSIGN_OR_RETURN(std::string html, RenderRun(store, m, evidence, run, place, cache, &watched));
+    KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, watched, salt));
+    KI_RETURN_IF_ERROR(site.Put(page, html, std::move(inputs), std::move(watched)));
     tick();
   }
   KI_RETURN_IF_ERROR(site.Finish());
