@@ -17,7 +17,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   AddTransferArgs(sub, o, "tags, ki names, ki digests or OCI manifest digests", TransferOptions{}.pull_jobs,
                   "parallel downloads", TransferOptions{}.pull_buffer_bytes,
                   "verified blobs held in memory before they are written in a batch of their own");
-  sub->add_flag("--no-pack", opt->no_pack, "fetch a bundle's objects one by one even where its pack would be cheaper");
+  sub->add_flag("--no-pack", opt->no_pack, "fetch a format 1 bundle's objects one by one even where its pack would be cheaper (a packed bundle's small objects are only in its pack)");
   return [opt, o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull", StoreAccess::kWrite));
     s.opts.pull_jobs = o->jobs;

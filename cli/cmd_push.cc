@@ -22,7 +22,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                   "parallel uploads", TransferOptions{}.push_buffer_bytes,
                   "object bytes read for upload at once, across the uploads; a larger object goes alone");
   sub->add_option("--bundle", o->bundle, "push every closure as one bundle under this tag (few manifests, not one per ref)");
-  sub->add_flag("--no-pack", o->no_pack, "with --bundle: write no pack (pulls then fetch each object on its own)");
+  sub->add_flag("--no-pack", o->no_pack, "with --bundle: a format 1 bundle, every object its own blob and no pack (pulls fetch each object on its own)");
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
   sub->add_flag("--all", o->all, "with --bundle: every object of the store (a clone answers what this store answers)");
@@ -82,14 +82,20 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                    {"bytesSent", rep.bytes_sent}}}});
       return 0;
     }
-    if (o->all) {
-      uint64_t sent = 0, skipped = 0, bytes = 0;
-      for (const auto& r : rep.refs) sent += r.sent, skipped += r.skipped, bytes += r.bytes_sent;
-      std::cout << "pushed\t" << o->bundle << "\t" << rep.refs.size() << " objects as roots: " << sent << " sent ("
-                << bytes << " bytes), " << skipped << " already there\n";
+    // A bundle is one line (its tag and index digest, then the sums over
+    // its roots); -v adds a line per root.
+    const bool summary = !o->bundle.empty() && (o->all || rep.refs.size() > 1);
+    if (summary) {
+      uint64_t sent = 0, skipped = 0, bytes = 0, atts = 0;
+      for (const auto& r : rep.refs) sent += r.sent, skipped += r.skipped, bytes += r.bytes_sent, atts += r.attestations;
+      std::cout << "pushed\t" << o->bundle << "\t" << (rep.refs.empty() ? std::string("-") : rep.refs[0].manifest.str())
+                << "\t" << rep.refs.size() << (o->all ? " objects as roots: " : " roots: ") << sent << " sent (" << bytes
+                << " bytes), " << skipped << " already there";
+      if (atts) std::cout << ", " << atts << " attestations";
+      std::cout << "\n";
     }
     for (const auto& r : rep.refs) {
-      if (o->all) break;
+      if (summary && !o->t.verbose) break;
       std::cout << "pushed\t" << r.tag << "\t" << r.manifest.str() << "\t" << r.sent << " sent (" << r.bytes_sent
                 << " bytes), " << r.skipped << " already there";
       if (r.attestations) std::cout << ", " << r.attestations << " attestations";

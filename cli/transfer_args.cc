@@ -3,21 +3,51 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 namespace ki::cli {
 
 namespace {
 
-// A one-line progress meter on a terminal, nothing otherwise.
+// Progress on stderr: on a terminal a bar redrawn at most 10 times a
+// second; otherwise (a log, CI) a line at most every 5 s, so that a long
+// transfer is neither silent nor thousands of lines. Counts, bytes and the
+// rate since the start; nothing at all for a transfer over in 5 s.
 std::function<void(const TransferProgress&)> ProgressMeter(const char* verb) {
-  if (::isatty(STDERR_FILENO) != 1) return nullptr;
-  return [verb](const TransferProgress& p) {
-    if (p.objects_done != p.objects_total && p.objects_done % 16 != 0) return;
-    std::fprintf(stderr, "\r%s: %llu/%llu objects, %.1f MB%s", verb, (unsigned long long)p.objects_done,
-                 (unsigned long long)p.objects_total, double(p.bytes_done) / 1e6,
-                 p.objects_done == p.objects_total ? "\n" : "");
+  using Clock = std::chrono::steady_clock;
+  struct State {
+    Clock::time_point start = Clock::now(), last{};
+    bool drawn = false;
+  };
+  auto st = std::make_shared<State>();
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  return [verb, st, tty](const TransferProgress& p) {
+    const auto now = Clock::now();
+    const bool done = p.objects_done == p.objects_total;
+    const double secs = std::chrono::duration<double>(now - st->start).count();
+    if (tty) {
+      if (!done && now - st->last < std::chrono::milliseconds(100)) return;
+    } else {
+      if (done || secs < 5 || (st->drawn && now - st->last < std::chrono::seconds(5))) return;
+    }
+    st->last = now;
+    st->drawn = true;
+    const double mb = double(p.bytes_done) / 1e6;
+    const double rate = secs > 0 ? mb / secs : 0;
+    if (tty) {
+      constexpr int kWidth = 30;
+      const int fill = p.objects_total ? int(kWidth * p.objects_done / p.objects_total) : kWidth;
+      std::string bar(size_t(fill), '#');
+      bar.append(size_t(kWidth - fill), '.');
+      std::fprintf(stderr, "\r%s [%s] %llu/%llu objects, %.1f MB, %.1f MB/s%s", verb, bar.c_str(),
+                   (unsigned long long)p.objects_done, (unsigned long long)p.objects_total, mb, rate, done ? "\n" : "");
+    } else {
+      std::fprintf(stderr, "ki: %s: %llu/%llu objects, %.1f MB, %.1f MB/s, %.0f s\n", verb,
+                   (unsigned long long)p.objects_done, (unsigned long long)p.objects_total, mb, rate, secs);
+    }
   };
 }
 
@@ -53,6 +83,7 @@ void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, i
   sub->add_option("--min-rate", t.min_rate, "bytes/s that --timeout's deadline allows for a request's body" + dflt(t.min_rate))
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub->add_flag("--json", args->json, "print a JSON report");
+  sub->add_flag("-v,--verbose", args->verbose, "a line per ref even where a summary stands for many");
 }
 
 Result<TransferSetup> OpenTransfer(const GlobalOptions& g, const TransferArgs& args, const char* verb,

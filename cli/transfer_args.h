@@ -17,6 +17,7 @@ struct TransferArgs {
   std::vector<std::string> refs;
   bool insecure = false;
   bool json = false;
+  bool verbose = false;     // -v: a line per ref, not the summary
   int jobs = 0;             // set by AddTransferArgs
   uint64_t buffer_mib = 0;  // set by AddTransferArgs
   TransferTimeouts timeouts;  // --connect-timeout ... --min-rate

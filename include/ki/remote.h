@@ -56,6 +56,9 @@ inline constexpr std::string_view kOciBundleType = "application/vnd.kernelindex.
 // object (docs/format.md, "Bundles").
 inline constexpr std::string_view kOciPackType = "application/vnd.kernelindex.ki.pack.v1";
 inline constexpr std::string_view kOciPackMediaType = "application/vnd.kernelindex.ki.pack.v1.tar+zstd";
+// A packed bundle's table of contents (the pack manifest's second layer):
+// zstd-compressed JSON naming every object and every root's closure.
+inline constexpr std::string_view kOciTocMediaType = "application/vnd.kernelindex.ki.toc.v1.json+zstd";
 // The artifactType of a referrer manifest that attaches one DSSE envelope.
 inline constexpr std::string_view kDsseMediaType = "application/vnd.dsse.envelope.v1+json";
 // ki's media type of a stored manifest object (what Store records).
@@ -129,6 +132,16 @@ struct RemoteConfig {
 Status AddRemote(Store& store, const RemoteConfig& remote);  // InvalidInput if the name exists
 Status RemoveRemote(Store& store, std::string_view name);    // NotFound if absent
 Result<std::vector<RemoteConfig>> ListRemotes(Store& store);
+// Points a configured remote at another URL (InvalidInput when the URL or
+// --insecure is refused, NotFound when no remote has the name); what
+// remote.state knew of the old URL stays under it (it is keyed by URL).
+Status SetRemoteUrl(Store& store, const RemoteConfig& remote);
+// What remote.state knows of a registry (docs/format.md, "Remote state").
+struct RemoteStateSummary {
+  uint64_t blobs = 0, referrers = 0, packs = 0;
+  std::vector<std::pair<std::string, Digest>> tags;  // tag -> manifest, sorted by tag
+};
+Result<RemoteStateSummary> SummarizeRemoteState(Store& store, const RemoteUrl& url);
 // A configured name, or else a URL given directly on the command line.
 Result<RemoteUrl> LookupRemote(Store& store, std::string_view name_or_url, bool insecure);
 
@@ -219,6 +232,13 @@ struct TransferOptions {
   // cost more one by one (docs/format.md, "Bundles"). Off: one blob per
   // object both ways.
   bool use_pack = true;
+  // Push of a bundle with use_pack: 2, a packed bundle (its objects of at
+  // most 1 MiB only in the pack, with a table of contents); 1, every object
+  // also its own blob (what ki wrote before 2026-12-01: kept so that such
+  // remotes stay readable, and tested). docs/format.md, "Bundles".
+  int bundle_format = 2;
+  // The tags/list page size asked for (the distribution-spec's `n`).
+  size_t tag_page = 1000;
   // Push: trust remote.state (skip blobs the registry is known to hold,
   // HEAD a tag instead of re-writing it). Off: ask about everything again.
   bool use_remote_state = true;
@@ -319,6 +339,40 @@ struct PullReport {
   uint64_t blobs_streamed = 0;
 };
 
+// ---------------------------------------------------------------- listing
+
+// One row of what a remote holds: a root pushed as its own image manifest,
+// a bundle, or a root a bundle holds (docs/format.md, "Listing").
+struct RemoteEntry {
+  std::string tag;             // the tag naming it (for a root in a bundle: the bundle's)
+  Digest manifest;             // the image manifest or bundle index that tag names
+  std::optional<Digest> root;  // the ki object (unset for a bundle itself, and a tag ki did not list)
+  std::string kind, name;      // "" when unknown or unnamed; name is "<Kind>/<name>"
+  bool bundle = false;         // the bundle itself
+  bool in_bundle = false;      // a root the bundle under `tag` holds
+  uint64_t roots = 0;          // a bundle: how many roots it holds
+  std::string pushed_at;       // RFC 3339 UTC when first pushed so; "" when unknown
+};
+
+struct RemoteListing {
+  std::vector<RemoteEntry> entries;    // listed rows, then the roots of its packed bundles
+  std::vector<std::string> unlisted;   // tags the listing does not name (nor ki's own: ki-listing, sha256-<hex>)
+  std::vector<std::string> warnings;   // e.g. an unreadable listing
+  uint64_t http_requests = 0;
+};
+
+// What REMOTE holds: its listing, the roots of every packed bundle it
+// names (`bundle_roots`: three requests a bundle), and its tags (paginated
+// tag list, n/last and Link; a layout's index.json), in a number of
+// requests that does not grow with the roots.
+Result<RemoteListing> ListRemote(const RemoteUrl& remote, const TransferOptions& opts, bool bundle_roots = true);
+
+// Which entry REF names, as Store::Resolve reads a ref: a full ki digest,
+// a unique hex prefix of at least 4 digits (with or without sha256:),
+// <Kind>/<name>, a bare name, or a tag. NotFound / Ambiguous (listing the
+// candidates, as ki resolve does) / InvalidInput (a prefix under 4 digits).
+Result<RemoteEntry> ResolveOnRemote(const RemoteListing& listing, std::string_view ref, std::string_view remote);
+
 // Pushes each REF (anything Store::Resolve accepts) with its closure.
 // On failure the Status says how far it got (blobs uploaded, manifest not
 // written) and that a re-run resumes. Writes remote.state when the store
@@ -327,7 +381,9 @@ Result<PushReport> Push(Store& store, const RemoteUrl& remote, const std::vector
                         const TransferOptions& opts = {});
 
 // Pulls each REF: a tag, a ki name (sanitised as push does), or an OCI
-// manifest digest `sha256:...`.
+// manifest digest `sha256:...`; failing those, any name ResolveOnRemote
+// reads against the remote's listing (a root inside a bundle is pulled
+// out of it with its closure alone).
 Result<PullReport> Pull(Store& store, const RemoteUrl& remote, const std::vector<std::string>& refs,
                         const TransferOptions& opts = {});
 

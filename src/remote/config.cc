@@ -1,10 +1,12 @@
 // Remote URLs, tag and title rules, the remote.config table, credentials.
+#include <algorithm>
 #include <cstdlib>
 
 #include "ki/env.h"
 #include "ki/json.h"
 #include "ki/remote.h"
 #include "remote/http.h"
+#include "remote/state.h"
 
 namespace ki {
 
@@ -161,6 +163,27 @@ Status RemoveRemote(Store& store, std::string_view name) {
   if (!old) return Status::NotFound("no remote named '" + std::string(name) + "'");
   KI_RETURN_IF_ERROR(batch->Delete(kRemoteConfigTable, name));
   return batch->Commit();
+}
+
+Status SetRemoteUrl(Store& store, const RemoteConfig& remote) {
+  KI_RETURN_IF_ERROR(ParseRemoteUrl(remote.url, remote.insecure).status());
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  KI_ASSIGN_OR_RETURN(auto old, batch->Get(kRemoteConfigTable, remote.name));
+  if (!old) return Status::NotFound("no remote named '" + remote.name + "' (ki remote add creates one)");
+  Json v = {{"url", remote.url}, {"insecure", remote.insecure}};
+  KI_RETURN_IF_ERROR(batch->Put(kRemoteConfigTable, remote.name, v.dump()));
+  return batch->Commit();
+}
+
+Result<RemoteStateSummary> SummarizeRemoteState(Store& store, const RemoteUrl& url) {
+  RemoteStateSummary out;
+  KI_ASSIGN_OR_RETURN(remote::RemoteState st, remote::LoadState(store, url));
+  out.blobs = st.blobs.size();
+  out.referrers = st.referrers.size();
+  out.packs = st.packs.size();
+  for (const auto& [tag, m] : st.tags) out.tags.emplace_back(tag, m);
+  std::sort(out.tags.begin(), out.tags.end());
+  return out;
 }
 
 Result<std::vector<RemoteConfig>> ListRemotes(Store& store) {

@@ -45,6 +45,7 @@ class LayoutConn final : public Conn {
   Status PutManifest(std::string_view ref, std::string_view bytes, std::string_view media_type,
                      bool* subject_indexed) override;
   Result<std::optional<std::string>> Referrers(const Digest&) override { return std::optional<std::string>(); }
+  Result<std::optional<std::vector<std::string>>> ListTags() override;
 
  private:
   LayoutTarget* t_;
@@ -153,6 +154,15 @@ class LayoutTarget final : public Target {
     auto it = by_tag_.find(std::string(tag));
     if (it == by_tag_.end()) return std::nullopt;
     return entries_[it->second];
+  }
+
+  // Every tag index.json names (and this push added), sorted.
+  std::vector<std::string> Tags() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::string> out;
+    for (const auto& [tag, i] : by_tag_) out.push_back(tag);
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
   std::optional<Json> FindDigest(const Digest& d) {
@@ -331,6 +341,10 @@ Result<FetchedManifest> LayoutConn::GetManifest(std::string_view ref) {
   KI_ASSIGN_OR_RETURN(m.bytes, GetBlob(want, size));
   m.digest = want;
   return m;
+}
+
+Result<std::optional<std::vector<std::string>>> LayoutConn::ListTags() {
+  return std::optional<std::vector<std::string>>(t_->Tags());
 }
 
 Result<std::optional<Digest>> LayoutConn::ResolveTag(std::string_view tag) {

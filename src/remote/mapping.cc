@@ -20,6 +20,10 @@ namespace ki::remote {
 namespace {
 
 constexpr std::string_view kFormatVersion = "1";
+// A packed bundle (docs/format.md, "Bundles"): its index, parts and pack
+// manifest say "2", so that a ki that reads only format 1 refuses it
+// instead of pulling the few objects its parts list.
+constexpr std::string_view kPackedFormat = "2";
 
 // The extension standard clients get for a blob's title, from the media
 // type's type/subtype: "text/plain; charset=utf-8" is text/plain.
@@ -253,20 +257,20 @@ std::string ImageManifest(const Closure& c) {
 
 namespace {
 
-std::string PartManifest(const Json& layers, size_t i, size_t n) {
+std::string PartManifest(const Json& layers, size_t i, size_t n, std::string_view format) {
   Json m = {{"schemaVersion", 2},
             {"mediaType", kOciManifestType},
             {"artifactType", kOciBundleType},
             {"config", ConfigJson()},
             {"layers", layers},
             {"annotations",
-             {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnPart), std::to_string(i) + "/" + std::to_string(n)}}}};
+             {{std::string(kAnnFormat), format}, {std::string(kAnnPart), std::to_string(i) + "/" + std::to_string(n)}}}};
   return m.dump();
 }
 
 }  // namespace
 
-std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t part_bytes) {
+std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t part_bytes, bool packed) {
   // Split by the serialised size of the layer descriptors; the envelope of
   // a part (config, annotations) is well under 1 KiB.
   constexpr uint64_t kEnvelope = 1024;
@@ -283,11 +287,14 @@ std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t 
     bytes += n;
   }
   std::vector<std::string> parts;
-  for (size_t i = 0; i < groups.size(); ++i) parts.push_back(PartManifest(groups[i], i + 1, groups.size()));
+  if (packed && layers.empty()) return parts;  // everything is in the pack
+  for (size_t i = 0; i < groups.size(); ++i)
+    parts.push_back(PartManifest(groups[i], i + 1, groups.size(), packed ? kPackedFormat : kFormatVersion));
   return parts;
 }
 
-std::string BundleIndex(const std::vector<std::string>& parts, size_t roots, const std::string* pack_manifest) {
+std::string BundleIndex(const std::vector<std::string>& parts, size_t roots, const std::string* pack_manifest,
+                        bool packed) {
   Json manifests = Json::array();
   for (const std::string& p : parts) {
     manifests.push_back({{"mediaType", kOciManifestType},
@@ -305,22 +312,30 @@ std::string BundleIndex(const std::vector<std::string>& parts, size_t roots, con
               {"mediaType", kOciIndexType},
               {"artifactType", kOciBundleType},
               {"manifests", manifests},
-              {"annotations", {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnRoots), std::to_string(roots)}}}};
+              {"annotations",
+               {{std::string(kAnnFormat), packed ? kPackedFormat : kFormatVersion}, {std::string(kAnnRoots), std::to_string(roots)}}}};
   return idx.dump();
 }
 
-std::string PackManifest(const Digest& pack, uint64_t size, uint64_t objects) {
-  Json layer = {{"mediaType", kOciPackMediaType},
-                {"digest", pack.str()},
-                {"size", size},
-                {"annotations", {{std::string(kAnnTitle), kPackTitle}}}};
+std::string PackManifest(const Digest& pack, uint64_t size, uint64_t objects, const PartRef* toc) {
+  Json layers = Json::array({{{"mediaType", kOciPackMediaType},
+                              {"digest", pack.str()},
+                              {"size", size},
+                              {"annotations", {{std::string(kAnnTitle), kPackTitle}}}}});
+  if (toc) {
+    layers.push_back({{"mediaType", kOciTocMediaType},
+                      {"digest", toc->digest.str()},
+                      {"size", toc->size},
+                      {"annotations", {{std::string(kAnnTitle), kTocTitle}}}});
+  }
   Json m = {{"schemaVersion", 2},
             {"mediaType", kOciManifestType},
             {"artifactType", kOciPackType},
             {"config", ConfigJson()},
-            {"layers", Json::array({layer})},
+            {"layers", layers},
             {"annotations",
-             {{std::string(kAnnFormat), kFormatVersion}, {std::string(kAnnPackObjects), std::to_string(objects)}}}};
+             {{std::string(kAnnFormat), toc ? kPackedFormat : kFormatVersion},
+              {std::string(kAnnPackObjects), std::to_string(objects)}}}};
   return m.dump();
 }
 
@@ -497,8 +512,9 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
   if ((typed && j["artifactType"] != kOciBundleType) || (!typed && Ann(ann, kAnnRoots).empty())) {
     return bad("not a ki bundle (artifactType is not " + std::string(kOciBundleType) + ")");
   }
-  if (Ann(ann, kAnnFormat) != kFormatVersion) {
-    return bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
+  const std::string format = Ann(ann, kAnnFormat);
+  if (format != kFormatVersion && format != kPackedFormat) {
+    return bad("ki format '" + format.substr(0, 20) + "' is not one this ki reads (1, 2)");
   }
   if (!j.contains("manifests") || !j["manifests"].is_array() || j["manifests"].empty()) return bad("no manifests");
   if (j["manifests"].size() > kBundleMaxEntries) {
@@ -506,6 +522,7 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
                " parts and a pack manifest");
   }
   BundleRefs refs;
+  refs.packed = format == kPackedFormat;
   std::unordered_set<Digest> seen;
   const Json& manifests = j["manifests"];
   for (size_t i = 0; i < manifests.size(); ++i) {
@@ -531,7 +548,12 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
       refs.parts.push_back(p);
     }
   }
-  if (refs.parts.empty()) return bad("no parts");
+  // A packed bundle may have no part (every object in its pack), never no
+  // pack: untyped, the pack's manifest is among the entries.
+  if (refs.parts.empty() && !refs.packed) return bad("no parts");
+  if (refs.packed && !refs.pack && std::all_of(refs.parts.begin(), refs.parts.end(), [](const PartRef& p) { return p.typed; })) {
+    return bad("a packed bundle (format 2) without a pack");
+  }
   // Untyped entries (an index without artifactType fields) may include the
   // pack's manifest, which the caller tells apart when it fetches them.
   bool untyped = std::any_of(refs.parts.begin(), refs.parts.end(), [](const PartRef& p) { return !p.typed; });
@@ -541,16 +563,36 @@ Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view con
   return refs;
 }
 
-Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view content_type, const TransferOptions& opts) {
+Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view content_type, const TransferOptions& opts,
+                                  std::optional<PartRef>* toc) {
   KI_ASSIGN_OR_RETURN(Json j, ParseRemoteJson(bytes, content_type, opts));
   if (!j.contains("artifactType") || j["artifactType"] != kOciPackType) {
     return Bad("not a ki pack manifest (artifactType is not " + std::string(kOciPackType) + ")");
   }
   const Json ann = j.contains("annotations") ? j["annotations"] : Json();
-  if (Ann(ann, kAnnFormat) != kFormatVersion) {
-    return Bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
+  const std::string format = Ann(ann, kAnnFormat);
+  if (format != kFormatVersion && format != kPackedFormat) {
+    return Bad("ki format '" + format.substr(0, 20) + "' is not one this ki reads (1, 2)");
   }
-  if (j["layers"].size() != 1) return Bad("a pack manifest must have exactly one layer");
+  const bool packed = format == kPackedFormat;
+  if (j["layers"].size() != (packed ? 2u : 1u)) {
+    return Bad(packed ? "a format 2 pack manifest must have exactly two layers (the pack, its table of contents)"
+                      : "a pack manifest must have exactly one layer");
+  }
+  if (toc) toc->reset();
+  if (packed) {
+    const Json& t = j["layers"][1];
+    const std::string where = "remote manifest: the pack manifest's table of contents";
+    KI_ASSIGN_OR_RETURN(std::string media_type, GetString(t, "mediaType", where));
+    KI_ASSIGN_OR_RETURN(std::string digest, GetString(t, "digest", where));
+    KI_ASSIGN_OR_RETURN(uint64_t size, DescriptorSize(t, where));
+    if (media_type != kOciTocMediaType) return Bad("the pack manifest's second layer is not a " + std::string(kOciTocMediaType) + " descriptor");
+    auto dg = Digest::Parse(digest);
+    if (!dg.ok()) return Bad("the table of contents' digest is not sha256:<64 hex>");
+    if (size > opts.max_blob_size) return Bad("the table of contents announces " + std::to_string(size) + " bytes, over the limit");
+    if (!toc) return Bad("a format 2 pack manifest where a format 1 one was expected");
+    *toc = PartRef{*dg, size};
+  }
   const Json& d = j["layers"][0];
   const std::string where = "remote manifest: the pack manifest's layer";
   KI_ASSIGN_OR_RETURN(std::string media_type, GetString(d, "mediaType", where));
@@ -576,8 +618,8 @@ Result<std::vector<Layer>> ParseBundlePart(std::string_view bytes, std::string_v
     return Bad("not a ki bundle part (artifactType is not " + std::string(kOciBundleType) + ")");
   }
   const Json ann = j.contains("annotations") ? j["annotations"] : Json();
-  if (Ann(ann, kAnnFormat) != kFormatVersion) {
-    return Bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1)");
+  if (Ann(ann, kAnnFormat) != kFormatVersion && Ann(ann, kAnnFormat) != kPackedFormat) {
+    return Bad("ki format '" + Ann(ann, kAnnFormat).substr(0, 20) + "' is not one this ki reads (1, 2)");
   }
   std::vector<Layer> layers;
   std::unordered_set<Digest> seen;
@@ -587,6 +629,71 @@ Result<std::vector<Layer>> ParseBundlePart(std::string_view bytes, std::string_v
     layers.push_back(std::move(l));
   }
   return layers;
+}
+
+std::string TocJson(const BundleToc& toc) {
+  Json objects = Json::array();
+  for (const Layer& l : toc.objects) objects.push_back(LayerJson(l));
+  Json roots = Json::array();
+  for (const TocRoot& r : toc.roots) {
+    Json e = {{"digest", r.digest.str()}, {"closure", r.closure}};
+    if (!r.name.empty()) e["name"] = r.name;
+    if (r.kind) e["kind"] = KindName(*r.kind);
+    roots.push_back(std::move(e));
+  }
+  Json j = {{"format", kPackedFormat}, {"objects", objects}, {"roots", roots}};
+  return j.dump();
+}
+
+Result<BundleToc> ParseToc(std::string_view json, const TransferOptions& opts) {
+  auto bad = [](std::string_view what) { return Status::InvalidInput("remote bundle table of contents: " + std::string(what)); };
+  ParseLimits limits;
+  limits.max_bytes = std::max<uint64_t>(json.size(), 1);
+  limits.max_depth = 16;
+  KI_ASSIGN_OR_RETURN(Json j, ParseDocument(json, DocFormat::kJson, "remote bundle table of contents", limits));
+  if (!j.is_object() || StringOr(j, "format") != kPackedFormat) return bad("not format 2");
+  if (!j.contains("objects") || !j["objects"].is_array() || !j.contains("roots") || !j["roots"].is_array()) {
+    return bad("no objects or roots");
+  }
+  if (j["objects"].size() > opts.max_layers) return bad("more objects than the limit of " + std::to_string(opts.max_layers));
+  BundleToc toc;
+  std::unordered_map<Digest, uint32_t> index_of;
+  for (size_t i = 0; i < j["objects"].size(); ++i) {
+    KI_ASSIGN_OR_RETURN(Layer l, ParseLayer(j["objects"][i], opts, i));
+    if (!index_of.emplace(l.digest, uint32_t(i)).second) return bad("object " + std::to_string(i) + " repeats " + l.digest.str());
+    toc.objects.push_back(std::move(l));
+  }
+  uint64_t entries = 0;
+  for (size_t i = 0; i < j["roots"].size(); ++i) {
+    const Json& e = j["roots"][i];
+    const std::string where = "remote bundle table of contents: roots[" + std::to_string(i) + "]";
+    KI_ASSIGN_OR_RETURN(std::string digest, GetString(e, "digest", where));
+    KI_ASSIGN_OR_RETURN(std::string name, GetString(e, "name", where));
+    KI_ASSIGN_OR_RETURN(std::string kind, GetString(e, "kind", where));
+    TocRoot r;
+    auto dg = Digest::Parse(digest);
+    if (!dg.ok()) return bad("roots[" + std::to_string(i) + "]: digest is not sha256:<64 hex>");
+    r.digest = *dg;
+    auto at = index_of.find(r.digest);
+    if (at == index_of.end()) return bad("roots[" + std::to_string(i) + "]: " + digest + " is not one of its objects");
+    if (name.size() > 4096) return bad("roots[" + std::to_string(i) + "]: a name over 4096 bytes");
+    r.name = std::move(name);
+    if (!kind.empty()) {
+      r.kind = ParseKind(kind);
+      if (!r.kind) return bad("roots[" + std::to_string(i) + "]: unknown kind '" + kind.substr(0, 60) + "'");
+    }
+    if (!e.contains("closure") || !e["closure"].is_array() || e["closure"].empty()) return bad("roots[" + std::to_string(i) + "]: no closure");
+    if ((entries += e["closure"].size()) > 64 * opts.max_layers) return bad("closures longer than the limit");
+    for (const Json& k : e["closure"]) {
+      if (!k.is_number_unsigned() || k.get<uint64_t>() >= toc.objects.size()) {
+        return bad("roots[" + std::to_string(i) + "]: a closure index that is not one of its objects");
+      }
+      r.closure.push_back(uint32_t(k.get<uint64_t>()));
+    }
+    if (r.closure[0] != at->second) return bad("roots[" + std::to_string(i) + "]: the closure does not start with the root");
+    toc.roots.push_back(std::move(r));
+  }
+  return toc;
 }
 
 Result<Layer> ParseAttestationManifest(std::string_view bytes, std::string_view content_type,

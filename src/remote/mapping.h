@@ -76,12 +76,16 @@ std::string AttestationManifest(const Layer& att, const Digest& subject_manifest
 // A bundle (docs/format.md, "Bundles"): image manifests ("parts") of at
 // most `part_bytes` each that list `layers` in order, and the image index
 // that names them.
-std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t part_bytes);
+// `packed`: format 2, whose parts list only the objects the pack does not
+// carry (may be no part at all).
+std::vector<std::string> BundleParts(const std::vector<Layer>& layers, uint64_t part_bytes, bool packed = false);
 // The index; `pack_manifest`, when given, is listed after the parts.
 std::string BundleIndex(const std::vector<std::string>& parts, size_t roots,
-                        const std::string* pack_manifest = nullptr);
-// The image manifest that references a pack blob (its one layer).
-std::string PackManifest(const Digest& pack, uint64_t size, uint64_t objects);
+                        const std::string* pack_manifest = nullptr, bool packed = false);
+// The image manifest that references a pack blob (its one layer), and in
+// a packed bundle (format 2) the bundle's table of contents as its second.
+struct PartRef;
+std::string PackManifest(const Digest& pack, uint64_t size, uint64_t objects, const PartRef* toc = nullptr);
 // A descriptor from a remote: a part or pack manifest, or a pack blob.
 struct PartRef {
   Digest digest;
@@ -104,10 +108,38 @@ inline constexpr size_t kBundleMaxEntries = kBundleMaxParts + 1;
 struct BundleRefs {
   std::vector<PartRef> parts;
   std::optional<PartRef> pack;  // the pack's manifest
+  // Format 2: the pack carries every object of at most kPackEntryMax bytes
+  // (they have no blob of their own) and its manifest the table of
+  // contents; the parts list only the larger objects, and may be none.
+  bool packed = false;
 };
 Result<BundleRefs> ParseBundleIndex(std::string_view bytes, std::string_view content_type, const TransferOptions& opts);
-// The pack blob a pack manifest references (checked as the parts are).
-Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view content_type, const TransferOptions& opts);
+// The pack blob a pack manifest references (checked as the parts are);
+// `toc`, when given, receives the table of contents a format 2 pack
+// manifest also references (a format 1 one has none: nullopt).
+Result<PartRef> ParsePackManifest(std::string_view bytes, std::string_view content_type, const TransferOptions& opts,
+                                  std::optional<PartRef>* toc = nullptr);
+
+// The table of contents of a packed bundle (format 2; docs/format.md,
+// "Bundles"): every object as its LAYER descriptor, in bundle order, and
+// every root with its closure (indices into `objects`, the root first), so
+// that one root can be pulled out of the bundle and a remote listed by
+// what its bundles hold. Travels zstd-compressed as a blob (kOciTocMediaType).
+struct TocRoot {
+  Digest digest;
+  std::string name;               // "<Kind>/<name>", "" when unnamed
+  std::optional<Kind> kind;
+  std::vector<uint32_t> closure;
+};
+struct BundleToc {
+  std::vector<Layer> objects;
+  std::vector<TocRoot> roots;
+};
+std::string TocJson(const BundleToc& toc);
+// Checked: format 2, every object as a bundle part's layer is, each digest
+// once, at most opts.max_layers objects, every root an object of the toc,
+// closure indices in range and the root's own index first.
+Result<BundleToc> ParseToc(std::string_view json, const TransferOptions& opts);
 Result<std::vector<Layer>> ParseBundlePart(std::string_view bytes, std::string_view content_type,
                                            const TransferOptions& opts);
 

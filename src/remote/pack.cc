@@ -301,4 +301,42 @@ Status ReadPack(std::string_view pack, const PackReadLimits& limits,
   return tar.End();
 }
 
+Result<std::string> CompressToc(std::string_view json) {
+  std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> c(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  if (!c) return Status::IOError("zstd: out of memory");
+  size_t r = ZSTD_CCtx_setParameter(c.get(), ZSTD_c_compressionLevel, kPackZstdLevel);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c.get(), ZSTD_c_windowLog, 20);
+  if (ZSTD_isError(r)) return Status::IOError(std::string("zstd: ") + ZSTD_getErrorName(r));
+  std::string out(ZSTD_compressBound(json.size()), '\0');
+  r = ZSTD_compress2(c.get(), out.data(), out.size(), json.data(), json.size());
+  if (ZSTD_isError(r)) return Status::IOError(std::string("table of contents compression: ") + ZSTD_getErrorName(r));
+  out.resize(r);
+  return out;
+}
+
+Result<std::string> DecompressToc(std::string_view z, uint64_t max_bytes) {
+  std::unique_ptr<ZSTD_DCtx, DCtxFree> d(ZSTD_createDCtx());
+  if (!d) return Status::IOError("zstd: out of memory");
+  size_t r = ZSTD_DCtx_setParameter(d.get(), ZSTD_d_windowLogMax, kPackWindowLogMax);
+  if (ZSTD_isError(r)) return Status::IOError(std::string("zstd: ") + ZSTD_getErrorName(r));
+  std::string out;
+  std::string chunk(ZSTD_DStreamOutSize(), '\0');
+  ZSTD_inBuffer in{z.data(), z.size(), 0};
+  for (;;) {
+    ZSTD_outBuffer o{chunk.data(), chunk.size(), 0};
+    size_t left = ZSTD_decompressStream(d.get(), &o, &in);
+    if (ZSTD_isError(left)) return Status::Corruption(std::string("table of contents: zstd: ") + ZSTD_getErrorName(left));
+    if (out.size() + o.pos > max_bytes) {
+      return Status::InvalidInput("table of contents: more than " + std::to_string(max_bytes) + " bytes decompressed");
+    }
+    out.append(chunk.data(), o.pos);
+    if (left == 0) {  // the frame is complete
+      if (in.pos < in.size) return Status::InvalidInput("table of contents: bytes after its zstd frame");
+      break;
+    }
+    if (in.pos == in.size && o.pos < o.size) return Status::Corruption("table of contents: truncated zstd frame");
+  }
+  return out;
+}
+
 }  // namespace ki::remote

@@ -33,6 +33,14 @@ namespace ki::remote {
 // The pack layer's title annotation (its media type and the manifest's
 // artifactType are in ki/remote.h).
 inline constexpr std::string_view kPackTitle = "ki-pack.tar.zst";
+// A packed bundle's table of contents (mapping.h, BundleToc): its JSON in
+// one zstd frame, written as the pack is (level, no checksum, content size
+// in the header), so that the same bundle gives the same bytes.
+inline constexpr std::string_view kTocTitle = "ki-toc.json.zst";
+Result<std::string> CompressToc(std::string_view json);
+// At most `max_bytes` decompressed (a table of contents from a remote is
+// refused past it), one frame and nothing after it.
+Result<std::string> DecompressToc(std::string_view z, uint64_t max_bytes);
 // Fixed, so that the same objects give the same pack digest (with the same
 // zstd release: a later one may compress differently, which costs one pack
 // upload, never correctness). Level 3 compresses the KernelIndex export's

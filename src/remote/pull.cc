@@ -32,6 +32,7 @@
 #include "ki/env.h"
 #include "ki/json.h"
 #include "ki/sign.h"
+#include "remote/listing.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
 #include "remote/state.h"
@@ -78,6 +79,10 @@ struct PullItem {
 // What one ref's manifest said, until Merge folds it into the items.
 struct RefFetch {
   PulledRef pr;
+  // What the ref named on the remote: not a tag or manifest there, so it
+  // is read against the remote's listing (ResolveNames), which sets `want`.
+  bool unresolved = false;
+  std::string want;                // the tag or manifest digest to fetch ("" : from the ref)
   std::string tag;                 // "" when pulled by manifest digest
   std::vector<Layer> layers;       // the image manifest's
   std::vector<Layer> attached;     // attestations found as referrers
@@ -89,6 +94,14 @@ struct RefFetch {
   // index without artifactType fields: checked against its digest and
   // the index's size), so that it is not fetched twice.
   std::optional<remote::FetchedManifest> pack_manifest;
+  // A packed bundle (format 2): its objects of at most kPackEntryMax bytes
+  // are only in the pack, whose blob and table of contents its manifest
+  // names; `packed_sizes` are those objects (all of the bundle's, also
+  // when only one root's closure is pulled: the pack holds them all).
+  bool packed = false;
+  std::optional<Digest> select;  // pull only this root's closure out of the bundle
+  std::optional<remote::PartRef> pack_blob;
+  std::unordered_map<Digest, uint64_t> packed_sizes;
 };
 
 // An attestation row to file: the subject, the envelope, the row's value.
@@ -108,15 +121,21 @@ class Puller {
 
  private:
   Status FetchRefs();
+  Status ResolveNames();
   Status FetchRef(Conn& c, size_t r);
   Status FetchParts();
+  Status FetchTocs();
+  Status FetchToc(Conn& c, size_t r);
   Status FetchReferrers();
   Status ReadReferrers(Conn& c, RefFetch& f);
   Status Merge();
   Status AddItem(const Layer& l);
   void PlanManifests();
-  void ReadPacks();
+  Status ReadPacks();
   Status ReadPack(size_t r, uint64_t* delivered, std::optional<Digest>* pack_digest);
+  Status ReadPackBlob(Conn& conn, size_t r, const remote::PartRef& blob,
+                      const std::unordered_map<Digest, uint64_t>& in_bundle, const remote::PackReadLimits& limits,
+                      uint64_t* delivered, std::optional<Digest>* pack_digest);
   Status FetchBlobs();
   Status FetchBlob(Conn& c, size_t i);
   void RecheckTags();
@@ -158,6 +177,9 @@ class Puller {
   std::vector<std::string> tags_;
   std::vector<std::optional<remote::PartRef>> packs_;
   std::vector<std::optional<remote::FetchedManifest>> pack_manifests_;
+  std::vector<uint8_t> packed_;
+  std::vector<std::optional<remote::PartRef>> pack_blobs_of_;
+  std::vector<std::unordered_map<Digest, uint64_t>> packed_sizes_;
 
   // Which manifests get stored, and what each waits for: its object and
   // its document (when the pull has one), those the store lacks arriving
@@ -200,22 +222,27 @@ Status Puller::FetchRef(Conn& c, size_t r) {
   RefFetch& f = fetches_[r];
   const std::string& ref = refs_[r];
   f.pr.ref = ref;
-  std::string want = ref;
-  if (!Digest::IsValid(ref) && !IsValidTag(ref)) want = SanitizeTag(ref);
-  // A digest is first read as a ki digest (push tags unnamed roots, and
-  // named ones with --digest-tags, ki-<hex>), then as an OCI manifest
-  // digest. In that order because a registry asked for a manifest by the
-  // digest of a blob it holds may answer 500 (distribution 2.8 does).
-  if (Digest::IsValid(ref)) want = "ki-" + ref.substr(7);
-  auto fetched = c.GetManifest(want);
-  if (!fetched.ok() && fetched.status().IsNotFound() && Digest::IsValid(ref)) {
-    want = ref;
-    fetched = c.ProbeManifest(want);
-    if (!fetched.ok() && !fetched.status().IsCorruption()) {
-      return Status::NotFound(url_.str() + " has neither a tag ki-" + ref.substr(7) + " nor a manifest " + ref +
-                              " (" + fetched.status().message() +
-                              "); a named root is tagged by its ki digest only when pushed with --digest-tags:"
-                              " pull it by name");
+  std::string want = f.want.empty() ? ref : f.want;
+  Result<remote::FetchedManifest> fetched = Status::NotFound("");
+  if (!f.want.empty()) {
+    fetched = c.GetManifest(want);  // what the listing said
+  } else {
+    if (!Digest::IsValid(ref) && !IsValidTag(ref)) want = SanitizeTag(ref);
+    // A digest is first read as a ki digest (push tags unnamed roots, and
+    // named ones with --digest-tags, ki-<hex>), then as an OCI manifest
+    // digest. In that order because a registry asked for a manifest by the
+    // digest of a blob it holds may answer 500 (distribution 2.8 does).
+    if (Digest::IsValid(ref)) want = "ki-" + ref.substr(7);
+    fetched = IsValidTag(want) || Digest::IsValid(want) ? c.GetManifest(want) : Result<remote::FetchedManifest>(Status::NotFound(""));
+    if (!fetched.ok() && fetched.status().IsNotFound() && Digest::IsValid(ref)) {
+      want = ref;
+      fetched = c.ProbeManifest(want);
+      if (!fetched.ok() && !fetched.status().IsCorruption()) fetched = Status::NotFound(fetched.status().message());
+    }
+    // Neither a tag nor a manifest: a name the remote's listing may know.
+    if (!fetched.ok() && fetched.status().IsNotFound()) {
+      f.unresolved = true;
+      return Status::OK();
     }
   }
   if (!fetched.ok()) return fetched.status();
@@ -234,6 +261,7 @@ Status Puller::FetchRef(Conn& c, size_t r) {
     if (!parts.ok()) return parts.status().WithContext(url_.str() + " " + ref);
     f.parts = std::move(parts->parts);
     f.pack = parts->pack;
+    f.packed = parts->packed;
     return Status::OK();
   }
   auto closure = remote::ParseImageManifest(fetched->bytes, fetched->media_type, opts_);
@@ -250,6 +278,30 @@ Status Puller::FetchRefs() {
   Status st = RunParallel(*target_, opts_.pull_jobs, refs_.size(), [&](Conn& c, size_t r) { return FetchRef(c, r); });
   report_.http_requests = target_->requests();
   return st;
+}
+
+// Refs that named no tag or manifest: read against the remote's listing
+// (a ki digest, a prefix, <Kind>/<name>, a bare name; ResolveOnRemote),
+// then fetched by the manifest digest it gives. A root held by a bundle
+// is pulled out of it: the bundle's index, and that root's closure only.
+Status Puller::ResolveNames() {
+  std::vector<size_t> todo;
+  for (size_t r = 0; r < fetches_.size(); ++r)
+    if (fetches_[r].unresolved) todo.push_back(r);
+  if (todo.empty()) return Status::OK();
+  KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
+  KI_ASSIGN_OR_RETURN(RemoteListing listing, remote::ReadRemoteListing(*conn, opts_, true));
+  for (size_t r : todo) {
+    KI_ASSIGN_OR_RETURN(RemoteEntry e, ResolveOnRemote(listing, refs_[r], url_.str()));
+    RefFetch& f = fetches_[r];
+    f.unresolved = false;
+    f.want = e.manifest.str();
+    if (e.in_bundle) f.select = e.root;
+    KI_RETURN_IF_ERROR(FetchRef(*conn, r));
+    if (f.unresolved) return Status::NotFound(url_.str() + ": the listing names " + e.manifest.str() + " for " + refs_[r] + ", which the remote lacks");
+  }
+  report_.http_requests = target_->requests();
+  return Status::OK();
 }
 
 // Bundle parts (a few MiB of JSON each), all in parallel: each one
@@ -319,6 +371,76 @@ Status Puller::FetchParts() {
                                   " parts, more than " + std::to_string(remote::kBundleMaxParts));
     }
   }
+  return Status::OK();
+}
+
+// A packed bundle's pack manifest (unless an untyped index made the part
+// fetches read it already) and its table of contents, which says what the
+// bundle holds: every object, or the closure of the one root asked for.
+Status Puller::FetchTocs() {
+  Status st = RunParallel(*target_, opts_.pull_jobs, fetches_.size(), [&](Conn& c, size_t r) { return FetchToc(c, r); });
+  report_.http_requests = target_->requests();
+  return st;
+}
+
+Status Puller::FetchToc(Conn& c, size_t r) {
+  RefFetch& f = fetches_[r];
+  const std::string where = url_.str() + " " + refs_[r];
+  if (!f.packed) {
+    if (f.select) return Status::InvalidInput(where + ": a bundle without a table of contents (format 1) cannot be pulled root by root");
+    return Status::OK();
+  }
+  if (!f.pack) return Status::InvalidInput(where + ": remote bundle index: a packed bundle (format 2) without a pack");
+  remote::FetchedManifest pm;
+  if (f.pack_manifest) {
+    pm = std::move(*f.pack_manifest);
+    f.pack_manifest.reset();
+  } else {
+    KI_ASSIGN_OR_RETURN(pm, c.GetManifest(f.pack->digest.str()));
+  }
+  if (pm.bytes.size() != f.pack->size) {
+    return Status::Corruption(where + ": the pack manifest has " + std::to_string(pm.bytes.size()) +
+                              " bytes, the index says " + std::to_string(f.pack->size));
+  }
+  std::optional<remote::PartRef> toc_ref;
+  auto blob = remote::ParsePackManifest(pm.bytes, pm.media_type, opts_, &toc_ref);
+  if (!blob.ok()) return blob.status().WithContext(where);
+  if (!toc_ref) return Status::InvalidInput(where + ": a packed bundle's pack manifest without a table of contents");
+  f.pack_blob = *blob;
+  KI_ASSIGN_OR_RETURN(std::string z, c.GetBlob(toc_ref->digest, toc_ref->size));
+  // Decompressed, at most what max_layers descriptors and closures can
+  // take (4 KiB per object is several times what push writes).
+  const uint64_t max_json = std::min<uint64_t>(opts_.max_blob_size, std::max<uint64_t>(opts_.max_layers, 1) << 12);
+  KI_ASSIGN_OR_RETURN(std::string json, remote::DecompressToc(z, max_json));
+  auto toc = remote::ParseToc(json, opts_);
+  if (!toc.ok()) return toc.status().WithContext(where);
+  std::unordered_map<Digest, size_t> at;
+  for (size_t i = 0; i < toc->objects.size(); ++i) {
+    at.emplace(toc->objects[i].digest, i);
+    if (toc->objects[i].size <= remote::kPackEntryMax) f.packed_sizes.emplace(toc->objects[i].digest, toc->objects[i].size);
+  }
+  // The parts list the objects that are blobs of their own: each one the
+  // table of contents lists too, with the same size.
+  for (const Layer& l : f.layers) {
+    auto it = at.find(l.digest);
+    if (it == at.end() || toc->objects[it->second].size != l.size || l.size <= remote::kPackEntryMax) {
+      return Status::InvalidInput(where + ": part layer " + l.digest.str() + " disagrees with the table of contents");
+    }
+  }
+  f.layers.clear();
+  if (!f.select) {
+    f.layers = std::move(toc->objects);
+  } else {
+    const remote::TocRoot* root = nullptr;
+    for (const remote::TocRoot& t : toc->roots)
+      if (t.digest == *f.select) root = &t;
+    if (!root) return Status::NotFound(where + " has no root " + f.select->str());
+    std::unordered_set<uint32_t> seen;
+    for (uint32_t k : root->closure)
+      if (seen.insert(k).second) f.layers.push_back(toc->objects[k]);
+    f.pr.root = *f.select;
+  }
+  f.pr.objects = f.layers.size();
   return Status::OK();
 }
 
@@ -445,6 +567,9 @@ Status Puller::Merge() {
     tags_.push_back(f.tag);
     packs_.push_back(f.pack);
     pack_manifests_.push_back(std::move(f.pack_manifest));
+    packed_.push_back(f.packed);
+    pack_blobs_of_.push_back(f.pack_blob);
+    packed_sizes_.push_back(std::move(f.packed_sizes));
   }
   fetches_.clear();
   return Status::OK();
@@ -598,13 +723,19 @@ std::string Puller::StoredNote() const {
 // the layer of its digest (size, SHA-256) before it is used; a pack that
 // fails a check stops being read, what it delivered before stays (it was
 // verified), and the rest is fetched one by one (FetchBlobs).
-void Puller::ReadPacks() {
-  for (size_t r = 0; r < packs_.size() && opts_.use_pack; ++r) {
-    if (!packs_[r]) continue;
+Status Puller::ReadPacks() {
+  for (size_t r = 0; r < packs_.size(); ++r) {
+    if (!packs_[r] || (!opts_.use_pack && !packed_[r])) continue;
     uint64_t delivered = 0;
     std::optional<Digest> pack_digest;
     Status ps = ReadPack(r, &delivered, &pack_digest);
     n_from_pack_ += delivered;
+    if (!ps.ok() && packed_[r]) {
+      report_.http_requests = target_->requests();
+      return ps.WithContext("pull from " + url_.str() + " failed (" + StoredNote() + "; a packed bundle's objects of at most 1 MiB " +
+                            "have no other copy on the remote than its pack): pack " +
+                            (pack_digest ? pack_digest->str() : packs_[r]->digest.str()) + " of " + refs_[r] + " refused");
+    }
     if (!ps.ok()) {
       report_.refs[r].warnings.push_back("pack " + (pack_digest ? pack_digest->str() : packs_[r]->digest.str()) +
                                          " refused (" + ps.message() + "); " + std::to_string(delivered) +
@@ -612,6 +743,19 @@ void Puller::ReadPacks() {
     }
   }
   report_.http_requests = target_->requests();
+  // What a packed bundle's pack should have carried and did not: no other
+  // copy to fetch.
+  for (size_t r = 0; r < packs_.size(); ++r) {
+    if (!packed_[r]) continue;
+    for (const Digest& d : ref_layers_[r]) {
+      const PullItem& p = items_[item_of_[d]];
+      if (!p.present && !p.received && packed_sizes_[r].count(d)) {
+        return Status::InvalidInput("pull from " + url_.str() + " failed: the pack of " + refs_[r] + " lacks " + d.str() +
+                                    ", which its table of contents lists; " + StoredNote());
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Status Puller::ReadPack(size_t r, uint64_t* delivered, std::optional<Digest>* pack_digest) {
@@ -619,10 +763,18 @@ Status Puller::ReadPack(size_t r, uint64_t* delivered, std::optional<Digest>* pa
   remote::PackReadLimits limits;
   limits.max_tar_bytes = remote::kPackTrailerMax;
   std::unordered_map<Digest, uint64_t> in_bundle;
+  if (packed_[r]) {
+    in_bundle = packed_sizes_[r];  // the pack holds the whole bundle's, whatever this pull takes
+    for (const auto& [d, size] : in_bundle) limits.max_tar_bytes += remote::PackEntryBytes(size);
+  }
   for (const Digest& d : ref_layers_[r]) {
     const PullItem& p = items_[item_of_[d]];
-    in_bundle.emplace(d, p.layer.size);
-    limits.max_tar_bytes += remote::PackEntryBytes(p.layer.size);
+    if (!packed_[r]) {
+      in_bundle.emplace(d, p.layer.size);
+      limits.max_tar_bytes += remote::PackEntryBytes(p.layer.size);
+    } else if (!in_bundle.count(d)) {
+      continue;  // a blob of its own
+    }
     if (!p.present && !p.received) {
       missing++;
       missing_bytes += p.layer.size;
@@ -630,6 +782,7 @@ Status Puller::ReadPack(size_t r, uint64_t* delivered, std::optional<Digest>* pa
   }
   if (missing == 0) return Status::OK();  // not even the pack's manifest is asked for
   KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
+  if (packed_[r]) return ReadPackBlob(*conn, r, *pack_blobs_of_[r], in_bundle, limits, delivered, pack_digest);
   remote::FetchedManifest pm;
   if (pack_manifests_[r]) {
     pm = std::move(*pack_manifests_[r]);
@@ -641,10 +794,21 @@ Status Puller::ReadPack(size_t r, uint64_t* delivered, std::optional<Digest>* pa
                               std::to_string(packs_[r]->size));
   }
   KI_ASSIGN_OR_RETURN(remote::PartRef blob, remote::ParsePackManifest(pm.bytes, pm.media_type, opts_));
+  if (!PackWorthFetching(blob.size, missing, missing_bytes)) {
+    *pack_digest = blob.digest;
+    pack_blobs_.push_back(blob.digest);
+    return Status::OK();
+  }
+  return ReadPackBlob(*conn, r, blob, in_bundle, limits, delivered, pack_digest);
+}
+
+Status Puller::ReadPackBlob(Conn& conn, size_t r, const remote::PartRef& blob,
+                            const std::unordered_map<Digest, uint64_t>& in_bundle, const remote::PackReadLimits& limits,
+                            uint64_t* delivered, std::optional<Digest>* pack_digest) {
+  (void)r;
   *pack_digest = blob.digest;
   pack_blobs_.push_back(blob.digest);
-  if (!PackWorthFetching(blob.size, missing, missing_bytes)) return Status::OK();
-  KI_ASSIGN_OR_RETURN(std::string pack, conn->GetBlob(blob.digest, blob.size));
+  KI_ASSIGN_OR_RETURN(std::string pack, conn.GetBlob(blob.digest, blob.size));
   report_.packs_received++;
   report_.pack_bytes_received += pack.size();
   auto expected = [&](const Digest& d) -> std::optional<uint64_t> {
@@ -653,7 +817,9 @@ Status Puller::ReadPack(size_t r, uint64_t* delivered, std::optional<Digest>* pa
     return it->second;
   };
   return remote::ReadPack(pack, limits, expected, [&](const Digest& d, std::string&& bytes) -> Status {
-    size_t i = item_of_[d];
+    auto at = item_of_.find(d);
+    if (at == item_of_.end()) return Status::OK();  // not in what this pull takes (one root out of a bundle)
+    size_t i = at->second;
     PullItem& p = items_[i];
     if (p.present || p.received) return Status::OK();
     p.bytes = std::move(bytes);
@@ -817,11 +983,13 @@ Result<PullReport> Puller::Run(const std::vector<std::string>& refs) {
   KI_ASSIGN_OR_RETURN(state_, remote::LoadState(store_, url_));
   KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPull));
   KI_RETURN_IF_ERROR(FetchRefs());
+  KI_RETURN_IF_ERROR(ResolveNames());
   KI_RETURN_IF_ERROR(FetchParts());
+  KI_RETURN_IF_ERROR(FetchTocs());
   KI_RETURN_IF_ERROR(FetchReferrers());
   KI_RETURN_IF_ERROR(Merge());
   PlanManifests();
-  ReadPacks();
+  KI_RETURN_IF_ERROR(ReadPacks());
   KI_RETURN_IF_ERROR(FetchBlobs());
   RecheckTags();
   KI_RETURN_IF_ERROR(CheckAttestations());

@@ -25,6 +25,7 @@
 
 #include "json/fields.h"
 #include "ki/json.h"
+#include "remote/listing.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
 #include "remote/state.h"
@@ -116,6 +117,12 @@ class Pusher {
   };
 
   bool bundle() const { return !opts_.bundle_tag.empty(); }
+  // A packed bundle (format 2): objects of at most kPackEntryMax bytes
+  // travel only in the pack, described by the table of contents.
+  bool packed() const { return bundle() && opts_.use_pack && opts_.bundle_format >= 2; }
+  std::vector<std::vector<uint32_t>> ClosureIndices() const;
+  Digest BundleKey() const;
+  Status BuildToc();
   Status CollectClosures(const std::vector<std::string>& refs);
   Status PlanBundle();
   void PlanBlobs();
@@ -125,6 +132,9 @@ class Pusher {
   Status WriteBundle();
   Status WriteClosures();
   Status WriteClosure(Conn& conn, size_t r);
+  // Adds what this push wrote to the remote's listing (listing.h), when it
+  // wrote a tag.
+  Status WriteListing();
 
   // Uploads item i (read from the store, streamed when large).
   Status Upload(Conn& conn, size_t i);
@@ -156,7 +166,13 @@ class Pusher {
   // A bundle: the union of the closures, each object once, in closure
   // order, and the parts that list it.
   std::vector<Layer> all_;
+  std::vector<Layer> loose_;  // packed: the objects that travel as blobs of their own (the parts list them)
   std::vector<std::string> parts_;
+  std::string toc_bytes_;     // packed: the table of contents, compressed ("" until built)
+  remote::PartRef toc_ref_;   // its digest and size (from remote.state's 'i' row until built)
+  Digest bundle_key_;         // packed: BundleKey()
+  PackRow pack_row_;          // what SetPack was given
+  bool pack_built_ = false;
   remote::RemoteState state_;
   remote::StateUpdate learnt_;
   std::unique_ptr<Target> target_;
@@ -171,6 +187,7 @@ class Pusher {
   std::atomic<uint64_t> bytes_up_{0}, n_streamed_{0}, n_sent_{0}, n_unasked_{0}, n_checked_{0};
   std::atomic<int> miss_streak_{0};
   std::atomic<size_t> written_{0};
+  std::atomic<bool> tag_written_{false};  // a manifest was put under a tag (the listing may need the row)
   // Object bytes read for upload at once (push_buffer_bytes): a worker waits
   // before reading an object that would pass the budget; one larger than
   // the budget goes when nothing else is in flight.
@@ -214,12 +231,91 @@ Status Pusher::PlanBundle() {
   for (const Closure& c : closures_)
     for (const Layer& l : c.layers)
       if (in_bundle.insert(l.digest).second) all_.push_back(l);
-  parts_ = remote::BundleParts(all_, opts_.bundle_part_bytes);
+  if (packed()) {
+    for (const Layer& l : all_)
+      if (l.size > remote::kPackEntryMax) loose_.push_back(l);
+    parts_ = remote::BundleParts(loose_, opts_.bundle_part_bytes, true);
+  } else {
+    parts_ = remote::BundleParts(all_, opts_.bundle_part_bytes);
+  }
   if (parts_.size() > remote::kBundleMaxParts) {
     return Status::InvalidInput("the bundle " + opts_.bundle_tag + " would need " + std::to_string(parts_.size()) +
                                 " parts of at most " + std::to_string(opts_.bundle_part_bytes) + " bytes, more than the " +
                                 std::to_string(remote::kBundleMaxParts) + " a bundle may have; nothing was sent");
   }
+  if (packed()) bundle_key_ = BundleKey();
+  return Status::OK();
+}
+
+// Every root's closure as indices into all_ (the root's own first).
+std::vector<std::vector<uint32_t>> Pusher::ClosureIndices() const {
+  std::unordered_map<Digest, uint32_t> at;
+  for (const Layer& l : all_) at.emplace(l.digest, uint32_t(at.size()));
+  std::vector<std::vector<uint32_t>> out;
+  for (const Closure& c : closures_) {
+    std::vector<uint32_t> k;
+    k.reserve(c.layers.size());
+    k.push_back(at[c.root]);
+    for (const Layer& l : c.layers)
+      if (l.digest != c.root) k.push_back(at[l.digest]);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+// What the table of contents is made of, hashed: every field of every
+// object's descriptor and every root's name, kind and closure, each
+// length-prefixed. Equal keys give the same table (remote.state's 'i' row).
+Digest Pusher::BundleKey() const {
+  Sha256 h;
+  auto put = [&](std::string_view s) {
+    uint64_t n = s.size();
+    char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = char(n >> (8 * i));
+    h.Update(std::string_view(len, 8));
+    h.Update(s);
+  };
+  put("ki.toc/1");
+  for (const Layer& l : all_) {
+    put(l.digest.raw());
+    put(std::to_string(l.size));
+    put(remote::RoleName(l.role));
+    put(l.media_type);
+    put(l.kind ? KindName(*l.kind) : "");
+    put(l.document_of ? l.document_of->raw() : "");
+    put(l.subject ? l.subject->raw() : "");
+    put(l.index_value);
+    put(l.title);
+  }
+  const auto closures = ClosureIndices();
+  for (size_t r = 0; r < closures_.size(); ++r) {
+    put(closures_[r].root.raw());
+    put(closures_[r].name);
+    put(closures_[r].root_kind ? KindName(*closures_[r].root_kind) : "");
+    std::string k;
+    for (uint32_t i : closures[r]) k.append(reinterpret_cast<const char*>(&i), 4);
+    put(k);
+  }
+  return h.Finish();
+}
+
+// The table of contents: every object, and every root's closure as
+// indices into them (a pull of one root reads only its closure).
+Status Pusher::BuildToc() {
+  remote::BundleToc toc;
+  const auto closures = ClosureIndices();
+  for (size_t r = 0; r < closures_.size(); ++r) {
+    remote::TocRoot t;
+    t.digest = closures_[r].root;
+    t.name = closures_[r].name;
+    t.kind = closures_[r].root_kind;
+    t.closure = closures[r];
+    toc.roots.push_back(std::move(t));
+  }
+  toc.objects = all_;
+  KI_ASSIGN_OR_RETURN(toc_bytes_, remote::CompressToc(remote::TocJson(toc)));
+  toc_ref_ = remote::PartRef{Sha256Of(toc_bytes_), toc_bytes_.size()};
+  learnt_.Bundle(opts_.bundle_tag, remote::BundleRow{bundle_key_, toc_ref_.digest, toc_ref_.size});
   return Status::OK();
 }
 
@@ -228,7 +324,7 @@ void Pusher::PlanBlobs() {
   std::unordered_set<Digest> seen{remote::EmptyConfigDigest()};
   for (const Closure& c : closures_)
     for (const Layer& l : c.layers)
-      if (seen.insert(l.digest).second) items_.push_back({l.digest, l.size});
+      if ((!packed() || l.size > remote::kPackEntryMax) && seen.insert(l.digest).second) items_.push_back({l.digest, l.size});
   sent_.assign(items_.size(), 0);
   for (size_t i = 0; i < items_.size(); ++i) {
     index_of_[items_[i].digest] = i;
@@ -373,7 +469,10 @@ void Pusher::CountSent() {
     PushedRef& pr = report_.refs[r];
     pr.sent = pr.skipped = pr.bytes_sent = 0;
     for (const Layer& l : closures_[r].layers) {
-      if (sent_[index_of_[l.digest]]) {
+      auto it = index_of_.find(l.digest);
+      // A packed object was sent when its pack was.
+      bool sent = it == index_of_.end() ? report_.pack && report_.pack->sent : sent_[it->second];
+      if (sent) {
         pr.sent++;
         pr.bytes_sent += l.size;
       } else {
@@ -384,11 +483,13 @@ void Pusher::CountSent() {
 }
 
 void Pusher::SetPack(const PackRow& p, bool built) {
+  pack_row_ = p;
+  pack_built_ = built;
   report_.pack.reset();
   pack_manifest_.clear();
-  if (p.objects == 0) return;  // no object small enough: no pack
+  if (p.objects == 0 && !packed()) return;  // no object small enough: no pack
   report_.pack = PushReport::Pack{p.digest, p.size, p.objects, false, built};
-  pack_manifest_ = remote::PackManifest(p.digest, p.size, p.objects);
+  pack_manifest_ = remote::PackManifest(p.digest, p.size, p.objects, packed() ? &toc_ref_ : nullptr);
 }
 
 Status Pusher::TakeBuiltPack() {
@@ -402,7 +503,7 @@ Status Pusher::TakeBuiltPack() {
 }
 
 void Pusher::ComposeIndex() {
-  index_ = remote::BundleIndex(parts_, closures_.size(), report_.pack ? &pack_manifest_ : nullptr);
+  index_ = remote::BundleIndex(parts_, closures_.size(), report_.pack ? &pack_manifest_ : nullptr, packed());
   index_digest_ = Sha256Of(index_);
   for (PushedRef& pr : report_.refs) {
     pr.tag = opts_.bundle_tag;
@@ -420,6 +521,14 @@ Result<bool> Pusher::TagNamesIndex(Conn& conn) {
 // The bundle's pack (known from remote.state, or built by StartPack's
 // thread) and the index that names it, before any manifest is written.
 Status Pusher::PrepareBundle() {
+  if (packed()) {
+    auto row = state_.bundles.find(opts_.bundle_tag);
+    if (row != state_.bundles.end() && row->second.key == bundle_key_) {
+      toc_ref_ = remote::PartRef{row->second.toc, row->second.toc_size};
+    } else {
+      KI_RETURN_IF_ERROR(BuildToc());
+    }
+  }
   if (known_pack_) {
     SetPack(*known_pack_, false);
   } else if (Status built = TakeBuiltPack(); !built.ok()) {
@@ -444,6 +553,14 @@ Status Pusher::WriteBundleManifests() {
   KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
   KI_ASSIGN_OR_RETURN(bool unchanged, TagNamesIndex(*conn));
   if (unchanged) return Status::OK();
+  if (packed() && toc_bytes_.empty()) {
+    // remote.state's 'i' row composed the index; what is written is built.
+    KI_RETURN_IF_ERROR(BuildToc());
+    SetPack(pack_row_, pack_built_);
+    ComposeIndex();
+    KI_ASSIGN_OR_RETURN(unchanged, TagNamesIndex(*conn));
+    if (unchanged) return Status::OK();
+  }
   if (known_pack_) {
     // remote.state's row only recognises a bundle the registry holds:
     // an index is written only with a pack built from the objects.
@@ -463,13 +580,21 @@ Status Pusher::WriteBundleManifests() {
       report_.pack->sent = true;
     }
     pack_bytes_.reset();
+    if (packed()) {
+      // Its table of contents, as the pack.
+      KI_ASSIGN_OR_RETURN(bool has_toc, conn->HasBlob(toc_ref_.digest, toc_ref_.size));
+      if (!has_toc) KI_RETURN_IF_ERROR(conn->PutBlob(toc_ref_.digest, toc_bytes_));
+      learnt_.Blob(toc_ref_.digest);
+    }
+    learnt_.Blob(report_.pack->digest);
   }
   conn.reset();
   // Parts by digest; each part's layers are the slice it lists.
+  const std::vector<Layer>& listed = packed() ? loose_ : all_;
   std::vector<std::vector<Layer>> part_layers(parts_.size());
   for (size_t p = 0, next = 0; p < parts_.size(); ++p) {
     size_t n = Json::parse(parts_[p])["layers"].size();
-    part_layers[p].assign(all_.begin() + next, all_.begin() + next + n);
+    part_layers[p].assign(listed.begin() + next, listed.begin() + next + n);
     next += n;
   }
   KI_RETURN_IF_ERROR(RunParallel(*target_, opts_.push_jobs, parts_.size(), [&](Conn& c, size_t p) -> Status {
@@ -481,6 +606,7 @@ Status Pusher::WriteBundleManifests() {
   }
   KI_RETURN_IF_ERROR(conn->PutManifest(opts_.bundle_tag, index_, remote::kOciIndexType, nullptr));
   learnt_.Tag(opts_.bundle_tag, index_digest_);
+  tag_written_ = true;
   return Status::OK();
 }
 
@@ -506,6 +632,7 @@ Status Pusher::WriteClosure(Conn& conn, size_t r) {
     }
     KI_RETURN_IF_ERROR(PutImageManifest(conn, closures_[r].layers, tag, manifest));
     learnt_.Tag(tag, pr.manifest);
+    tag_written_ = true;
   }
   for (const Layer& l : closures_[r].layers) {
     if (l.role != Role::kAttestation) continue;
@@ -529,6 +656,34 @@ Status Pusher::WriteClosure(Conn& conn, size_t r) {
   return Status::OK();
 }
 
+Status Pusher::WriteListing() {
+  if (!tag_written_) return Status::OK();
+  std::vector<RemoteEntry> rows;
+  const std::string now = remote::NowRfc3339();
+  if (bundle()) {
+    RemoteEntry e;
+    e.tag = opts_.bundle_tag;
+    e.manifest = index_digest_;
+    e.bundle = true;
+    e.roots = closures_.size();
+    e.pushed_at = now;
+    rows.push_back(std::move(e));
+  } else {
+    for (size_t r = 0; r < closures_.size(); ++r) {
+      RemoteEntry e;
+      e.tag = report_.refs[r].tag;
+      e.manifest = report_.refs[r].manifest;
+      e.root = closures_[r].root;
+      e.name = closures_[r].name;
+      if (closures_[r].root_kind) e.kind = std::string(KindName(*closures_[r].root_kind));
+      e.pushed_at = now;
+      rows.push_back(std::move(e));
+    }
+  }
+  KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
+  return remote::UpdateListing(*conn, std::move(rows), opts_);
+}
+
 Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
   if (bundle() && !IsValidTag(opts_.bundle_tag)) {
     return Status::Usage("'" + opts_.bundle_tag + "' is not a valid OCI tag");
@@ -543,6 +698,11 @@ Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
   KI_RETURN_IF_ERROR(UploadBlobs());
   if (bundle()) KI_RETURN_IF_ERROR(PrepareBundle());
   Status mst = bundle() ? WriteBundle() : WriteClosures();
+  if (mst.ok()) {
+    // A cache of what the tags say: failing to update it is a warning.
+    Status ls = WriteListing();
+    if (!ls.ok()) report_.warnings.push_back("could not update the listing of " + url_.str() + ": " + ls.message());
+  }
   Status fin = target_->Finish();
   report_.http_requests = target_->requests();
   report_.blobs_sent = 0;

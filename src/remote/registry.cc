@@ -578,7 +578,9 @@ Result<std::optional<std::vector<std::string>>> RegistryConn::ListTags() {
   constexpr int kMaxPages = 1000;
   std::vector<std::string> tags;
   HttpRequest req;
-  req.url = t_->RepoUrl("tags/list");
+  // Pages of 1000 (the distribution-spec's `n`; the registry may send
+  // fewer), each next page where its Link header says (`last` in it).
+  req.url = t_->RepoUrl("tags/list") + "?n=" + std::to_string(std::max<size_t>(1, t_->opts_.tag_page));
   req.max_body = kMaxPage;
   for (int page = 0; page < kMaxPages; ++page) {
     KI_ASSIGN_OR_RETURN(HttpResponse r, SendRetry(req, "GET tags/list"));

@@ -31,6 +31,24 @@ std::optional<PackRow> DecodePackRow(std::string_view v) {
   return p;
 }
 
+constexpr size_t kBundleRowBytes = 32 + 32 + 8;
+
+std::string EncodeBundleRow(const BundleRow& b) {
+  std::string v(b.key.raw());
+  v.append(b.toc.raw());
+  for (int i = 7; i >= 0; --i) v.push_back(char(b.toc_size >> (8 * i)));
+  return v;
+}
+
+std::optional<BundleRow> DecodeBundleRow(std::string_view v) {
+  if (v.size() != kBundleRowBytes) return std::nullopt;
+  BundleRow b;
+  b.key = Digest::FromRaw(v.substr(0, 32));
+  b.toc = Digest::FromRaw(v.substr(32, 32));
+  b.toc_size = BigEndian64(v.substr(64, 8));
+  return b;
+}
+
 std::string StatePrefix(const RemoteUrl& url) { return std::string(Sha256Of(url.str()).raw().substr(0, 8)); }
 
 }  // namespace
@@ -49,6 +67,8 @@ Result<RemoteState> LoadState(Store& store, const RemoteUrl& url) {
       st.tags[std::string(k.substr(p + 1))] = Digest::FromRaw(v);
     } else if (k.size() > p + 1 && k[p] == 'p') {
       if (auto row = DecodePackRow(v)) st.packs[std::string(k.substr(p + 1))] = *row;
+    } else if (k.size() > p + 1 && k[p] == 'i') {
+      if (auto row = DecodeBundleRow(v)) st.bundles[std::string(k.substr(p + 1))] = *row;
     }
     return true;  // anything else is from a later format: ignored
   }));
@@ -78,6 +98,13 @@ Status WriteState(Batch& batch, const RemoteState& old, const StateUpdate& u) {
     std::string v = EncodePackRow(p);
     if (it == old.packs.end() || EncodePackRow(it->second) != v) {
       KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('p', tag), v));
+    }
+  }
+  for (const auto& [tag, b] : u.bundles) {
+    auto it = old.bundles.find(tag);
+    std::string v = EncodeBundleRow(b);
+    if (it == old.bundles.end() || EncodeBundleRow(it->second) != v) {
+      KI_RETURN_IF_ERROR(batch.Put(kRemoteStateTable, key('i', tag), v));
     }
   }
   return Status::OK();

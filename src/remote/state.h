@@ -7,6 +7,7 @@
 //   't' + tag                  -> raw manifest digest the tag named when last written or read
 //   'r' + raw manifest digest  -> ""                 a referrer manifest written and indexed
 //   'p' + bundle tag           -> PackRow (80 bytes) the pack last built for the bundle pushed under the tag
+//   'i' + bundle tag           -> BundleRow (72 bytes) the table of contents of the packed bundle pushed under the tag
 // Only registries have one: a layout answers HEAD from its own directory.
 //
 // Thread-safety: StateUpdate's adders may be called from any thread; the
@@ -39,13 +40,25 @@ struct PackRow {
   uint64_t objects = 0;  // entries; 0: no object was small enough, the bundle has no pack
 };
 
+// A packed bundle's table of contents under the key of what it lists
+// (BundleKey in push.cc: every object's descriptor, every root's closure),
+// so that a re-push of the same bundle composes its index without
+// building the table (most of an unchanged re-push's CPU).
+struct BundleRow {
+  Digest key;
+  Digest toc;
+  uint64_t toc_size = 0;
+};
+
 struct RemoteState {
   bool enabled = false;  // false for a layout: nothing is read or written
   std::string prefix;
   std::unordered_set<Digest> blobs, referrers;
   std::unordered_map<std::string, Digest> tags;
   std::unordered_map<std::string, PackRow> packs;  // by bundle tag
+  std::unordered_map<std::string, BundleRow> bundles;  // by bundle tag
   void Clear() {
+    bundles.clear();
     blobs.clear();
     referrers.clear();
     tags.clear();
@@ -61,6 +74,11 @@ struct StateUpdate {
   std::vector<Digest> blobs, gone, referrers;
   std::vector<std::pair<std::string, Digest>> tags;
   std::vector<std::pair<std::string, PackRow>> packs;
+  std::vector<std::pair<std::string, BundleRow>> bundles;
+  void Bundle(const std::string& tag, const BundleRow& b) {
+    std::lock_guard<std::mutex> l(mu);
+    bundles.emplace_back(tag, b);
+  }
   void Blob(const Digest& d) {
     std::lock_guard<std::mutex> l(mu);
     blobs.push_back(d);

@@ -133,23 +133,24 @@ compare "$SRC" "$DB"
 "$KI" --store "$DB" pull --insecure --json "oci://$REG/ki/evidence" everything >"$TMP/bpull2.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["blobsReceived"] == 0 and d["packsReceived"] == 0))' "$TMP/bpull2.json" ||
   fail "second bundle pull transferred: $(cat "$TMP/bpull2.json")"
+# A bundle pushed with --no-pack is format 1: every object its own blob, no pack.
+"$KI" --store "$SRC" push origin --bundle plain --no-pack "$RUN" "${BLOBS[@]}" >"$TMP/ppush.out" || fail "push --no-pack"
+grep -q "^pack" "$TMP/ppush.out" && fail "push --no-pack wrote a pack"
 DN=$TMP/dst-nopack
 "$KI" init "$DN" >/dev/null
-"$KI" --store "$DN" pull --insecure --no-pack "oci://$REG/ki/evidence" everything >"$TMP/npull.out" || fail "pull --no-pack"
+"$KI" --store "$DN" pull --insecure --no-pack "oci://$REG/ki/evidence" plain >"$TMP/npull.out" || fail "pull --no-pack"
 grep -q "from the pack" "$TMP/npull.out" && fail "pull --no-pack used the pack"
 [ "$(sorted_ls "$SRC")" = "$(sorted_ls "$DN")" ] || fail "ki ls differs after pull --no-pack"
 # --buffer-mib 0: every verified blob is written as soon as it arrives (the
 # memory bound of a pull of large blobs); the store ends up the same.
 DZ=$TMP/dst-buffer0
 "$KI" init "$DZ" >/dev/null
-"$KI" --store "$DZ" pull --insecure --no-pack --buffer-mib 0 --json "oci://$REG/ki/evidence" everything >"$TMP/zpull.json" ||
+"$KI" --store "$DZ" pull --insecure --no-pack --buffer-mib 0 --json "oci://$REG/ki/evidence" plain >"$TMP/zpull.json" ||
   fail "pull --buffer-mib 0"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["blobsWrittenEarly"] > 0))' "$TMP/zpull.json" ||
   fail "pull --buffer-mib 0 wrote no blob early: $(cat "$TMP/zpull.json")"
 [ "$(sorted_ls "$SRC")" = "$(sorted_ls "$DZ")" ] || fail "ki ls differs after pull --buffer-mib 0"
 "$KI" --store "$DZ" verify "$RUN" >/dev/null || fail "verify after pull --buffer-mib 0"
-"$KI" --store "$SRC" push origin --bundle plain --no-pack "$RUN" "${BLOBS[@]}" >"$TMP/ppush.out" || fail "push --no-pack"
-grep -q "^pack" "$TMP/ppush.out" && fail "push --no-pack wrote a pack"
 DP=$TMP/dst-plain
 "$KI" init "$DP" >/dev/null
 "$KI" --store "$DP" pull --insecure "oci://$REG/ki/evidence" plain | grep -q "from the pack" && fail "a pack-less bundle pulled from a pack"
@@ -169,16 +170,19 @@ if command -v zstd >/dev/null; then
   "$KI" --store "$SRC" ls | cut -f1 | sort >"$TMP/src.list"
   cmp -s "$TMP/pack.list" "$TMP/src.list" || fail "tar -t of the pack does not list the bundle's objects"
 fi
-# A damaged pack in the layout: refused, said so, every object fetched alone.
+# A damaged pack in the layout: refused, said so; a packed bundle's small
+# objects have no other copy, so the pull fails and stores nothing.
 cp "$PACKFILE" "$PACKFILE.orig"
 chmod u+w "$PACKFILE"
 printf 'X' | dd of="$PACKFILE" bs=1 seek=100 conv=notrunc status=none
 DX=$TMP/dst-damaged
 "$KI" init "$DX" >/dev/null
-"$KI" --store "$DX" pull "oci-layout:$TMP/blayout" everything >"$TMP/xpull.out" 2>"$TMP/xpull.err" || fail "pull with a damaged pack"
-grep -q "^ki: warning: pack $PACK refused (.*hashes to.*); 0 verified objects taken from it, the others fetched one by one$" "$TMP/xpull.err" ||
+"$KI" --store "$DX" pull "oci-layout:$TMP/blayout" everything >"$TMP/xpull.out" 2>"$TMP/xpull.err" && fail "pull with a damaged pack succeeded"
+grep -q "^ki: error: pull from oci-layout:.* failed (nothing was stored; a packed bundle's objects of at most 1 MiB have no other copy on the remote than its pack): pack $PACK of everything refused: .*hashes to" "$TMP/xpull.err" ||
   fail "damaged pack message: $(cat "$TMP/xpull.err")"
-grep -q "from the pack" "$TMP/xpull.out" && fail "a damaged pack was used"
+[ -z "$("$KI" --store "$DX" ls)" ] || fail "a pull with a damaged pack stored objects"
+cp "$PACKFILE.orig" "$PACKFILE"
+"$KI" --store "$DX" pull "oci-layout:$TMP/blayout" everything >/dev/null || fail "pull once the pack is whole again"
 compare "$SRC" "$DX"
 
 # skopeo carries the bundle (index, parts, pack manifest and pack) registry -> layout -> registry. The
