@@ -168,8 +168,8 @@ std::string HttpClient::TlsDiagnosis(const std::string& url, const std::string& 
   std::string msg = "the TLS handshake failed (" + detail + "): " + host +
                     " answers plain http, not https";
   if (!IsLoopbackHost(host)) return msg + "; ki reaches registries over https, except loopback ones";
-  return msg + ". For a loopback registry without TLS pass --insecure; for a configured remote, add it again "
-               "with it (ki remote remove NAME, then ki remote add NAME URL --insecure)";
+  return msg + ". For a loopback registry without TLS pass --insecure; for a configured remote, mark it so "
+               "(ki remote set-url NAME URL --insecure)";
 }
 
 long RequestDeadline(const HttpLimits& limits, uint64_t bytes) {

@@ -125,7 +125,10 @@ expect_contains "$ERR" "127.0.0.1:$PORT answers plain http, not https" "TLS agai
 expect_contains "$ERR" "pass --insecure" "the fix is named"
 case "$ERR" in *"run the same ki push again"*) fail "a TLS failure advises a re-run: $ERR" ;; esac
 expect_exit 5 ki --store src pull plain "$SMALL"
-expect_contains "$ERR" "ki remote add NAME URL --insecure" "pull names the fix for a configured remote"
+expect_contains "$ERR" "ki remote set-url NAME URL --insecure" "pull names the fix for a configured remote"
+# ... and the fix works: the same remote marked insecure pulls.
+expect_exit 0 ki --store src remote set-url plain "$REG" --insecure
+expect_exit 0 ki --store src pull plain "$SMALL"
 
 # Options out of range are usage errors; the registry at full pace serves
 # the same pull with the same limits.
