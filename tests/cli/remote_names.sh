@@ -115,6 +115,17 @@ set -e
 [ $rc2 -eq 3 ] || fail "an unknown name: exit $rc2 ($(cat "$TMP/none.err"))"
 grep -q "holds nothing that 'BenchmarkRun/no-such-run' names" "$TMP/none.err" || fail "unknown name message: $(cat "$TMP/none.err")"
 
+# ---- progress: a bar on a terminal (script(1) gives the push one), nothing
+# on a pipe for a transfer shorter than 5 s, and a one-line summary either way
+script -qec "$KI --store $SRC push oci-layout:$TMP/progress-layout --bundle catalog $(tr '\n' ' ' <"$TMP/runs")" /dev/null >"$TMP/tty.out" ||
+  fail "push under a terminal: $(cat "$TMP/tty.out")"
+grep -q "push \[#*\.*\] [0-9]*/[0-9]* objects, [0-9.]* MB, [0-9.]* MB/s" "$TMP/tty.out" || fail "no progress bar on a terminal: $(cat -A "$TMP/tty.out" | head -3)"
+grep -q "^pushed	catalog	sha256:[0-9a-f]*	$(wc -l <"$TMP/runs") roots: " "$TMP/tty.out" || fail "no bundle summary: $(cat "$TMP/tty.out")"
+S push "oci-layout:$TMP/progress-layout2" --bundle catalog $(cat "$TMP/runs") >"$TMP/pipe.out" 2>"$TMP/pipe.err" || fail "push to a pipe"
+[ ! -s "$TMP/pipe.err" ] || fail "a short push without a terminal printed progress: $(cat "$TMP/pipe.err")"
+S push -v "oci-layout:$TMP/progress-layout2" --bundle catalog $(cat "$TMP/runs") >"$TMP/verbose.out" || fail "push -v"
+[ "$(grep -c "^pushed	" "$TMP/verbose.out")" = "$(($(wc -l <"$TMP/runs") + 1))" ] || fail "push -v: not a line per root: $(cat "$TMP/verbose.out")"
+
 # ---- ki remote ls: the run, the bundle, its roots; a pattern; JSON; bounded requests
 S remote ls team >"$TMP/ls" || fail "remote ls"
 grep -q "^BenchmarkRun	$RUN	$RUN_DIGEST	BenchmarkRun\.$BARE	20[0-9-]*T[0-9:]*Z$" "$TMP/ls" || fail "ls lacks the run: $(head -5 "$TMP/ls")"
