@@ -22,11 +22,13 @@ run=sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a
   $ki --store "$store" add "$data"/examples/*.yaml
   $ki --store "$store" show $run
   $ki --store "$store" verify $run
+  $ki --store "$store" report "$store-report"
 )
 
 cat <<MSG
 
 ki is built: $(pwd)/build/ki (in $((built - start)) s), and $store/ is a store holding the seed run.
+Its web report: open $(pwd)/$store-report/index.html in a browser.
 Try next:
   export PATH="\$PWD/build:\$PATH" KI_STORE=\$PWD/$store
   ki ls                       # every object: digest, kind, name

@@ -22,7 +22,9 @@
 // unchanged it is not rendered at all. Pages the list names that the store
 // no longer gives are removed.
 //
-// Thread-safety: WriteReport reads the store from its calling thread only.
+// Thread-safety: WriteReport reads the store from its calling thread and
+// ReportOptions::threads - 1 threads of its own (the Store's read calls are
+// safe from several threads); one WriteReport per DIR at a time.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,9 @@ struct ReportOptions {
   // different ki renders every page again rather than trust pages an older
   // one wrote.
   std::string renderer = KI_VERSION;
+  // Threads that render run pages (store reads are safe from several).
+  int threads = 2;
+  // Called from the rendering threads, one call at a time.
   std::function<void(const ReportProgress&)> progress;
 };
 

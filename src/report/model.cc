@@ -1,6 +1,9 @@
 #include "report/model.h"
 
+#include <mutex>
+
 #include "json/fields.h"
+#include "report/parallel.h"
 
 namespace ki::report {
 
@@ -54,42 +57,41 @@ Result<Wanted> ResolveRefs(Store& store, const std::vector<std::string>& refs) {
 
 }  // namespace
 
-Result<Model> Collect(Store& store, const std::vector<std::string>& refs,
+Result<Model> Collect(Store& store, const std::vector<std::string>& refs, int threads,
                       const std::function<void(uint64_t, uint64_t)>& tick) {
   KI_ASSIGN_OR_RETURN(Wanted want, ResolveRefs(store, refs));
   KI_ASSIGN_OR_RETURN(auto summaries, catalog::ListGroups(store, {}));
   Model m;
   m.pages.insert("index.html");
-  // Workloads are shared by several groups (one per protocol, environment):
-  // their axes are read once.
-  std::map<std::string, Json> axes_of;
+  std::vector<size_t> chosen;
+  for (size_t i = 0; i < summaries.size(); ++i)
+    if (want.everything || want.groups.count(summaries[i].cohort)) chosen.push_back(i);
+  m.groups.resize(chosen.size());
+  // Each group's ranking, records and members, on `threads` threads (the
+  // store's reads are safe from several).
+  std::mutex mu;
   uint64_t done = 0;
-  for (auto& s : summaries) {
-    if (tick) tick(++done, summaries.size());
-    if (!want.everything && !want.groups.count(s.cohort)) continue;
-    GroupView g;
+  KI_RETURN_IF_ERROR(ParallelFor(chosen.size(), threads, [&](size_t i, int) -> Status {
+    catalog::GroupSummary& s = summaries[chosen[i]];
+    GroupView& g = m.groups[i];
     g.page = GroupPage(s.cohort);
     if (s.kind == "kernel") {
       KI_ASSIGN_OR_RETURN(auto r, catalog::RankCohort(store, s.cohort));
       g.ranking = std::move(r);
       KI_ASSIGN_OR_RETURN(auto h, catalog::Records(store, s.cohort));
       g.records = std::move(h);
-      auto it = axes_of.find(s.workload);
-      if (it == axes_of.end()) {
-        Json axes;
-        if (auto d = Digest::Parse(s.workload); d.ok()) {
-          auto w = store.ReadManifest(*d);
-          if (w.ok() && w->spec.contains("axes") && w->spec["axes"].is_object()) axes = w->spec["axes"];
-        }
-        it = axes_of.emplace(s.workload, std::move(axes)).first;
+      if (auto d = Digest::Parse(s.workload); d.ok()) {
+        auto w = store.ReadManifest(*d);
+        if (w.ok() && w->spec.contains("axes") && w->spec["axes"].is_object()) g.axes = w->spec["axes"];
       }
-      g.axes = it->second;
     } else {
       KI_ASSIGN_OR_RETURN(g.members, catalog::GroupMembers(store, s.cohort));
     }
     g.summary = std::move(s);
-    m.groups.push_back(std::move(g));
-  }
+    std::lock_guard<std::mutex> lock(mu);
+    if (tick) tick(++done, chosen.size());
+    return Status::OK();
+  }));
   // Pointers into m.groups are taken once it no longer grows.
   for (const GroupView& g : m.groups) {
     m.pages.insert(g.page);

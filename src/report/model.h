@@ -62,8 +62,10 @@ std::string OperationPage(std::string_view operation_digest);  // "sha256:…"
 std::string SettingPage(Kind kind, const Digest& d);  // a protocol's or environment's page
 
 // Everything, or the groups and runs `refs` name (a run brings its group,
-// a group its runs). `tick` is called once per group read.
-Result<Model> Collect(Store& store, const std::vector<std::string>& refs, const std::function<void(uint64_t, uint64_t)>& tick);
+// a group its runs), reading the groups on `threads` threads. `tick` is
+// called once per group read, one call at a time.
+Result<Model> Collect(Store& store, const std::vector<std::string>& refs, int threads,
+                      const std::function<void(uint64_t, uint64_t)>& tick);
 
 // `<a href="ROOT+page">text_html</a>` when the site holds `page`, else the
 // text alone: no link of the site points at a page it lacks.

@@ -11,7 +11,7 @@ namespace ki::report {
 
 namespace {
 
-constexpr size_t kRecentRecords = 50;
+constexpr size_t kRecentRecords = 20;
 
 struct Count {
   uint64_t groups = 0, runs = 0;
@@ -40,6 +40,41 @@ std::string GroupsTable(const Model& m) {
     out += "</tr>\n";
   }
   out += "</tbody></table>\n";
+  return out;
+}
+
+std::string RecentRecords(const Model& m) {
+  std::string out;
+  // Recent records: the newest events of every group's record history.
+  struct Rec {
+    const GroupView* g;
+    const catalog::RecordEvent* ev;
+  };
+  std::vector<Rec> recs;
+  for (const auto& g : m.groups)
+    if (g.records)
+      for (const auto& ev : g.records->events) recs.push_back({&g, &ev});
+  std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {
+    if (int c = catalog::CompareTimes(a.ev->at, b.ev->at); c != 0) return c > 0;
+    return a.ev->run < b.ev->run;
+  });
+  if (recs.size() > kRecentRecords) recs.resize(kRecentRecords);
+  out += "<h2 id=\"records\">Recent records</h2>\n";
+  if (recs.empty()) {
+    out += "<p>No records.</p>\n";
+  } else {
+    out += "<table><thead><tr><th>at</th><th>operation</th><th>group</th><th>value</th><th>run</th></tr></thead><tbody>\n";
+    for (const Rec& r : recs) {
+      catalog::RankEntry v;
+      v.value = r.ev->value;
+      v.unit = r.g->ranking && !r.g->ranking->ranked.empty() ? r.g->ranking->ranked.front().unit : "";
+      out += "<tr>" + Tag("td", r.ev->at.substr(0, 10)) + Tag("td", r.g->summary.operation_name) + "<td>" +
+              Link(m, "", r.g->page, Esc(r.g->summary.cohort.hex().substr(0, 12)), "class=\"digest\"") + "</td>" +
+              Tag("td", ValueText(v), "class=\"num\"") + "<td>" +
+              Link(m, "", RunPage(r.ev->run), Esc(ShortDigest(r.ev->run)), "class=\"digest\"") + "</td></tr>\n";
+    }
+    out += "</tbody></table>\n";
+  }
   return out;
 }
 
@@ -76,12 +111,15 @@ std::string RenderIndex(const Model& m) {
   }
   body += "</tbody></table></details>\n";
 
-  body += "<h2 id=\"hardware\">Hardware</h2>\n<table><thead><tr><th>hardware</th><th>groups</th><th>runs</th></tr></thead><tbody>\n";
+  body += "<h2 id=\"hardware\">Hardware</h2>\n<details><summary>" + std::to_string(hardware.size()) +
+          " kinds of hardware (serving groups: their topology)</summary>\n"
+          "<table><thead><tr><th>hardware</th><th>groups</th><th>runs</th></tr></thead><tbody>\n";
   for (const auto& [hw, c] : hardware) {
     body += "<tr>" + Tag("td", hw) + Tag("td", std::to_string(c.groups), "class=\"num\"") +
             Tag("td", std::to_string(c.runs), "class=\"num\"") + "</tr>\n";
   }
-  body += "</tbody></table>\n";
+  body += "</tbody></table></details>\n";
+  body += RecentRecords(m);
 
   body += "<h2 id=\"comparison-groups\">Comparison groups</h2>\n<form class=\"filters\" role=\"search\">"
           "<input id=\"filter\" type=\"search\" placeholder=\"filter: operation, workload, implementation…\" "
@@ -93,36 +131,6 @@ std::string RenderIndex(const Model& m) {
           " <output id=\"filter-count\">" + std::to_string(m.groups.size()) + " groups</output></form>\n";
   body += GroupsTable(m);
 
-  // Recent records: the newest events of every group's record history.
-  struct Rec {
-    const GroupView* g;
-    const catalog::RecordEvent* ev;
-  };
-  std::vector<Rec> recs;
-  for (const auto& g : m.groups)
-    if (g.records)
-      for (const auto& ev : g.records->events) recs.push_back({&g, &ev});
-  std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {
-    if (int c = catalog::CompareTimes(a.ev->at, b.ev->at); c != 0) return c > 0;
-    return a.ev->run < b.ev->run;
-  });
-  if (recs.size() > kRecentRecords) recs.resize(kRecentRecords);
-  body += "<h2 id=\"records\">Recent records</h2>\n";
-  if (recs.empty()) {
-    body += "<p>No records.</p>\n";
-  } else {
-    body += "<table><thead><tr><th>at</th><th>operation</th><th>group</th><th>value</th><th>run</th></tr></thead><tbody>\n";
-    for (const Rec& r : recs) {
-      catalog::RankEntry v;
-      v.value = r.ev->value;
-      v.unit = r.g->ranking && !r.g->ranking->ranked.empty() ? r.g->ranking->ranked.front().unit : "";
-      body += "<tr>" + Tag("td", r.ev->at.substr(0, 10)) + Tag("td", r.g->summary.operation_name) + "<td>" +
-              Link(m, "", r.g->page, Esc(r.g->summary.cohort.hex().substr(0, 12)), "class=\"digest\"") + "</td>" +
-              Tag("td", ValueText(v), "class=\"num\"") + "<td>" +
-              Link(m, "", RunPage(r.ev->run), Esc(ShortDigest(r.ev->run)), "class=\"digest\"") + "</td></tr>\n";
-    }
-    body += "</tbody></table>\n";
-  }
   PageParts p;
   p.title = "Index";
   p.kind = "index";

@@ -3,7 +3,9 @@
 // whose inputs (inputs.h) are those the list records is not even rendered.
 #include "ki/report.h"
 
+#include <algorithm>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -12,6 +14,7 @@
 #include "report/inputs.h"
 #include "report/model.h"
 #include "report/pages.h"
+#include "report/parallel.h"
 
 const ki::EmbeddedFile* ki_embedded_report_assets(size_t* count);
 
@@ -78,7 +81,8 @@ std::optional<std::pair<std::string, PageEntry>> EntryFromLine(std::string_view 
 using PageList = std::map<std::string, PageEntry>;
 
 // Writes the pages of one render and remembers them; a page whose digest
-// the previous list holds, and whose file is there, is not written.
+// the previous list holds, and whose file is there, is not written. Safe to
+// call from several threads: files are written outside the lock.
 class SiteWriter {
  public:
   SiteWriter(Env* env, std::string dir, PageList previous)
@@ -97,25 +101,29 @@ class SiteWriter {
     h.Update(bytes);
     PageEntry e{h.Finish().str(), bytes.size(), std::move(inputs), std::move(watched)};
     const PageEntry* prev = Previous(page);
-    if (prev && prev->sha256 == e.sha256) {
-      Count(e, /*written=*/false);
-    } else {
+    const bool write = !prev || prev->sha256 != e.sha256;
+    if (write) {
       const std::string path = dir_ + "/" + page;
       const std::string parent = path.substr(0, path.rfind('/'));
-      if (!made_.count(parent)) {
-        KI_RETURN_IF_ERROR(env_->CreateDirs(parent));
-        made_.insert(parent);
+      bool make = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        make = made_.insert(parent).second;
       }
+      // CreateDirs is mkdir -p: two threads making one directory is harmless.
+      if (make) KI_RETURN_IF_ERROR(env_->CreateDirs(parent));
       // A site is derived and rewritten at will: no fsync per page.
       KI_RETURN_IF_ERROR(env_->WriteFileAtomic(path, bytes, Durability::kNone));
-      Count(e, /*written=*/true);
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    Count(e, write);
     current_[page] = std::move(e);
     return Status::OK();
   }
 
   // Keeps the page as the previous render wrote it (its inputs are unchanged).
   void Keep(const std::string& page, const PageEntry& prev) {
+    std::lock_guard<std::mutex> lock(mu_);
     Count(prev, /*written=*/false);
     current_[page] = prev;
   }
@@ -148,6 +156,7 @@ class SiteWriter {
 
   Env* env_;
   std::string dir_;
+  std::mutex mu_;        // guards current_, made_, summary_ (previous_ is read-only)
   PageList previous_, current_;
   std::set<std::string> made_;
   ReportSummary summary_;
@@ -202,6 +211,24 @@ Result<std::string> ReadChartJs(Env* env, const std::string& path) {
   return bytes.status();
 }
 
+// One run's page: kept when its inputs are those the list records, else
+// rendered and written.
+Status RenderOneRun(Store& store, const Model& m, const EvidenceEvaluator& evidence, SiteWriter& site,
+                    const Digest& run, const RunPlace& place, const std::string& salt, RunPageCache& cache) {
+  const std::string page = RunPage(run);
+  if (const PageEntry* prev = site.Previous(page); prev && !prev->inputs.empty()) {
+    KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, prev->watched, salt));
+    if (inputs == prev->inputs) {
+      site.Keep(page, *prev);
+      return Status::OK();
+    }
+  }
+  std::vector<Digest> watched;
+  KI_ASSIGN_OR_RETURN(std::string html, RenderRun(store, m, evidence, run, place, cache, &watched));
+  KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, watched, salt));
+  return site.Put(page, html, std::move(inputs), std::move(watched));
+}
+
 }  // namespace
 
 Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const ReportOptions& opts) {
@@ -211,7 +238,7 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   auto progress = [&](std::string_view phase, uint64_t done, uint64_t total) {
     if (opts.progress) opts.progress(ReportProgress{phase, done, total});
   };
-  KI_ASSIGN_OR_RETURN(Model m, Collect(store, opts.refs, [&](uint64_t done, uint64_t total) {
+  KI_ASSIGN_OR_RETURN(Model m, Collect(store, opts.refs, opts.threads, [&](uint64_t done, uint64_t total) {
                         if (done % 64 == 0 || done == total) progress("reading", done, total);
                       }));
   KI_ASSIGN_OR_RETURN(EvidenceEvaluator evidence, EvidenceEvaluator::OpenDefault());
@@ -225,42 +252,46 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   for (size_t i = 0; i < n; ++i) KI_RETURN_IF_ERROR(site.Put("assets/" + std::string(assets[i].name), {assets[i].data, assets[i].size}));
 
   const uint64_t total = 1 + m.groups.size() + m.operations.size() + m.settings.size() + m.runs.size();
+  std::mutex mu;  // guards done and the progress callback
   uint64_t done = 0;
   auto tick = [&]() {
+    std::lock_guard<std::mutex> lock(mu);
     if (++done % 64 == 0 || done == total) progress("rendering", done, total);
   };
   KI_RETURN_IF_ERROR(site.Put("index.html", RenderIndex(m)));
   tick();
-  for (const auto& g : m.groups) {
-    KI_RETURN_IF_ERROR(site.Put(g.page, RenderGroup(m, g)));
-    tick();
-  }
-  for (const auto& [digest, op] : m.operations) {
-    KI_RETURN_IF_ERROR(site.Put(op.page, RenderOperation(m, op)));
-    tick();
-  }
-  for (const auto& [digest, v] : m.settings) {
-    KI_ASSIGN_OR_RETURN(std::string page, RenderSetting(store, m, v));
-    KI_RETURN_IF_ERROR(site.Put(v.page, page));
-    tick();
-  }
-  RunPageCache cache;
-  for (const auto& [run, place] : m.runs) {
-    const std::string page = RunPage(run);
-    if (const PageEntry* prev = site.Previous(page); prev && !prev->inputs.empty()) {
-      KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, prev->watched, salt));
-      if (inputs == prev->inputs) {
-        site.Keep(page, *prev);
-        tick();
-        continue;
-      }
+  // Every other page is independent of the others: group, operation and
+  // setting pages first, then the run pages (most of the site), each
+  // checked against the list, rendered and written by whichever thread
+  // takes it.
+  std::vector<const OperationView*> ops;
+  for (const auto& [digest, op] : m.operations) ops.push_back(&op);
+  std::vector<const SettingView*> settings;
+  for (const auto& [digest, v] : m.settings) settings.push_back(&v);
+  const size_t ng = m.groups.size(), no = ops.size();
+  KI_RETURN_IF_ERROR(ParallelFor(ng + no + settings.size(), opts.threads, [&](size_t i, int) -> Status {
+    if (i < ng) {
+      KI_RETURN_IF_ERROR(site.Put(m.groups[i].page, RenderGroup(m, m.groups[i])));
+    } else if (i < ng + no) {
+      KI_RETURN_IF_ERROR(site.Put(ops[i - ng]->page, RenderOperation(m, *ops[i - ng])));
+    } else {
+      const SettingView& v = *settings[i - ng - no];
+      KI_ASSIGN_OR_RETURN(std::string page, RenderSetting(store, m, v));
+      KI_RETURN_IF_ERROR(site.Put(v.page, page));
     }
-    std::vector<Digest> watched;
-    KI_ASSIGN_OR_RETURN(std::string html, RenderRun(store, m, evidence, run, place, cache, &watched));
-    KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, watched, salt));
-    KI_RETURN_IF_ERROR(site.Put(page, html, std::move(inputs), std::move(watched)));
     tick();
-  }
+    return Status::OK();
+  }));
+  std::vector<std::pair<const Digest*, const RunPlace*>> runs;
+  runs.reserve(m.runs.size());
+  for (const auto& [run, place] : m.runs) runs.emplace_back(&run, &place);
+  std::vector<RunPageCache> caches(std::max(1, opts.threads));
+  KI_RETURN_IF_ERROR(ParallelFor(runs.size(), opts.threads, [&](size_t i, int worker) -> Status {
+    KI_RETURN_IF_ERROR(
+        RenderOneRun(store, m, evidence, site, *runs[i].first, *runs[i].second, salt, caches[size_t(worker)]));
+    tick();
+    return Status::OK();
+  }));
   KI_RETURN_IF_ERROR(site.Finish());
   ReportSummary s = site.summary();
   s.dir = dir;

@@ -50,6 +50,10 @@ has "B/A"
 run 1 "$KI" diff --json "$BASE" 215ac4f9
 has '"op"'
 run 0 "$KI" groups --operation gqa-paged-decode-h32-kv4-d128-ps1
+if [ -f /usr/share/javascript/chart.js/chart.min.js ]; then  # libjs-chart.js (scripts/install-deps.sh)
+  run 0 "$KI" report site
+  has "open site/index.html"
+fi
 
 # README: signing and evidence.
 run 0 "$KI" key generate alice
