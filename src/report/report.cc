@@ -105,13 +105,15 @@ class SiteWriter {
     if (write) {
       const std::string path = dir_ + "/" + page;
       const std::string parent = path.substr(0, path.rfind('/'));
-      bool make = false;
       {
+        // Made under the lock: a thread that finds the directory in made_
+        // finds it on disk too.
         std::lock_guard<std::mutex> lock(mu_);
-        make = made_.insert(parent).second;
+        if (!made_.count(parent)) {
+          KI_RETURN_IF_ERROR(env_->CreateDirs(parent));
+          made_.insert(parent);
+        }
       }
-      // CreateDirs is mkdir -p: two threads making one directory is harmless.
-      if (make) KI_RETURN_IF_ERROR(env_->CreateDirs(parent));
       // A site is derived and rewritten at will: no fsync per page.
       KI_RETURN_IF_ERROR(env_->WriteFileAtomic(path, bytes, Durability::kNone));
     }
