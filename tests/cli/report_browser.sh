@@ -49,6 +49,17 @@ PY
 expect_exit 0 ki add run.json
 HOSTILE=$(printf '%s\n' "$OUT" | awk '$2 == "BenchmarkRun" {print $1}')
 HOSTILE_HEX=${HOSTILE#sha256:}
+# More runs of it, later, half as slow from the fourth on: a history with a change point.
+for v in 2025-10-17:401000 2025-10-18:399000 2025-10-19:200000 2025-10-20:201000 2025-10-21:199500; do
+  python3 - "${v%%:*}" "${v#*:}" <<'PY'
+import json, sys
+run = json.load(open("run.json"))
+run["spec"]["observedAt"] = sys.argv[1] + "T00:00:00Z"
+run["spec"]["timing"]["latencyNs"]["mean"] = int(sys.argv[2])
+json.dump(run, open("later.json", "w"))
+PY
+  expect_exit 0 ki add later.json
+done
 HOSTILE_GROUP=$(ki rank "$HOSTILE" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["cohort"][7:])')
 
 expect_exit 0 ki report site
@@ -130,8 +141,11 @@ cat >checks.json <<JSON
              "contains": [$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$HOSTILE_HW")],
              "js": {"window.__pwned === undefined": true, "document.querySelectorAll('script:not([src]):not([type])').length": 0,
                     "document.querySelectorAll('img, svg').length": 0}}},
- {"page": "group/$HOSTILE_GROUP.html",
-  "expect": {"plot": true, "js": {"window.__pwned === undefined": true, "document.querySelectorAll('img, svg').length": 0}}}
+ {"page": "group/$HOSTILE_GROUP.html", "screenshot": "report-history.png",
+  "expect": {"plot": true, "js": {"window.__pwned === undefined": true, "document.querySelectorAll('img, svg').length": 0,
+                                  "window.kiHistoryChart.data.datasets[0].data.length": 6,
+                                  "document.querySelectorAll('#changes tbody tr').length": 1,
+                                  "document.querySelector('#changes tbody tr td:nth-child(2)').textContent": "2025-10-19"}}}
 ]
 JSON
 SHOTS=${KI_REPORT_SCREENSHOTS:-}

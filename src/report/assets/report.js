@@ -110,12 +110,51 @@
     });
   }
 
+  // Values over time (x: milliseconds since 1970), a stepped line of each
+  // segment's level, and the change points marked.
+  function historyPlot(h, canvas) {
+    var ys = [];
+    h.series.forEach(function (s) { s.points.forEach(function (p) { ys.push(p.y); }); });
+    var sets = [];
+    h.series.forEach(function (s, i) {
+      sets.push({ label: s.label, data: s.points.map(function (p) { return { x: p.x, y: p.y }; }), showLine: false,
+                  pointRadius: 3, backgroundColor: colour(i, 0.8), borderColor: colour(i, 0.8) });
+      if (s.levels.length)
+        sets.push({ label: s.label + ' · level', data: s.levels, showLine: true, pointRadius: 0, spanGaps: false,
+                    borderColor: colour(i, 0.5), borderWidth: 2 });
+      if (s.changes.length)
+        sets.push({ label: s.label + ' · change', data: s.changes.map(function (p) { return { x: p.x, y: p.y }; }),
+                    showLine: false, pointStyle: 'triangle', pointRadius: 8, backgroundColor: colour(i, 1),
+                    borderColor: colour(i, 1) });
+    });
+    return new Chart(canvas, {
+      type: 'scatter',
+      data: { datasets: sets },
+      options: {
+        animation: false,
+        maintainAspectRatio: false,
+        scales: {
+          x: { type: 'linear', ticks: { callback: function (v) { return new Date(Number(v)).toISOString().slice(0, 10); } } },
+          y: { type: scaleType(ys, 20), title: { display: true, text: 'value (lower is better)' },
+               ticks: { callback: function (v) { return fmt(Number(v), h.unit); } } }
+        },
+        plugins: {
+          tooltip: { callbacks: { label: function (c) {
+            return c.dataset.label + ': ' + fmt(c.parsed.y, h.unit) + ' on ' + new Date(c.parsed.x).toISOString().slice(0, 10);
+          } } }
+        }
+      }
+    });
+  }
+
   function drawPlot() {
     var d = pageData();
     var canvas = document.getElementById('plot');
     if (!d || !canvas || typeof Chart === 'undefined') return;
     var chart = d.plot === 'group' ? groupPlot(d, canvas) : d.plot === 'operation' ? operationPlot(d, canvas) : null;
     if (chart) window.kiChart = chart;
+    var history = document.getElementById('history');
+    if (d.history && history) window.kiHistoryChart = historyPlot(d.history, history);
   }
 
   function filterGroups() {
