@@ -60,7 +60,15 @@ echo keep >site/mine.txt
 expect_exit 0 ki report site
 [ -f site/mine.txt ] || fail "a file ki did not write is left alone"
 
-# 4. Errors.
+# 4. A progress bar on a terminal (script(1) gives ki one), none on a pipe.
+if command -v script >/dev/null; then
+  script -qec "'$KI_BIN' report ttysite" /dev/null >tty.out || fail "report on a terminal"
+  grep -q "rendering \[#*\] 100%" tty.out || fail "no progress bar on a terminal: $(cat -A tty.out | head -3)"
+fi
+expect_exit 0 ki report pipesite
+[ -z "$ERR" ] || fail "no progress without a terminal: $ERR"
+
+# 5. Errors.
 expect_exit 3 ki report x nosuchthing
 mkdir full && echo hi >full/file
 expect_exit 4 ki report full
