@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/sign.h"
 
 namespace ki::cli {
 namespace {
@@ -32,6 +33,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* global) {
     if (target.empty()) target = ".";
     KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
     catalog::RegisterGroupIndex();
+    RegisterAttestationIndex();
     KI_ASSIGN_OR_RETURN(auto store, Store::Init(target, opts));
     if (*json) PrintJson({{"path", store->path()}});
     else std::cout << "Initialized ki store in " << store->path() << "\n";

@@ -12,6 +12,7 @@
 #include "usage.h"
 #include "ki/human.h"
 #include "ki/catalog.h"
+#include "ki/sign.h"
 
 namespace ki::cli {
 
@@ -69,8 +70,10 @@ Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) 
     KI_ASSIGN_OR_RETURN(ki_dir, Store::Discover("."));
   }
   KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
-  // Every store ki writes keeps its comparison groups (a derived index).
+  // Every store ki writes keeps its comparison groups and its attestation
+  // index (derived indexes).
   catalog::RegisterGroupIndex();
+  RegisterAttestationIndex();
   // A command that only reads shows one state of the store, even while
   // another ki commits (a run beside its rank from the same commit).
   opts.snapshot_reads = mode == OpenMode::kReadOnly;

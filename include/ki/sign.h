@@ -38,9 +38,16 @@ inline constexpr std::string_view kInTotoPayloadType = "application/vnd.in-toto+
 inline constexpr std::string_view kInTotoStatementType = "https://in-toto.io/Statement/v1";
 inline constexpr std::string_view kEnvelopeMediaType = "application/vnd.dsse.envelope.v1+json";
 // Index of attestations: subject digest (32 raw bytes) + envelope digest
-// (32 raw bytes) -> "". Facts not derivable from object bytes alone (which
-// subject an envelope was filed under), so Reindex() keeps it.
+// (32 raw bytes) -> "". Derived (src/sign/index.cc): every envelope blob is
+// filed under each sha256 subject of its statement, whichever way it
+// arrived; reindex rebuilds it and audit compares it.
 inline constexpr std::string_view kAttestationTable = "sign.attestations";
+// The sha256 subjects an in-toto statement's bytes name (none when it does
+// not parse). Not a check: signatures are checked before a field is trusted.
+std::vector<Digest> StatementSubjects(std::string_view payload);
+// Registers the attestation index with the store (RegisterDerivedIndex);
+// also done before main in every program that links sign.
+void RegisterAttestationIndex();
 
 // ---------------------------------------------------------------- secrets
 

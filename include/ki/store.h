@@ -191,6 +191,10 @@ class DerivedIndex {
   virtual std::vector<std::string_view> Tables() const = 0;
   // `arrived` is in the order the batch stored the objects.
   virtual Status Update(Batch& batch, const std::vector<ObjectInfo>& arrived) = 0;
+  // A key of one of its tables as audit prints it. The default: a 32-byte
+  // key as `sha256:…`, a 64-byte one as `<digest> run <digest>` (a cohort
+  // and a run), else `0x` and hex (lmdb::KeyText).
+  virtual std::string DescribeKey(std::string_view table, std::string_view key) const;
   // Turns what the module kept in tables in store format `from` into
   // objects (inside `batch`); the store then rebuilds every derived table.
   virtual Status Upgrade(Batch& batch, int from) {

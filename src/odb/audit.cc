@@ -422,11 +422,7 @@ Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport
         CheckEntry e;
         e.state = CheckState::kCorrupt;
         if (key.size() >= 32) e.digest = Digest::FromRaw(key.substr(0, 32));
-        // Digest keys as the catalog prints them (`sha256:…`, `<cohort> run <run>`).
-        std::string text = key.size() == 32   ? Digest::FromRaw(key).str()
-                           : key.size() == 64 ? Digest::FromRaw(key.substr(0, 32)).str() + " run " +
-                                                    Digest::FromRaw(key.substr(32)).str()
-                                              : lmdb::KeyText(key);
+        std::string text = index->DescribeKey(table, key);
         e.what = table + " " + text;
         e.detail = std::move(detail);
         report->faults.push_back(std::move(e));

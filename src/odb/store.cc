@@ -336,6 +336,12 @@ using odb::LmdbStore;
 
 // ---------------------------------------------------------------- statics
 
+std::string DerivedIndex::DescribeKey(std::string_view, std::string_view key) const {
+  if (key.size() == 32) return Digest::FromRaw(key).str();
+  if (key.size() == 64) return Digest::FromRaw(key.substr(0, 32)).str() + " run " + Digest::FromRaw(key.substr(32)).str();
+  return lmdb::KeyText(key);
+}
+
 void RegisterDerivedIndex(DerivedIndex* index) {
   auto& all = odb::DerivedIndexes();
   if (std::find(all.begin(), all.end(), index) == all.end()) all.push_back(index);

@@ -32,10 +32,6 @@ constexpr PredicateDef kPredicates[] = {
     {PredicateKind::kDisputed, "disputed", "https://kernelindex.dev/ki/attestation/disputed/v1"},
 };
 
-std::string IndexKey(const Digest& subject, const Digest& envelope) {
-  return std::string(subject.raw()) + std::string(envelope.raw());
-}
-
 bool FiniteNumber(const Json& j) { return j.is_number() && std::isfinite(j.get<double>()); }
 
 }  // namespace
@@ -250,8 +246,8 @@ Result<PutResult> CreateAttestation(Store& store, const SigningKey& key, const A
   AttestationReport check = CheckEnvelope(bytes, Sha256Of(bytes), req.subject, self);
   if (check.fault()) return Status::VerifyFailed("the new attestation does not verify: " + check.problem());
   KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  // Filed under its subject by the attestation index at Commit.
   KI_ASSIGN_OR_RETURN(PutResult put, batch->PutBlob(bytes, kEnvelopeMediaType));
-  KI_RETURN_IF_ERROR(batch->Put(kAttestationTable, IndexKey(req.subject, put.digest), ""));
   KI_RETURN_IF_ERROR(batch->Commit());
   return put;
 }
@@ -581,19 +577,8 @@ Result<std::pair<PutResult, AttestationReport>> ImportAttestation(Store& store, 
     AttestationReport pre;
     pre.signatures = CheckSignatures(env, PreAuthEncoding(env.payload_type, env.payload), keys, std::nullopt, "");
     if (AnyInvalid(pre.signatures)) return Status::VerifyFailed("not stored: " + pre.problem());
-    auto doc = ParseDocument(env.payload, DocFormat::kJson, "statement");
-    if (doc.ok() && doc->is_object() && doc->contains("subject") && (*doc)["subject"].is_array()) {
-      for (const Json& s : (*doc)["subject"]) {
-        if (s.is_object() && s.contains("digest") && s["digest"].is_object() && s["digest"].contains("sha256") &&
-            s["digest"]["sha256"].is_string()) {
-          auto d = Digest::Parse("sha256:" + s["digest"]["sha256"].get<std::string>());
-          if (d.ok()) {
-            subject = *d;
-            break;
-          }
-        }
-      }
-    }
+    auto subjects = StatementSubjects(env.payload);
+    if (!subjects.empty()) subject = subjects.front();
     if (!subject) return Status::InvalidInput("the envelope's statement names no sha256 subject");
   }
   Digest digest = Sha256Of(bytes);
@@ -608,8 +593,8 @@ Result<std::pair<PutResult, AttestationReport>> ImportAttestation(Store& store, 
   KI_ASSIGN_OR_RETURN(auto info, store.Stat(*subject));
   if (!info) return Status::NotFound("not stored: this store does not hold the subject " + subject->str());
   KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  // Filed under its subject by the attestation index at Commit.
   KI_ASSIGN_OR_RETURN(PutResult put, batch->PutBlob(bytes, kEnvelopeMediaType));
-  KI_RETURN_IF_ERROR(batch->Put(kAttestationTable, IndexKey(*subject, put.digest), ""));
   KI_RETURN_IF_ERROR(batch->Commit());
   return std::make_pair(put, std::move(r));
 }

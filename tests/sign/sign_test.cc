@@ -960,16 +960,46 @@ TEST_F(AttestationTest, SignedAtMustBeAnRfc3339UtcTime) {
   EXPECT_TRUE(CreateAttestation(*store_, runner_, req).status().IsInvalidInput());
 }
 
-TEST_F(AttestationTest, AuditNotesUnfiledEnvelopes) {
-  auto batch = store_->NewBatch();
-  ASSERT_OK(batch);
-  ASSERT_OK((*batch)->PutBlob(GoodEnvelope(), kEnvelopeMediaType));
-  ASSERT_OK((*batch)->Commit());
+// The attestation index is derived (issue 25.2): an envelope stored by any
+// path is filed under its statement's subject; an entry deleted from the
+// table is a store audit fault, and reindex files the envelope again.
+TEST_F(AttestationTest, EnvelopesAreFiledByTheIndexAndAuditFindsALostEntry) {
+  Digest envelope;
+  {
+    auto batch = store_->NewBatch();
+    ASSERT_OK(batch);
+    auto put = (*batch)->PutBlob(GoodEnvelope(), kEnvelopeMediaType);
+    ASSERT_OK(put);
+    envelope = put->digest;
+    ASSERT_OK((*batch)->Commit());
+  }
+  auto listed = ListAttestations(*store_, subject_a_);
+  ASSERT_OK(listed);
+  EXPECT_EQ(*listed, std::vector<Digest>{envelope});
   auto audit = AuditAttestations(*store_, keys_);
   ASSERT_OK(audit);
-  EXPECT_EQ(audit->reports.size(), 0u);
-  ASSERT_EQ(audit->notes.size(), 1u);
-  EXPECT_NE(audit->notes[0].find("not filed"), std::string::npos);
+  EXPECT_EQ(audit->reports.size(), 1u);
+  EXPECT_TRUE(audit->notes.empty());
+
+  const std::string key = std::string(subject_a_.raw()) + std::string(envelope.raw());
+  {
+    auto batch = store_->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->Delete(kAttestationTable, key));
+    ASSERT_OK((*batch)->Commit());
+  }
+  auto damaged = store_->Audit();
+  ASSERT_OK(damaged);
+  ASSERT_EQ(damaged->faults.size(), 1u);
+  EXPECT_EQ(damaged->faults[0].what,
+            std::string(kAttestationTable) + " " + subject_a_.str() + " envelope " + envelope.str());
+  EXPECT_NE(damaged->faults[0].detail.find("--reindex restores"), std::string::npos) << damaged->faults[0].detail;
+  auto rebuilt = store_->Reindex();
+  ASSERT_OK(rebuilt);
+  EXPECT_TRUE(rebuilt->faults.empty());
+  listed = ListAttestations(*store_, subject_a_);
+  ASSERT_OK(listed);
+  EXPECT_EQ(*listed, std::vector<Digest>{envelope});
 }
 
 }  // namespace
