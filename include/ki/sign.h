@@ -379,9 +379,9 @@ AttestationReport CheckEnvelope(std::string_view envelope_bytes, const Digest& e
 
 // Every attestation indexed under `subject`, in envelope-digest order.
 Result<std::vector<Digest>> ListAttestations(Store& store, const Digest& subject);
-// The same with each index row's value ("" for every row this ki files;
-// a row filed elsewhere keeps its value when it travels): what a push
-// carries of a subject's attestations.
+// The same with each index row's value ("" for every row: the index is
+// derived from the envelopes): what a push carries of a subject's
+// attestations.
 Result<std::vector<std::pair<Digest, std::string>>> ListAttestationRows(Store& store, const Digest& subject);
 // Files `envelope` (stored already, or put in `batch`) under `subject`
 // with `value`, unless a row files it there already: what a pull does with
