@@ -18,9 +18,12 @@
 // notice when they start to hit. Pull fetches the image manifest and every
 // blob it lists that the store lacks, checks each digest and size, and
 // stores everything in one Batch: nothing unverified enters the store. A
-// bundle also carries a pack, one blob holding all its objects, which a
-// pull into a store that lacks many of them fetches instead (every entry
-// checked against the parts as a blob would be).
+// bundle is carried by its pack, one blob holding all its objects of at
+// most 1 MiB, and a table of contents naming every object and every root's
+// closure (docs/format.md, "Packed bundles"): a push or pull of a whole
+// store is a handful of requests, and one root can be pulled out of it.
+// Every push also updates the remote's listing (ki-listing), which pull
+// reads names against and ListRemote lists.
 //
 // Thread-safety: Push and Pull use worker threads internally; the Store
 // passed in must not be written by anybody else meanwhile (one Batch at a
