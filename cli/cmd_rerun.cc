@@ -1,4 +1,4 @@
-// ki rerun REF [--implementation REF] [--device D] [--timeout S] [--key NAME] [--json]
+// ki rerun REF [--implementation REF] [--device D] [--timeout S] [--key NAME] [--machine ID] [--json]
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -59,11 +59,15 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                   "when it did not (default: $KI_RUNNER_KEY)");
   sub->add_option("--tolerance", o->req.match_tolerance, "the band of a reproduced verdict: new/original (its 95% interval) within 1 +/- F (default 0.10)")
       ->check(CLI::Range(0.0, 10.0));
+  sub->add_option("--machine", o->req.machine,
+                  "the machine id the signed verdict names (default: $KI_MACHINE_ID, else host name and device)");
   sub->add_flag("--json", o->json, "print the comparison as JSON");
   return [o, g]() -> Result<int> {
     if (o->timeout > 0) o->req.timeout_s = o->timeout;
     if (o->req.sign_key.empty())
       if (const char* k = std::getenv("KI_RUNNER_KEY"); k && *k) o->req.sign_key = k;
+    if (o->req.machine.empty())
+      if (const char* m = std::getenv("KI_MACHINE_ID"); m && *m) o->req.machine = m;
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
     KI_ASSIGN_OR_RETURN(run::RerunOutcome r, run::Rerun(*store, o->req));
     const run::RunOutcome& f = r.fresh;

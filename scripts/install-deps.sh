@@ -14,6 +14,7 @@ pkgs=(
   # torch/extension.h, pybind11, Python.h and ninja for torch's extension builder (binding torch)
   python3-torch libtorch-dev pybind11-dev libpython3.11 python3-dev ninja-build
   docker-registry skopeo
+  slurm-wlm munge  # tests/cli/fleet_slurm.sh: a one-node Slurm cluster on 127.0.0.1
   clang libclang-rt-14-dev  # fuzz/: clang and its libFuzzer runtime (cmake -DKI_FUZZ=ON)
   libjs-chart.js  # ki report copies its chart.min.js into every site it writes
   chromium        # tests/cli/report_browser.sh opens the report in headless Chromium

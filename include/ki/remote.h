@@ -383,6 +383,13 @@ Result<RemoteEntry> ResolveOnRemote(const RemoteListing& listing, std::string_vi
 Result<PushReport> Push(Store& store, const RemoteUrl& remote, const std::vector<std::string>& refs,
                         const TransferOptions& opts = {});
 
+// Every tag of the remote (a registry's tags/list, every page; a layout's
+// index.json), so that a caller asking about many tags (ki fleet: which
+// runs have results) asks once. A repository that does not exist yet has
+// none. IOError when the remote cannot list them (a registry without the
+// tags API).
+Result<std::vector<std::string>> ListTags(const RemoteUrl& remote, const TransferOptions& opts = {});
+
 // Pulls each REF: a tag, a ki name (sanitised as push does), or an OCI
 // manifest digest `sha256:...`; failing those, any name ResolveOnRemote
 // reads against the remote's listing (a root inside a bundle is pulled

@@ -167,6 +167,15 @@ struct RerunRequest {
   // The band of a reproduced verdict: the ratio new/original (its 95%
   // interval, with samples) within [1 - t, 1 + t], and both passed.
   double match_tolerance = 0.10;
+  // What the signed attestation names as the re-run's machine (replication
+  // needs two); empty: this host's name and the device's. `ki fleet` gives
+  // each node's own id (KI_MACHINE_ID).
+  std::string machine;
+  // false: a re-run that failed to build or run here (compile_error,
+  // runtime_error, timeout) is not signed as a dispute, since a node's broken
+  // compiler or full disk says nothing about the number (`ki fleet` records
+  // it as that node's failure instead). A wrong result is signed either way.
+  bool dispute_on_failure = true;
 };
 
 struct RankPlace {

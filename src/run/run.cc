@@ -906,9 +906,14 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
   // inconclusive is not signed. The run is stored by now: a failure here is
   // reported beside the comparison (sign_status), not instead of it.
   if (key) {
+    const bool machine_fault = out.fresh.status == "compile_error" || out.fresh.status == "runtime_error" ||
+                               out.fresh.status == "timeout";
     if (!verdict || verdict->outcome == stats::Reproduction::kInconclusive) {
       out.attestation_note = verdict ? "not signed: the verdict is inconclusive (" + verdict->words + ")"
                                      : "not signed: another implementation's run is no re-run of the original";
+    } else if (machine_fault && !req.dispute_on_failure) {
+      out.attestation_note = "not signed: the re-run ended " + out.fresh.status +
+                             " on this machine, a fault of the machine rather than evidence about the run";
     } else {
       const bool held = verdict->outcome == stats::Reproduction::kReproduced;
       AttestationRequest ar;
@@ -923,7 +928,7 @@ Result<RerunOutcome> Rerun(Store& store, const RerunRequest& req) {
         res.passed = out.fresh.status == "passed";
         char host[256] = {0};
         ::gethostname(host, sizeof host - 1);
-        res.machine = std::string(host) + " " + out.fresh.device_name;
+        res.machine = req.machine.empty() ? std::string(host) + " " + out.fresh.device_name : req.machine;
         res.environment = out.fresh.environment;
         res.verdict = out.verdict;
         ar.rerun = res;

@@ -1,0 +1,18 @@
+// What the fleet module's files share (not part of the public header).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "ki/fleet.h"
+
+namespace ki::fleet::internal {
+
+std::string NowUtc();  // RFC 3339 UTC, seconds
+double Seconds(std::chrono::steady_clock::time_point since);
+
+// The kSetsTable value of a submission, and back.
+Json SetRecordJson(const SetRecord& r, const Json& jobs);
+Result<SetRecord> SetRecordFromJson(const Json& j, const std::string& where);
+
+}  // namespace ki::fleet::internal
