@@ -25,7 +25,7 @@ struct Options {
   // status, collect
   std::string set;
   // task
-  std::string task_runs, scratch, machine;
+  std::string task_runs, scratch, machine, context;
   uint64_t array_id = 0;
   int replicas = 1;
   fleet::TaskSettings task;
@@ -222,6 +222,10 @@ Result<int> RunTaskCommand(Options& o) {
   req.scratch = o.scratch;
   req.settings = o.task;
   req.machine = o.machine;
+  if (!o.context.empty()) {
+    KI_ASSIGN_OR_RETURN(Digest c, Digest::Parse(o.context));
+    req.context = c;
+  }
   KI_ASSIGN_OR_RETURN(fleet::TaskOutcome out, fleet::RunTask(req));
   const fleet::FleetResult& r = out.result;
   if (out.skipped) {
@@ -288,6 +292,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   task->add_option("--timeout", o->task.timeout_s, "rerun --timeout, seconds")->check(CLI::PositiveNumber);
   task->add_option("--tolerance", o->task.tolerance, "rerun --tolerance")->check(CLI::Range(0.0, 10.0));
   task->add_option("--key", o->task.key, "the runner key (default $KI_RUNNER_KEY)");
+  task->add_option("--context", o->context, "the fleet context blob to pull beside the run (sha256:...)");
   task->add_option("--machine", o->machine, "the machine id the verdict names (default $KI_MACHINE_ID, else the host)");
   task->add_flag("--json", o->json, "print the result record as JSON");
 

@@ -1,4 +1,5 @@
 // ki rank REF [--json]: a comparison group ranked under ranking-v1.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -6,6 +7,7 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/evidence.h"
 #include "ki/human.h"
 
 namespace ki::cli {
@@ -44,7 +46,42 @@ std::string SpeedupText(const std::optional<double>& s) {
   return buf;
 }
 
-Json EntryJson(const catalog::RankEntry& e) {
+// The group index holds what the objects say (source, raw evidence, the
+// export's facts); attestations count only as the trust list says now,
+// so a run's re-runs by trusted runners (ki rerun --key, ki fleet) are
+// evaluated here, for the runs that have any: the stronger level is shown,
+// and a dispute beside it. The order is ranking-v1's, unchanged.
+struct Attested {
+  catalog::Evidence level;
+  bool disputed = false;
+};
+Result<std::map<Digest, Attested>> AttestedEvidence(Store& store, const catalog::Ranking& r) {
+  std::map<Digest, Attested> out;
+  std::optional<EvidenceEvaluator> eval;
+  for (const auto* list : {&r.ranked, &r.ineligible}) {
+    for (const auto& e : *list) {
+      KI_ASSIGN_OR_RETURN(auto atts, ListAttestations(store, e.run));
+      if (atts.empty()) continue;
+      if (!eval) {
+        KI_ASSIGN_OR_RETURN(EvidenceEvaluator ev, EvidenceEvaluator::OpenDefault());
+        eval.emplace(std::move(ev));
+      }
+      KI_ASSIGN_OR_RETURN(Evidence ev, eval->Evaluate(store, e.run));
+      // EvidenceLevel counts from 0 (reported), catalog::Evidence from 1.
+      auto level = static_cast<catalog::Evidence>(static_cast<uint8_t>(ev.level) + 1);
+      out[e.run] = {std::max(level, e.evidence), ev.disputed()};
+    }
+  }
+  return out;
+}
+
+std::string EvidenceText(const catalog::RankEntry& e, const std::map<Digest, Attested>& attested) {
+  auto it = attested.find(e.run);
+  if (it == attested.end()) return std::string(catalog::EvidenceName(e.evidence));
+  return std::string(catalog::EvidenceName(it->second.level)) + (it->second.disputed ? ", disputed" : "");
+}
+
+Json EntryJson(const catalog::RankEntry& e, const std::map<Digest, Attested>& attested) {
   Json j = {{"run", e.run.str()},
             {"id", e.id},
             {"name", e.name.empty() ? Json(nullptr) : Json(e.name)},
@@ -52,7 +89,9 @@ Json EntryJson(const catalog::RankEntry& e) {
             {"value", e.value ? Json(*e.value) : Json(nullptr)},
             {"unit", e.unit},
             {"interval", e.interval ? Json{e.interval->first, e.interval->second} : Json(nullptr)},
-            {"evidence", catalog::EvidenceName(e.evidence)},
+            {"evidence", attested.count(e.run) ? catalog::EvidenceName(attested.at(e.run).level)
+                                               : catalog::EvidenceName(e.evidence)},
+            {"disputed", attested.count(e.run) && attested.at(e.run).disputed},
             {"observedAt", e.observed_at},
             {"status", e.status}};
   if (e.rank > 0) {
@@ -76,6 +115,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     std::optional<Digest> marked;
     if (auto d = store->Resolve(*ref); d.ok()) marked = *d;
     KI_ASSIGN_OR_RETURN(catalog::Ranking r, catalog::RankCohort(*store, cohort));
+    KI_ASSIGN_OR_RETURN(auto attested, AttestedEvidence(*store, r));
     std::map<Digest, std::optional<double>> speedups;
     bool any_speedup = false;
     for (const auto& e : r.ranked) any_speedup |= (speedups[e.run] = SpeedupOf(*store, e.run)).has_value();
@@ -86,10 +126,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     if (*json) {
       Json ranked = Json::array(), inel = Json::array();
       for (const auto& e : r.ranked) {
-        ranked.push_back(EntryJson(e));
+        ranked.push_back(EntryJson(e, attested));
         ranked.back()["speedupFactor"] = speedups[e.run] ? Json(*speedups[e.run]) : Json(nullptr);
       }
-      for (const auto& e : r.ineligible) inel.push_back(EntryJson(e));
+      for (const auto& e : r.ineligible) inel.push_back(EntryJson(e, attested));
       Json out = {{"cohort", r.cohort.str()},
                   {"policy", catalog::kRankingPolicy},
                   {"profile", r.source_native ? "source_native" : "strict_exact"},
@@ -142,7 +182,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       std::string rank = (e.tied_with_previous ? "=" : "") + std::to_string(e.rank);
       std::string who = Short(e.run) + " " + (e.name.empty() ? e.id : e.name);
       table.AddRow({mark ? ">" : " ", rank, Value(e), any_speedup ? SpeedupText(speedups[e.run]) : "", Interval(e),
-                    std::string(catalog::EvidenceName(e.evidence)),
+                    EvidenceText(e, attested),
                     e.observed_at.substr(0, 10), who});
     }
     if (!table.empty()) out += table.Render(human::TerminalWidth(), "");

@@ -69,6 +69,12 @@ struct WorkloadFacts {
   std::vector<MissingInput> missing;
 };
 Result<std::optional<OperationFacts>> LookupOperation(Store& store, const Digest& operation);
+// The fib.operations row of an operation as stored, and writing one: the
+// facts are a table, not an object a pull brings, so `ki fleet` carries an
+// operation's row to a node's scratch store beside its definition blobs.
+Result<std::optional<std::string>> OperationFactsRow(Store& store, const Digest& operation);
+// Checks the row as LookupOperation reads it (InvalidInput otherwise).
+Status PutOperationFactsRow(Batch& batch, const Digest& operation, std::string_view row);
 // What the store keeps about an imported solution, by the digest of its
 // source object (table fib.solutions): a KernelIndex record of the same
 // solution names the same source digest, and its callable says less.

@@ -46,6 +46,11 @@ namespace ki::fleet {
 inline constexpr std::string_view kResultMediaType = "application/vnd.ki.fleet-result+json";
 inline constexpr std::string_view kResultFormat = "ki.fleet-result/v1";
 inline constexpr std::string_view kSetFormat = "ki.fleet-set/v1";
+// What a node needs beside a run's closure: the flashinfer-bench facts of
+// its operation (a table row, no object a pull brings) and the blobs they
+// name. A blob, canonical JSON {format, operations: {digest: row}}.
+inline constexpr std::string_view kContextMediaType = "application/vnd.ki.fleet-context+json";
+inline constexpr std::string_view kContextFormat = "ki.fleet-context/v1";
 // The curator's submissions: set digest (32 raw bytes) -> JSON
 // {set, runs, replicas, remote, insecure, jobs: [{job, array, submittedAt}]}.
 inline constexpr std::string_view kSetsTable = "fleet.sets";
@@ -143,6 +148,7 @@ struct BatchSpec {
   RunSet set;
   int replicas = 1;
   std::string array;  // ArraySpec of the tasks
+  std::string context;  // the context blob's digest, "" when none
   SlurmOptions slurm;
   TaskSettings task;
 };
@@ -229,6 +235,7 @@ struct SubmitOutcome {
   Plan plan;
   std::string script;
   std::string job;           // the array's job id ("" when nothing was submitted)
+  std::optional<Digest> context;  // the context blob the tasks pull
   size_t pushed = 0;         // runs pushed first
   double ki_seconds = 0;     // time spent in ki (everything but sbatch)
   double sbatch_seconds = 0;
@@ -242,6 +249,7 @@ Result<SubmitOutcome> Submit(Store& store, const SubmitRequest& req);
 
 struct TaskRequest {
   std::vector<Digest> runs;  // the set, as the script lists it
+  std::optional<Digest> context;
   uint64_t array_id = 0;
   int replicas = 1;
   std::string scratch;       // a directory of this task's own (created; left for the script to remove)

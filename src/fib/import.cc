@@ -243,6 +243,21 @@ Result<Json> WorkloadDocument(std::string_view definition_json, std::string_view
   return Json{{"apiVersion", kApiVersion}, {"kind", "WorkloadCase"}, {"metadata", meta}, {"spec", spec}};
 }
 
+Result<std::optional<std::string>> OperationFactsRow(Store& store, const Digest& operation) {
+  return store.Get(kOperationsTable, operation.raw());
+}
+
+Status PutOperationFactsRow(Batch& batch, const Digest& operation, std::string_view row) {
+  Json j = Json::parse(row, nullptr, false);
+  if (!j.is_object() || !j.contains("definitionBlob") || !j["definitionBlob"].is_string() ||
+      !Digest::IsValid(j["definitionBlob"].get<std::string>()) ||
+      (j.contains("referenceBlob") && (!j["referenceBlob"].is_string() ||
+                                       !Digest::IsValid(j["referenceBlob"].get<std::string>())))) {
+    return Status::InvalidInput("the facts of operation " + operation.str() + " are not a fib.operations row");
+  }
+  return batch.Put(kOperationsTable, operation.raw(), row);
+}
+
 Result<std::optional<OperationFacts>> LookupOperation(Store& store, const Digest& operation) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(kOperationsTable, operation.raw()));
   if (!v) return std::optional<OperationFacts>();

@@ -113,6 +113,7 @@ Result<std::string> BatchScript(const BatchSpec& spec) {
   if (t.timeout_s > 0) o << " --timeout " << Number(t.timeout_s);
   o << " --tolerance " << Number(t.tolerance);
   if (!t.key.empty()) o << " --key " << Quote(t.key);
+  if (!spec.context.empty()) o << " --context " << Quote(spec.context);
   o << " --runs - <<'KI_FLEET_RUNS' &\n";
   for (const Digest& d : spec.set.runs) o << d.str() << "\n";
   // In the background and waited for: bash runs a trap only between

@@ -1,20 +1,28 @@
 // ki fleet submit: plan from the remote's tags, push the runs it lacks,
 // one sbatch for the whole array, and the submission recorded in the store.
 #include <chrono>
+#include <cstdio>
 #include <ctime>
+#include <set>
 
 #include "fleet/internal.h"
+#include "ki/flashinfer.h"
 
 namespace ki::fleet {
 
 namespace internal {
 
 std::string NowUtc() {
-  std::time_t t = std::time(nullptr);
+  // Milliseconds: `ki fleet status` with no SET takes the latest
+  // submission, and two can fall in one second.
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const long ms = long(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char buf[96];  // what the format could take for any int, so no truncation warning
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
   return buf;
 }
 
@@ -81,6 +89,37 @@ Status RecordSubmission(Store& store, const SetRecord& rec, const std::string& j
   return batch->Commit();
 }
 
+struct Context {
+  std::string bytes;          // canonical JSON; "" when the runs need none
+  std::vector<Digest> blobs;  // the definition and reference blobs its rows name
+};
+
+// The fib.operations rows of the runs' operations (run -> workload ->
+// operation), and the blobs they name.
+Result<Context> BuildContext(Store& store, const RunSet& set) {
+  Json ops = Json::object();
+  Context c;
+  for (const Digest& run : set.runs) {
+    KI_ASSIGN_OR_RETURN(Manifest m, store.ReadManifest(run));
+    auto wl = Digest::Parse(m.spec.value("workloadDigest", ""));
+    if (!wl.ok()) continue;
+    KI_ASSIGN_OR_RETURN(auto wi, store.Stat(*wl));
+    if (!wi) continue;
+    KI_ASSIGN_OR_RETURN(Manifest w, store.ReadManifest(*wl));
+    auto op = Digest::Parse(w.spec.value("operationSpecDigest", ""));
+    if (!op.ok() || ops.contains(op->str())) continue;
+    KI_ASSIGN_OR_RETURN(auto row, fib::OperationFactsRow(store, *op));
+    KI_ASSIGN_OR_RETURN(auto facts, fib::LookupOperation(store, *op));
+    if (!row || !facts) continue;
+    ops[op->str()] = *row;
+    c.blobs.push_back(facts->definition_blob);
+    if (facts->reference_blob) c.blobs.push_back(*facts->reference_blob);
+  }
+  if (ops.empty()) return c;
+  KI_ASSIGN_OR_RETURN(c.bytes, Canonicalize(Json{{"format", kContextFormat}, {"operations", ops}}));
+  return c;
+}
+
 }  // namespace
 
 Result<SubmitOutcome> Submit(Store& store, const SubmitRequest& req) {
@@ -93,18 +132,32 @@ Result<SubmitOutcome> Submit(Store& store, const SubmitRequest& req) {
   KI_ASSIGN_OR_RETURN(std::vector<std::string> tags, ListTags(url, req.transfer));
   out.plan = PlanTasks(out.set, req.replicas, tags, req.force);
 
-  if (!out.plan.missing_runs.empty() && !req.dry_run) {
-    if (!req.push_missing) {
-      return Status::NotFound(url.str() + " lacks " + std::to_string(out.plan.missing_runs.size()) +
-                              " of the runs (first: " + out.plan.missing_runs[0].str() +
-                              "); push them with `ki push --digest-tags` or leave out --no-push");
+  KI_ASSIGN_OR_RETURN(Context ctx, BuildContext(store, out.set));
+  std::vector<std::string> extra;  // the context and its blobs, when the remote lacks them
+  if (!ctx.bytes.empty()) {
+    out.context = Sha256Of(ctx.bytes);
+    const std::set<std::string> have(tags.begin(), tags.end());
+    if (!have.count(RunTag(*out.context))) extra.push_back(out.context->str());
+    for (const Digest& b : ctx.blobs)
+      if (!have.count(RunTag(b))) extra.push_back(b.str());
+    if (!req.dry_run && !extra.empty()) {
+      KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+      KI_RETURN_IF_ERROR(batch->PutBlob(ctx.bytes, kContextMediaType).status());
+      KI_RETURN_IF_ERROR(batch->Commit());
     }
-    std::vector<std::string> refs;
+  }
+  if (!out.plan.missing_runs.empty() && !req.dry_run && !req.push_missing) {
+    return Status::NotFound(url.str() + " lacks " + std::to_string(out.plan.missing_runs.size()) +
+                            " of the runs (first: " + out.plan.missing_runs[0].str() +
+                            "); push them with `ki push --digest-tags` or leave out --no-push");
+  }
+  if ((!out.plan.missing_runs.empty() || !extra.empty()) && !req.dry_run) {
+    std::vector<std::string> refs = extra;
     for (const Digest& d : out.plan.missing_runs) refs.push_back(d.str());
     TransferOptions t = req.transfer;
     t.digest_tags = true;  // a task pulls its run as ki-<hex>
-    KI_ASSIGN_OR_RETURN(PushReport rep, Push(store, url, refs, t));
-    out.pushed = rep.refs.size();
+    KI_RETURN_IF_ERROR(Push(store, url, refs, t).status());
+    out.pushed = out.plan.missing_runs.size();
   }
   if (out.plan.tasks.empty()) {
     out.ki_seconds = Seconds(start);
@@ -121,6 +174,7 @@ Result<SubmitOutcome> Submit(Store& store, const SubmitRequest& req) {
   spec.task = req.task;
   spec.task.remote = url.str();
   spec.task.insecure = url.insecure;
+  if (out.context) spec.context = out.context->str();
   KI_ASSIGN_OR_RETURN(out.script, BatchScript(spec));
   if (req.dry_run) {
     out.ki_seconds = Seconds(start);
@@ -147,7 +201,10 @@ Result<SetRecord> FindSet(Store& store, std::string_view prefix) {
   std::string want(prefix);
   if (want.rfind("sha256:", 0) == 0) want = want.substr(7);
   if (!want.empty() && (want.size() < 4 || want.find_first_not_of("0123456789abcdef") != std::string::npos)) {
-    return Status::InvalidInput("'" + std::string(prefix) + "' is not a set digest (at least 4 hex digits)");
+    std::string msg = "'";
+    msg += prefix;
+    msg += "' is not a set digest (at least 4 hex digits)";
+    return Status::InvalidInput(msg);
   }
   std::vector<SetRecord> found;
   std::string latest_at;

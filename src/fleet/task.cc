@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "fleet/internal.h"
+#include "ki/flashinfer.h"
 #include "ki/run.h"
 #include "ki/sign.h"
 
@@ -95,6 +96,33 @@ Status StoreAndPush(Store& store, const TaskRequest& req, const RemoteUrl& url, 
   return Status::OK();
 }
 
+// The context's facts of the run's operation into the scratch store, with
+// the blobs they name (pulled by digest).
+Status ApplyContext(Store& store, const RemoteUrl& url, const TransferOptions& pull, const Digest& context,
+                    const Digest& run) {
+  KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(context));
+  Json c = Json::parse(bytes, nullptr, false);
+  if (!c.is_object() || c.value("format", "") != kContextFormat || !c.contains("operations") ||
+      !c["operations"].is_object()) {
+    return Status::InvalidInput("fleet context " + context.str() + " is not a " + std::string(kContextFormat));
+  }
+  KI_ASSIGN_OR_RETURN(Manifest m, store.ReadManifest(run));
+  KI_ASSIGN_OR_RETURN(Digest wl, Digest::Parse(m.spec.value("workloadDigest", "")));
+  KI_ASSIGN_OR_RETURN(Manifest w, store.ReadManifest(wl));
+  const std::string op = w.spec.value("operationSpecDigest", "");
+  if (!c["operations"].contains(op) || !c["operations"][op].is_string()) return Status::OK();
+  const std::string row = c["operations"][op];
+  KI_ASSIGN_OR_RETURN(Digest opd, Digest::Parse(op));
+  Json r = Json::parse(row, nullptr, false);
+  std::vector<std::string> blobs;
+  for (const char* k : {"definitionBlob", "referenceBlob"})
+    if (r.is_object() && r.contains(k) && r[k].is_string()) blobs.push_back(r[k]);
+  if (!blobs.empty()) KI_RETURN_IF_ERROR(Pull(store, url, blobs, pull).status());
+  KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
+  KI_RETURN_IF_ERROR(fib::PutOperationFactsRow(*batch, opd, row));
+  return batch->Commit();
+}
+
 }  // namespace
 
 Result<TaskOutcome> RunTask(const TaskRequest& req) {
@@ -138,11 +166,14 @@ Result<TaskOutcome> RunTask(const TaskRequest& req) {
   TransferOptions pull = req.transfer;
   pull.attestation_keys = &keys;
   log.Line("pull " + r.run.str() + " from " + url.str());
-  auto pulled = Pull(*store, url, {r.run.str()}, pull);
+  std::vector<std::string> refs = {r.run.str()};
+  if (req.context) refs.push_back(req.context->str());
+  Status pulled = Pull(*store, url, refs, pull).status();
+  if (pulled.ok() && req.context) pulled = ApplyContext(*store, url, pull, *req.context, r.run);
   if (!pulled.ok()) {
     r.outcome = "failed";
     r.failure_step = "pull";
-    r.failure = pulled.status().message();
+    r.failure = pulled.message();
   } else {
     run::RerunRequest rr;
     rr.run = r.run.str();

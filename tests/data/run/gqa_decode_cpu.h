@@ -6,10 +6,17 @@
 //   KI_TEST_CRASH  dereference a null pointer
 //   KI_TEST_HANG   never return
 //   KI_TEST_NOISY_BYTES  print about that many bytes of lines to stderr, once
+//   KI_TEST_PACE_US  return no sooner than this many µs after the call began
+//                    (times $KI_TEST_PACE_FACTOR when set: a slower machine),
+//                    so that its timing holds on a loaded machine
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef KI_TEST_PACE_US
+#include <stdlib.h>
+#include <time.h>
+#endif
 
 #include <string>
 #include <vector>
@@ -38,7 +45,31 @@ uint16_t ToBf16(float f) {
   return uint16_t(u >> 16);
 }
 
+int32_t Compute(const ki_call* call);
+
+#ifdef KI_TEST_PACE_US
+// Sleeps to an absolute deadline: the time a call takes is the pace, not
+// the load of the machine (a sleep's wake-up is late by microseconds).
 int32_t Run(const ki_call* call) {
+  static const double factor = [] {
+    const char* f = getenv("KI_TEST_PACE_FACTOR");
+    return f && *f ? atof(f) : 1.0;
+  }();
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  int32_t rc = Compute(call);
+  const long long ns = (long long)(KI_TEST_PACE_US * 1000.0 * factor) + t.tv_nsec;
+  t.tv_sec += time_t(ns / 1000000000);
+  t.tv_nsec = long(ns % 1000000000);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) != 0) {
+  }
+  return rc;
+}
+#else
+int32_t Run(const ki_call* call) { return Compute(call); }
+#endif
+
+int32_t Compute(const ki_call* call) {
   using namespace ki::gqa;
   Args a;
   if (int32_t rc = Unpack(call, KI_DEVICE_CPU, &a); rc != KI_OK) return rc;
