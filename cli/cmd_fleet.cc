@@ -201,7 +201,9 @@ void PrintCollect(const fleet::CollectReport& rep, bool json) {
       } else {
         what = f.status + (f.note.empty() ? "" : " (" + f.note + ")");
       }
-      if (f.outcome == "rerun" && f.status != "passed" && !f.verdict) what = "re-run " + f.status;
+      if (f.outcome == "rerun" && f.status != "passed") {
+        what = "re-run " + f.status + (f.note.empty() ? "" : " (" + f.note + ")");
+      }
       std::cout << "  " << std::left << std::setw(12) << (c.signer.empty() ? f.runner : c.signer) << " "
                 << std::setw(18) << f.machine.substr(0, 18) << " " << what
                 << (c.signed_by_trusted_runner ? "" : " [result not signed by a trusted runner]") << "\n";

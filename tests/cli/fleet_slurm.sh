@@ -103,7 +103,9 @@ wait_job() {  # wait_job JOB [SECONDS]
   return 1
 }
 submit() {  # submit ARGS...: ki fleet submit with the test's settings; sets JOB
-  expect_exit 0 ki fleet submit --remote origin --device cpu --ki "$KI_BIN" --scratch "$WORK/scratch" \
+  # A band of 50%: this test checks the mechanism, not the machine, whose
+  # load (builds beside it) moves a paced kernel's median by up to ~10%.
+  expect_exit 0 ki fleet submit --remote origin --device cpu --tolerance 0.5 --ki "$KI_BIN" --scratch "$WORK/scratch" \
     --output "$WORK/logs/%A_%a.out" --json "$@"
   JOB=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j["job"] or "")' "$OUT")
 }
@@ -168,9 +170,9 @@ expect_exit 0 ki --store "$WORK/reviewer" pull --insecure "$REMOTE" "${TAGS[@]}"
 expect_exit 0 ki --store "$WORK/reviewer" show "${RUNS[1]}" --json
 expect_contains "$OUT" '"level": "replicated"' "reported -> replicated for the reviewer"
 
-# ---- two runners that disagree: node B is slower by half.
+# ---- two runners that disagree: node B is three times slower.
 mapfile -t DRUN < <(mkruns 11 11)
-echo 1.5 >"$WORK/node-b/slow"
+echo 3 >"$WORK/node-b/slow"
 submit --replicas 2 "${DRUN[0]}"
 [ -n "$JOB" ] && wait_job "$JOB"
 rm -f "$WORK/node-b/slow"
