@@ -1,7 +1,9 @@
 #!/bin/bash
 # What CI cannot run, on a GPU machine that lacks ki's build dependencies:
-# the GPU tests (test_gpu) and the CLI's GPU test (tests/cli/run_gpu.sh: ki
-# add --implementation, ki run, ki rerun, ki rank, ki verify), with binaries
+# the GPU tests (test_gpu), the CLI's GPU test (tests/cli/run_gpu.sh: ki
+# add --implementation, ki run, ki rerun, ki rank, ki verify) and the fleet's
+# GPU path (tests/cli/fleet_gpu.sh: two runners' re-runs through the batch
+# script and a registry on loopback, collected as replicated), with binaries
 # built elsewhere by the CI configuration and carried here. ki and test_gpu
 # link their dependencies statically; `ki run` needs nvcc on this machine.
 #
@@ -10,9 +12,11 @@
 # LABEL (e.g. the commit the binaries were built from) heads machine.txt:
 # the device's copy of the tree need not carry git history.
 # BINDIR holds ki, test_gpu and libki_gqa_kernels.so (from build/,
-# build/tests/ and build/kernels/). The test binary's compiled-in paths are
+# build/tests/ and build/kernels/), and docker-registry (Debian's
+# /usr/bin/docker-registry: a static Go binary, it runs anywhere) for the
+# fleet test, which skips without it. The test binary's compiled-in paths are
 # replaced through KI_TEST_DATA_DIR and KI_GQA_KERNELS_SO. Writes
-# machine.txt, gpu-tests.log and run-gpu.log (plus run_gpu.sh's result
+# machine.txt, gpu-tests.log, run-gpu.log and fleet-gpu.log (plus the tests' result
 # files) to OUTDIR; exits non-zero when a test failed.
 set -u
 BIN=$(readlink -f "${1:?usage: device_check.sh BINDIR OUTDIR}")
@@ -37,5 +41,8 @@ tail -5 "$OUTDIR/gpu-tests.log"
 
 KI_RESULTS_DIR="$OUTDIR" bash tests/cli/run_gpu.sh "$BIN/ki" "$PWD/tests/data" >"$OUTDIR/run-gpu.log" 2>&1 || rc=1
 tail -5 "$OUTDIR/run-gpu.log"
+
+PATH="$BIN:$PATH" KI_RESULTS_DIR="$OUTDIR" bash tests/cli/fleet_gpu.sh "$BIN/ki" "$PWD/tests/data" >"$OUTDIR/fleet-gpu.log" 2>&1 || rc=1
+tail -5 "$OUTDIR/fleet-gpu.log"
 echo "device_check: $([ $rc = 0 ] && echo passed || echo FAILED)"
 exit $rc
