@@ -98,7 +98,7 @@ chmod +x "$WORK/bin/sbatch"
   step 0 ki fleet submit --remote origin --replicas 2 --gpus 1 --device cuda:0 --dry-run "$RUN1"
   expect_contains "$OUT" "#SBATCH --array=0-1" "one array of two tasks"
   expect_contains "$OUT" "#SBATCH --gres=gpu:1" "a GPU per task"
-  expect_contains "$OUT" "--device cuda:0" "the nodes re-run on the GPU"
+  expect_contains "$OUT" "--device 'cuda:0'" "the nodes re-run on the GPU"
 
   # Two GPU re-runs, one per runner identity. A 25% band: the H200 repeats
   # this kernel within a few per cent (tests/cli/run_gpu.sh's rerun), the
