@@ -46,11 +46,8 @@ std::string SpeedupText(const std::optional<double>& s) {
   return buf;
 }
 
-// The group index holds what the objects say (source, raw evidence, the
-// export's facts); attestations count only as the trust list says now,
-// so a run's re-runs by trusted runners (ki rerun --key, ki fleet) are
-// evaluated here, for the runs that have any: the stronger level is shown,
-// and a dispute beside it. The order is ranking-v1's, unchanged.
+// The level each run shows: EvidenceEvaluator::ShownLevel, for the runs
+// that have attestations (the evaluator opens only when one does).
 struct Attested {
   catalog::Evidence level;
   bool disputed = false;
@@ -66,10 +63,10 @@ Result<std::map<Digest, Attested>> AttestedEvidence(Store& store, const catalog:
         KI_ASSIGN_OR_RETURN(EvidenceEvaluator ev, EvidenceEvaluator::OpenDefault());
         eval.emplace(std::move(ev));
       }
-      KI_ASSIGN_OR_RETURN(Evidence ev, eval->Evaluate(store, e.run));
       // EvidenceLevel counts from 0 (reported), catalog::Evidence from 1.
-      auto level = static_cast<catalog::Evidence>(static_cast<uint8_t>(ev.level) + 1);
-      out[e.run] = {std::max(level, e.evidence), ev.disputed()};
+      const auto indexed = static_cast<EvidenceLevel>(static_cast<uint8_t>(e.evidence) - 1);
+      KI_ASSIGN_OR_RETURN(auto shown, eval->ShownLevel(store, e.run, indexed));
+      out[e.run] = {static_cast<catalog::Evidence>(static_cast<uint8_t>(shown.level) + 1), shown.disputed};
     }
   }
   return out;

@@ -69,6 +69,22 @@ class EvidenceEvaluator {
   // long series: one manifest read per run instead of two).
   Result<Evidence> EvaluateRun(Store& store, const Manifest& run) const;
   Result<EvidenceLevel> Level(Store& store, const Digest& d) const;
+
+  // What a ranking shows for a run its comparison group's index puts at
+  // `indexed` (from the objects alone: source, raw evidence, the export's
+  // facts): the stronger of that and what the run's attestations attest
+  // under the trust list as it is now (a trusted runner's reproduction
+  // makes it verified, two independent runners' replicated), and whether
+  // a trusted key disputes it. A run without attestations keeps `indexed`
+  // and is not evaluated, so a whole imported catalog costs one index
+  // lookup a run. `ki rank`, `ki show`'s rank section and the report's
+  // group pages call this, so they agree.
+  struct Shown {
+    EvidenceLevel level = EvidenceLevel::kReported;
+    bool disputed = false;
+  };
+  Result<Shown> ShownLevel(Store& store, const Digest& run, EvidenceLevel indexed) const;
+
   const KeySources& keys() const { return keys_; }
 
  private:

@@ -1,6 +1,7 @@
 // Evidence levels (include/ki/evidence.h; docs/format.md, "Evidence levels").
 #include "ki/evidence.h"
 
+#include <algorithm>
 #include <set>
 
 namespace ki {
@@ -157,6 +158,14 @@ Result<Evidence> EvidenceEvaluator::Decide(Store& store, const Digest& d, bool h
 Result<EvidenceLevel> EvidenceEvaluator::Level(Store& store, const Digest& d) const {
   KI_ASSIGN_OR_RETURN(Evidence ev, Evaluate(store, d));
   return ev.level;
+}
+
+Result<EvidenceEvaluator::Shown> EvidenceEvaluator::ShownLevel(Store& store, const Digest& run,
+                                                              EvidenceLevel indexed) const {
+  KI_ASSIGN_OR_RETURN(auto atts, ListAttestations(store, run));
+  if (atts.empty()) return Shown{indexed, false};
+  KI_ASSIGN_OR_RETURN(Evidence ev, Evaluate(store, run));
+  return Shown{std::max(indexed, ev.level), ev.disputed()};
 }
 
 Result<EvidenceLevel> EvidenceLevelOf(Store& store, const Digest& d) {

@@ -18,6 +18,22 @@ std::string SettingPage(Kind kind, const Digest& d) {
   return (kind == Kind::kExecutionEnvironment ? "env/" : "protocol/") + d.hex() + ".html";
 }
 
+Status ApplyAttestedEvidence(Store& store, const EvidenceEvaluator& evidence, Model* m) {
+  for (auto& g : m->groups) {
+    if (!g.ranking) continue;
+    for (auto* list : {&g.ranking->ranked, &g.ranking->ineligible}) {
+      for (auto& e : *list) {
+        // EvidenceLevel counts from 0 (reported), catalog::Evidence from 1.
+        const auto indexed = static_cast<EvidenceLevel>(static_cast<uint8_t>(e.evidence) - 1);
+        KI_ASSIGN_OR_RETURN(auto shown, evidence.ShownLevel(store, e.run, indexed));
+        e.evidence = static_cast<catalog::Evidence>(static_cast<uint8_t>(shown.level) + 1);
+        if (shown.disputed) m->disputed.insert(e.run);
+      }
+    }
+  }
+  return Status::OK();
+}
+
 std::string Link(const Model& m, const std::string& root, const std::string& page, const std::string& text_html,
                  const std::string& attrs) {
   if (!m.Has(page)) return text_html;

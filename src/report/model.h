@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ki/catalog.h"
+#include "ki/evidence.h"
 #include "ki/store.h"
 
 namespace ki::report {
@@ -52,6 +53,7 @@ struct Model {
   std::map<std::string, OperationView> operations;  // by operation digest
   std::map<Digest, SettingView> settings;           // protocols and environments of kernel groups
   std::unordered_set<std::string> pages;            // every page the site holds
+  std::set<Digest> disputed;                        // runs a trusted key disputes (ApplyAttestedEvidence)
 
   bool Has(const std::string& page) const { return pages.count(page) > 0; }
 };
@@ -66,6 +68,12 @@ std::string SettingPage(Kind kind, const Digest& d);  // a protocol's or environ
 // called once per group read, one call at a time.
 Result<Model> Collect(Store& store, const std::vector<std::string>& refs, int threads,
                       const std::function<void(uint64_t, uint64_t)>& tick);
+
+// Raises each ranked and ineligible entry's evidence to what `ki rank`
+// shows (EvidenceEvaluator::ShownLevel: trusted runners' re-runs make a
+// run verified or replicated) and notes the disputed runs, so a group page
+// and `ki rank` agree.
+Status ApplyAttestedEvidence(Store& store, const EvidenceEvaluator& evidence, Model* m);
 
 // `<a href="ROOT+page">text_html</a>` when the site holds `page`, else the
 // text alone: no link of the site points at a page it lacks.

@@ -33,7 +33,7 @@ std::string RankedTable(const Model& m, const GroupView& g) {
     out += Tag("td", (e.tied_with_previous ? "=" : "") + std::to_string(e.rank), "class=\"rank num\"");
     out += Tag("td", ValueText(e), "class=\"value num\"");
     out += Tag("td", IntervalText(e), "class=\"num\"");
-    out += Tag("td", std::string(catalog::EvidenceName(e.evidence)));
+    out += Tag("td", std::string(catalog::EvidenceName(e.evidence)) + (m.disputed.count(e.run) ? ", disputed" : ""));
     out += Tag("td", e.implementation.empty() ? "-" : e.implementation);
     out += Tag("td", g.summary.hardware.empty() ? "-" : g.summary.hardware);
     out += Tag("td", e.observed_at.substr(0, 10));

@@ -244,6 +244,7 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
                         if (done % 64 == 0 || done == total) progress("reading", done, total);
                       }));
   KI_ASSIGN_OR_RETURN(EvidenceEvaluator evidence, EvidenceEvaluator::OpenDefault());
+  KI_RETURN_IF_ERROR(ApplyAttestedEvidence(store, evidence, &m));
   const std::string salt = opts.renderer + "\n" + TrustFingerprint(evidence.keys());
 
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));

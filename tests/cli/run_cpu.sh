@@ -83,6 +83,19 @@ elif outcome == "not-reproduced":
 else:
     assert r["attestation"] is None and "inconclusive" in r["attestationNote"], r
 PY
+# ki rank and the report's group page show the level ki show gives (the
+# trusted runner's verdict raises it or disputes it).
+LEVEL=$(ki show "$RUN1" --json | python3 -c 'import json,sys; e=json.load(sys.stdin)["ki"]["evidence"]; print(e["level"] + (", disputed" if e["disputed"] else ""))')
+expect_exit 0 ki rank "$RUN1" --json
+python3 - "$OUT" "$RUN1" "$LEVEL" <<'PY' || fail "rank --json shows the level show gives ($LEVEL): ${OUT:0:800}"
+import json, sys
+j, run, level = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+e = [x for x in j["ranked"] + j["ineligible"] if x["run"] == run][0]
+assert e["evidence"] + (", disputed" if e["disputed"] else "") == level, (e, level)
+PY
+expect_exit 0 ki report "$WORK/site" "$RUN1"
+grep -h -o "<tr data-run=\"$RUN1\">.*" "$WORK"/site/group/*.html | grep -q "<td>$LEVEL</td>" ||
+  fail "the report's group page shows $LEVEL for the run: $(grep -h -o "<tr data-run=\"$RUN1\">.*" "$WORK"/site/group/*.html)"
 expect_exit 0 ki rerun "$RUN1"
 expect_contains "$OUT" "verdict       " "rerun prints its verdict"
 expect_exit 0 ki rank "$RUN1"
