@@ -1,11 +1,12 @@
-// ki verify REF [--json]; ki audit [--json] [--reindex]
+// ki verify REF [--json]; ki audit [--json] [--reindex] [--summary]: the
+// checks are the library's (Store::Verify, AuditWholeStore); this prints.
 #include <algorithm>
 #include <iostream>
 #include <map>
 #include <tuple>
 
 #include "command.h"
-#include "ki/catalog.h"
+#include "ki/audit.h"
 #include "ki/sign.h"
 
 namespace ki::cli {
@@ -131,31 +132,12 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
   sub->add_flag("--summary", *summary, "count faults and missing references by kind instead of listing each");
   return [json, reindex, summary, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, *reindex ? OpenMode::kReadWrite : OpenMode::kReadOnly));
-    Result<AuditReport> r = *reindex ? store->Reindex() : store->Audit();
-    if (!r.ok()) return r.status();
-    AuditReport report = std::move(*r);
-    // The catalog tables (docs/format.md): each entry is its format, and the
-    // runs they name are held. Reported as the store's own faults and
-    // missing references.
-    KI_ASSIGN_OR_RETURN(catalog::TableCheck tables, catalog::CheckTables(*store));
-    for (auto& e : tables.faults) report.faults.push_back(std::move(e));
-    for (auto& e : tables.missing) report.missing.push_back(std::move(e));
-    // Every attestation in the store, checked as `ki verify` checks them.
-    AttestationAudit att;
-    bool any_signed = false;
-    KI_RETURN_IF_ERROR(store->Scan(kAttestationTable, "", [&](std::string_view, std::string_view) {
-      any_signed = true;
-      return false;
-    }));
-    if (any_signed) {
-      KI_ASSIGN_OR_RETURN(KeySources keys, KeySources::LoadDefault());
-      KI_ASSIGN_OR_RETURN(att, AuditAttestations(*store, keys));
-    } else {
-      KI_ASSIGN_OR_RETURN(att, AuditAttestations(*store, KeySources{}));
-    }
+    KI_ASSIGN_OR_RETURN(WholeStoreAudit audit, AuditWholeStore(*store, *reindex));
+    const AuditReport& report = audit.store;
+    const AttestationAudit& att = audit.attestations;
     AttestationCounts ac;
     for (const auto& a : att.reports) ac.Add(a);
-    bool faults = report.HasFaults() || ac.faults > 0;
+    const bool faults = audit.HasFaults();
     if (*json) {
       Json faults_j = Json::array(), missing = Json::array(), atts = Json::array();
       for (const auto& e : report.faults) faults_j.push_back(EntryJson(e));
