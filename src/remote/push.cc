@@ -18,12 +18,14 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "json/fields.h"
+#include "ki/generation.h"
 #include "ki/json.h"
 #include "remote/listing.h"
 #include "remote/mapping.h"
@@ -123,6 +125,15 @@ class Pusher {
   std::vector<std::vector<uint32_t>> ClosureIndices() const;
   Digest BundleKey() const;
   Status BuildToc();
+  // Each ref resolved, in order, a root named twice kept once.
+  Result<std::vector<std::pair<std::string, Digest>>> ResolveRoots(const std::vector<std::string>& refs);
+  // What decides a bundle besides the objects (remote.state's 'u' row):
+  // the refs as named, their roots, and the options that shape it.
+  Digest UnchangedKey(const std::vector<std::pair<std::string, Digest>>& named) const;
+  // The bundle pushed last, while nothing was committed to the store since
+  // and its tag still names it: the report such a push would give, from
+  // remote.state's 'u' row, after one HEAD. False: push as usual.
+  Result<bool> TryUnchanged(const std::vector<std::string>& refs);
   Status CollectClosures(const std::vector<std::string>& refs);
   Status PlanBundle();
   void PlanBlobs();
@@ -150,6 +161,7 @@ class Pusher {
   // remote.state is a cache: failing to write it loses requests, not data.
   void SaveState();
   void CountSent();
+  void RecordUnchanged();
 
   // A bundle's pack and index.
   void SetPack(const PackRow& p, bool built);
@@ -175,6 +187,8 @@ class Pusher {
   bool pack_built_ = false;
   remote::RemoteState state_;
   remote::StateUpdate learnt_;
+  Digest unchanged_key_;                   // UnchangedKey of this push's refs
+  std::optional<uint64_t> start_generation_;  // the store's, before any closure was read
   std::unique_ptr<Target> target_;
 
   // Unique blobs over every closure, the empty config first.
@@ -206,12 +220,72 @@ class Pusher {
   std::jthread packer_;
 };
 
-Status Pusher::CollectClosures(const std::vector<std::string>& refs) {
-  remote::ClosureCache cache;
+Result<std::vector<std::pair<std::string, Digest>>> Pusher::ResolveRoots(const std::vector<std::string>& refs) {
+  std::vector<std::pair<std::string, Digest>> out;
   std::unordered_set<Digest> roots;
   for (const auto& ref : refs) {
     KI_ASSIGN_OR_RETURN(Digest root, store_.Resolve(ref));
-    if (!roots.insert(root).second) continue;  // named twice: pushed once
+    if (roots.insert(root).second) out.emplace_back(ref, root);  // named twice: pushed once
+  }
+  return out;
+}
+
+Digest Pusher::UnchangedKey(const std::vector<std::pair<std::string, Digest>>& named) const {
+  Sha256 h;
+  auto put = [&](std::string_view s) {
+    uint64_t n = s.size();
+    char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = char(n >> (8 * i));
+    h.Update(std::string_view(len, 8));
+    h.Update(s);
+  };
+  put("ki.push-unchanged/1");
+  put(opts_.bundle_tag);
+  put(std::to_string(opts_.bundle_format));
+  put(opts_.use_pack ? "pack" : "no pack");
+  put(std::to_string(opts_.bundle_part_bytes));
+  put(std::to_string(opts_.max_layers));
+  put(opts_.digest_tags ? "digest tags" : "");
+  for (const auto& [ref, root] : named) {
+    put(ref);
+    put(root.raw());
+  }
+  return h.Finish();
+}
+
+Result<bool> Pusher::TryUnchanged(const std::vector<std::string>& refs) {
+  KI_ASSIGN_OR_RETURN(uint64_t generation, StoreGeneration(store_));
+  KI_ASSIGN_OR_RETURN(auto row, remote::LoadUnchanged(store_, url_, opts_.bundle_tag));
+  if (!row || row->generation != generation) return false;
+  KI_ASSIGN_OR_RETURN(auto named, ResolveRoots(refs));
+  if (UnchangedKey(named) != row->key || named.size() != row->refs.size()) return false;
+  KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush));
+  KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
+  KI_ASSIGN_OR_RETURN(auto now, conn->ResolveTag(opts_.bundle_tag));
+  conn.reset();
+  if (!now || *now != row->index) return false;  // the tag moved: push as usual
+  for (const auto& r : row->refs) {
+    PushedRef pr;
+    pr.ref = r.ref.empty() ? r.root.str() : r.ref;
+    pr.root = r.root;
+    pr.tag = opts_.bundle_tag;
+    pr.manifest = row->index;
+    pr.objects = pr.skipped = r.objects;
+    pr.attestations = r.attestations;
+    report_.refs.push_back(std::move(pr));
+  }
+  report_.blobs_known = row->unique_blobs;
+  report_.pack = row->pack;
+  KI_RETURN_IF_ERROR(target_->Finish());
+  report_.http_requests = target_->requests();
+  return true;
+}
+
+Status Pusher::CollectClosures(const std::vector<std::string>& refs) {
+  remote::ClosureCache cache;
+  KI_ASSIGN_OR_RETURN(auto named, ResolveRoots(refs));
+  unchanged_key_ = UnchangedKey(named);
+  for (const auto& [ref, root] : named) {
     KI_ASSIGN_OR_RETURN(Closure c, remote::CollectClosure(store_, root, ref, &cache));
     PushedRef pr;
     pr.ref = ref;
@@ -458,6 +532,15 @@ void Pusher::SaveState() {
   if (!state_.enabled) return;
   Status st = [&]() -> Status {
     KI_ASSIGN_OR_RETURN(auto batch, store_.NewBatch());
+    if (learnt_.unchanged) {
+      // The row holds only if nothing was committed between the closures'
+      // reads and this commit (another process's ki add of an attestation
+      // would otherwise be missed by the next push): else it is written
+      // with a generation no store reaches, retiring the row before it.
+      KI_ASSIGN_OR_RETURN(uint64_t g, BatchGeneration(*batch));
+      learnt_.unchanged->second.generation =
+          start_generation_ && g == *start_generation_ + 1 ? g : std::numeric_limits<uint64_t>::max();
+    }
     KI_RETURN_IF_ERROR(remote::WriteState(*batch, state_, learnt_));
     return batch->Commit();
   }();
@@ -688,11 +771,19 @@ Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
   if (bundle() && !IsValidTag(opts_.bundle_tag)) {
     return Status::Usage("'" + opts_.bundle_tag + "' is not a valid OCI tag");
   }
+  if (bundle() && opts_.use_remote_state && url_.scheme == RemoteUrl::Scheme::kRegistry) {
+    KI_ASSIGN_OR_RETURN(bool unchanged, TryUnchanged(refs));
+    if (unchanged) return std::move(report_);
+    report_ = PushReport();
+  }
+  KI_ASSIGN_OR_RETURN(start_generation_, StoreGeneration(store_));
   KI_RETURN_IF_ERROR(CollectClosures(refs));
   KI_RETURN_IF_ERROR(PlanBundle());
   KI_ASSIGN_OR_RETURN(state_, remote::LoadState(store_, url_));
   if (!opts_.use_remote_state) state_.Clear();
-  KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush));
+  if (!target_) {
+    KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush));
+  }
   PlanBlobs();
   StartPack();
   KI_RETURN_IF_ERROR(UploadBlobs());
@@ -710,6 +801,7 @@ Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
   report_.bytes_sent = bytes_up_;
   report_.blobs_streamed = n_streamed_;
   CountSent();
+  if (bundle() && mst.ok() && fin.ok()) RecordUnchanged();
   SaveState();
   if (!mst.ok()) {
     return mst.WithContext("push to " + url_.str() + " is incomplete: every object was uploaded, but only " +
@@ -718,6 +810,30 @@ Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
   }
   KI_RETURN_IF_ERROR(fin);
   return std::move(report_);
+}
+
+// What the next push of the same refs reports while the store is
+// unchanged: this bundle, every blob known, nothing sent (remote.state's
+// 'u' row; SaveState gives it its generation).
+void Pusher::RecordUnchanged() {
+  remote::UnchangedRow u;
+  u.key = unchanged_key_;
+  u.index = index_digest_;
+  u.unique_blobs = items_.size();
+  if (report_.pack) {
+    u.pack = *report_.pack;
+    u.pack->sent = false;
+    u.pack->built = false;
+  }
+  for (const PushedRef& pr : report_.refs) {
+    remote::UnchangedRow::Ref r;
+    r.ref = pr.ref == pr.root.str() ? "" : pr.ref;
+    r.root = pr.root;
+    r.objects = uint32_t(pr.objects);
+    r.attestations = uint32_t(pr.attestations);
+    u.refs.push_back(std::move(r));
+  }
+  learnt_.unchanged.emplace(opts_.bundle_tag, std::move(u));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 //   'r' + raw manifest digest  -> ""                 a referrer manifest written and indexed
 //   'p' + bundle tag           -> PackRow (80 bytes) the pack last built for the bundle pushed under the tag
 //   'i' + bundle tag           -> BundleRow (72 bytes) the table of contents of the packed bundle pushed under the tag
+//   'u' + bundle tag           -> UnchangedRow        what the last push of the bundle reported, at what store generation
 // Only registries have one: a layout answers HEAD from its own directory.
 //
 // Thread-safety: StateUpdate's adders may be called from any thread; the
@@ -50,6 +51,31 @@ struct BundleRow {
   uint64_t toc_size = 0;
 };
 
+// The last successful push of a bundle, kept so that pushing the same refs
+// again while the store is unchanged (the same generation,
+// include/ki/generation.h: no commit since this row's) costs one HEAD of
+// the tag instead of collecting every closure again: the push would find
+// the same bundle, every blob known, and write nothing. `key` hashes the
+// refs as named, the roots they resolved to and every option that shapes
+// the bundle (push.cc, UnchangedKey).
+struct UnchangedRow {
+  uint64_t generation = 0;
+  Digest key;
+  Digest index;           // the bundle's index, the manifest its tag names
+  uint64_t unique_blobs = 0;  // PushReport::blobs_known of such a push
+  std::optional<PushReport::Pack> pack;
+  struct Ref {
+    std::string ref;  // as named; "" when it is the root's digest as ki prints it
+    Digest root;
+    uint32_t objects = 0, attestations = 0;
+  };
+  std::vector<Ref> refs;
+};
+std::string EncodeUnchangedRow(const UnchangedRow& u);
+std::optional<UnchangedRow> DecodeUnchangedRow(std::string_view v);  // nullopt: malformed or a later format
+// The row of `tag` at `url`'s registry, when there is one.
+Result<std::optional<UnchangedRow>> LoadUnchanged(Store& store, const RemoteUrl& url, const std::string& tag);
+
 struct RemoteState {
   bool enabled = false;  // false for a layout: nothing is read or written
   std::string prefix;
@@ -75,6 +101,7 @@ struct StateUpdate {
   std::vector<std::pair<std::string, Digest>> tags;
   std::vector<std::pair<std::string, PackRow>> packs;
   std::vector<std::pair<std::string, BundleRow>> bundles;
+  std::optional<std::pair<std::string, UnchangedRow>> unchanged;  // one thread's (Pusher::Run)
   void Bundle(const std::string& tag, const BundleRow& b) {
     std::lock_guard<std::mutex> l(mu);
     bundles.emplace_back(tag, b);
