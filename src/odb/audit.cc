@@ -66,10 +66,13 @@ CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out) {
   return e;
 }
 
-Result<VerifyReport> LmdbStore::Verify(const Digest& root) {
-  VerifyReport report;
-  std::unordered_set<Digest> seen{root};
-  std::deque<std::pair<Digest, std::string>> queue{{root, "root"}};
+Status LmdbStore::Walk(const std::vector<std::pair<Digest, std::string>>& roots, WalkRead read,
+                       const WalkEdges& more, const std::function<Status(const CheckEntry&)>& visit) {
+  std::unordered_set<Digest> seen;
+  std::deque<std::pair<Digest, std::string>> queue;
+  for (const auto& r : roots)
+    if (seen.insert(r.first).second) queue.push_back(r);
+  std::vector<std::pair<Digest, std::string>> extra;
   while (!queue.empty()) {
     auto [d, via] = queue.front();
     queue.pop_front();
@@ -81,27 +84,55 @@ Result<VerifyReport> LmdbStore::Verify(const Digest& root) {
       e.via = via;
       KI_ASSIGN_OR_RETURN(auto absent, StatAbsent(d));
       e.what = absent && !absent->media_type.empty() ? "blob " + absent->media_type : "unknown";
-      report.entries.push_back(std::move(e));
+      KI_RETURN_IF_ERROR(visit(e));
       continue;
     }
+    const bool manifest = info->type == ObjectType::kManifest;
     std::string raw;
-    CheckEntry e = Check(*info, &raw);
+    CheckEntry e;
+    if (manifest || read == WalkRead::kEvery) {
+      e = Check(*info, &raw);
+    } else {
+      e.digest = d;
+      e.what = Describe(*info);  // not read: gc needs only that it is held
+    }
     e.via = via;
-    bool ok = e.state == CheckState::kOk;
-    report.entries.push_back(std::move(e));
-    if (!ok || info->type != ObjectType::kManifest) continue;
-    auto m = ManifestFromCanonical(raw, d.str());
-    if (!m.ok()) {
-      report.entries.back().state = CheckState::kCorrupt;
-      report.entries.back().detail = m.status().message();
-      continue;
+    std::optional<Manifest> m;
+    if (e.state == CheckState::kOk && manifest) {
+      auto parsed = ManifestFromCanonical(raw, d.str());
+      if (parsed.ok()) {
+        m = std::move(parsed).value();
+      } else {
+        e.state = CheckState::kCorrupt;
+        e.detail = parsed.status().message();
+      }
     }
-    for (const Reference& ref : ExtractReferences(*m)) {
-      if (seen.insert(ref.target).second) queue.emplace_back(ref.target, d.str().substr(0, 19) + " " + ref.field);
+    KI_RETURN_IF_ERROR(visit(e));
+    if (e.state != CheckState::kOk) continue;
+    const std::string from = d.str().substr(0, 19) + " ";
+    if (m) {
+      for (const Reference& ref : ExtractReferences(*m)) {
+        if (seen.insert(ref.target).second) queue.emplace_back(ref.target, from + ref.field);
+      }
+      KI_ASSIGN_OR_RETURN(auto doc, DocumentOf(d));
+      if (doc && seen.insert(*doc).second) queue.emplace_back(*doc, from + "document");
     }
-    KI_ASSIGN_OR_RETURN(auto doc, DocumentOf(d));
-    if (doc && seen.insert(*doc).second) queue.emplace_back(*doc, d.str().substr(0, 19) + " document");
+    if (more) {
+      extra.clear();
+      KI_RETURN_IF_ERROR(more(*info, &extra));
+      for (auto& [t, field] : extra)
+        if (seen.insert(t).second) queue.emplace_back(t, from + field);
+    }
   }
+  return Status::OK();
+}
+
+Result<VerifyReport> LmdbStore::Verify(const Digest& root) {
+  VerifyReport report;
+  KI_RETURN_IF_ERROR(Walk({{root, "root"}}, WalkRead::kEvery, nullptr, [&](const CheckEntry& e) {
+    report.entries.push_back(e);
+    return Status::OK();
+  }));
   return report;
 }
 
@@ -197,8 +228,8 @@ Result<AuditReport> LmdbStore::Audit() {
     auto absent = StatAbsent(e.digest);
     if (absent.ok() && *absent && !(*absent)->media_type.empty()) e.what = "blob " + (*absent)->media_type;
   }
-  // 4. Names and document links must point at objects the store holds.
-  for (std::string_view table : {kNames, kDocs}) {
+  // 4. Names, tags and document links must point at objects the store holds.
+  for (std::string_view table : {kNames, kTags, kDocs}) {
     KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
       Digest d = Digest::FromRaw(v);
       bool bad = v.size() != 32 || !indexed.count(d);
@@ -207,7 +238,9 @@ Result<AuditReport> LmdbStore::Audit() {
         CheckEntry e;
         e.digest = d;
         e.state = CheckState::kCorrupt;
-        e.what = table == kNames ? "name " + std::string(k) : "document link";
+        e.what = table == kNames  ? "name " + std::string(k)
+                 : table == kTags ? "tag " + std::string(k)
+                                  : "document link";
         e.detail = "points at an object the store does not hold";
         report.faults.push_back(std::move(e));
       }

@@ -1,6 +1,7 @@
 // Writes: a batch is one LMDB write transaction plus the loose files it
 // wrote; it hands what it stored to the derived indexes before it commits.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "odb/store_impl.h"
@@ -491,6 +492,27 @@ Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {
   return PutKV(absent, info.digest.raw(), AbsentValue(info));
 }
 
+Status LmdbBatch::RecordAdded() {
+  if (arrived_.empty()) return Status::OK();
+  // When the store first indexed each object: ki gc's age (docs/format.md,
+  // "ki gc"). An entry already there is kept: reindex re-indexes objects
+  // the store has long held, and their age is when they first came.
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string value = AddedValue(now);
+  std::vector<const Digest*> digests;
+  digests.reserve(arrived_.size());
+  for (const ObjectInfo& info : arrived_) digests.push_back(&info.digest);
+  // In key order, as the bulk paths write their tables.
+  std::sort(digests.begin(), digests.end(), [](const Digest* a, const Digest* b) { return a->raw() < b->raw(); });
+  KI_ASSIGN_OR_RETURN(MDB_dbi added, Table(kAdded));
+  for (const Digest* d : digests) {
+    KI_ASSIGN_OR_RETURN(auto had, txn_.Get(added, d->raw()));
+    if (!had) KI_RETURN_IF_ERROR(PutKV(added, d->raw(), value));
+  }
+  return Status::OK();
+}
+
 Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc,
                              uint64_t stored_size, std::string_view raw) {
   ObjectInfo info;
@@ -516,6 +538,7 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
 }
 
 Status LmdbBatch::Commit() {
+  KI_RETURN_IF_ERROR(RecordAdded());
   // The derived indexes see everything this batch stored, in its own
   // transaction: they commit with the objects or not at all.
   arrived_.insert(arrived_.end(), renamed_.begin(), renamed_.end());

@@ -1,11 +1,19 @@
 // Resolve: what a REF (digest, prefix, Kind/name, bare name) names.
 #include "json/fields.h"
+#include "ki/tag.h"
 #include "odb/store_impl.h"
 
 namespace ki::odb {
 
 Result<Digest> LmdbStore::Resolve(std::string_view ref) {
   if (ref.empty()) return Status::InvalidInput("empty reference");
+  // tag:NAME names a tag and nothing else.
+  if (ref.substr(0, kTagRefPrefix.size()) == kTagRefPrefix) {
+    std::string_view name = ref.substr(kTagRefPrefix.size());
+    KI_ASSIGN_OR_RETURN(auto tagged, LookupTag(*this, name));
+    if (!tagged) return Status::NotFound("no tag named '" + std::string(name) + "'");
+    return *tagged;
+  }
   if (Digest::IsValid(ref)) {
     KI_ASSIGN_OR_RETURN(Digest d, Digest::Parse(ref));
     KI_ASSIGN_OR_RETURN(auto info, Stat(d));
@@ -30,6 +38,7 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
   auto label_of = [&](const Digest& d) -> std::string {
     auto info = Stat(d);
     std::string what = info.ok() && *info ? Describe(**info) : "absent";
+    if (auto t = LookupTag(*this, ref); t.ok() && *t && **t == d) what += " tag:" + std::string(ref);
     auto names = NamesOf(d);
     if (names.ok() && !names->empty()) what += " " + names->front();
     if (!info.ok() || !*info || (*info)->type != ObjectType::kManifest) return what;
@@ -94,6 +103,14 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
       return true;
     }));
     for (Kind kind : kinds) KI_RETURN_IF_ERROR(add_named(kind, ref));
+  }
+  // A tag of that name: one more candidate, so that a REF that could mean a
+  // tag and another object is ambiguous rather than silently one of them.
+  // Tag names are never all hex nor KIND/NAME (CheckTagName), so this adds
+  // a candidate to a prefix or a Kind/name only for a tag made otherwise.
+  if (!had_prefix) {
+    KI_ASSIGN_OR_RETURN(auto tagged, LookupTag(*this, ref));
+    if (tagged) add(*tagged, "");
   }
   if (found.empty() && prefix && prefix->digits() < 4) {
     return Status::InvalidInput("'" + std::string(ref) +

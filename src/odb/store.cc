@@ -60,9 +60,14 @@ Status LmdbStore::Open(OpenMode mode) {
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
     return Status::IOError("the store " + dir_ + " is not writable");
   }
+  // Held until the environment is closed (store_lock.h): ki gc replaces
+  // data.mdb only while no process has it open.
+  if (!callers_lock_) {
+    KI_ASSIGN_OR_RETURN(lock_, StoreLock::Shared(dir_, read_only_));
+  }
   KI_RETURN_IF_ERROR(lmdb_.Open(IndexDir(dir_), opts_.map_size, read_only_));
   KI_RETURN_IF_ERROR(
-      lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kNameSet, kDocs}));
+      lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kNameSet, kDocs, kTags, kAdded}));
   if (opts_.snapshot_reads) {
     // A writer would not see its own commits through the snapshot.
     if (!read_only_) return Status::InvalidInput("snapshot_reads needs a store opened read-only");

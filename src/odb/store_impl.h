@@ -21,6 +21,7 @@
 
 #include "index/lmdb.h"
 #include "odb/frame.h"
+#include "odb/store_lock.h"
 #include "odb/tables.h"
 
 namespace ki::odb {
@@ -143,6 +144,8 @@ class LmdbBatch final : public Batch {
   // Checks the size and whether the object is stored; false: write it.
   Result<bool> Exists(uint64_t raw_size, const Digest& d);
   Status WriteObject(const EncodedObject& o, bool index_kind = true);
+  // The `added` entries of the objects this batch indexed (arrived_).
+  Status RecordAdded();
   // What PutManifest and PutEncodedManifest share after the object is put.
   Status LinkManifest(Kind kind, const Digest& d, bool existed, const std::vector<Reference>* refs,
                       const Manifest* m, std::optional<Digest> document, std::string_view name);
@@ -169,7 +172,12 @@ class LmdbStore final : public Store {
     if (!opts_.env) opts_.env = Env::Default();
   }
 
+  // Takes the store lock shared (store_lock.h), unless the caller holds it
+  // (UseCallersLock: ki gc's exclusive one), then opens the environment.
   Status Open(OpenMode mode);
+  // Before Open: the caller holds the store lock for as long as this store
+  // is open (and beyond: gc replaces data.mdb after closing it).
+  void UseCallersLock() { callers_lock_ = true; }
 
   // A read transaction: the snapshot when this thread holds one, else a
   // transaction of its own that ends with this object.
@@ -249,6 +257,19 @@ class LmdbStore final : public Store {
   EncodedManifest EncodeManifest(const Manifest& m, std::optional<std::string_view> document,
                                  std::string_view document_media_type) const override;
 
+  // What Verify and ki gc share: every object `roots` (digest, how it was
+  // reached) reach through references, document links and `more`, each
+  // visited once, breadth first. A held manifest is read, re-hashed and
+  // parsed (a fault stops the walk there: its references are unknown); a
+  // blob is re-hashed only with WalkRead::kEvery (Verify), else only
+  // looked up (gc needs to know it is held, not that its bytes are good).
+  // `visit` gets the object's check (missing, corrupt or ok); an error it
+  // returns ends the walk. `more` (may be empty) adds the edges of a held
+  // object that its bytes do not carry (ki gc's module references).
+  enum class WalkRead { kEvery, kManifests };
+  using WalkEdges = std::function<Status(const ObjectInfo&, std::vector<std::pair<Digest, std::string>>*)>;
+  Status Walk(const std::vector<std::pair<Digest, std::string>>& roots, WalkRead read, const WalkEdges& more,
+              const std::function<Status(const CheckEntry&)>& visit);
   Result<VerifyReport> Verify(const Digest& root) override;
   Result<AuditReport> Audit() override;
   Result<AuditReport> Reindex() override;
@@ -281,6 +302,9 @@ class LmdbStore final : public Store {
   StoreOptions opts_;
   bool read_only_ = true;
   int format_version_ = 2;
+  // Declared before lmdb_: released only after the environment is closed.
+  StoreLock lock_;
+  bool callers_lock_ = false;
   lmdb::Environment lmdb_;
   // StoreOptions::snapshot_reads; declared after lmdb_ so that it ends first.
   lmdb::Txn snapshot_;

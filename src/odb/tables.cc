@@ -94,6 +94,19 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v) {
   return a;
 }
 
+std::string AddedValue(int64_t unix_seconds) {
+  std::string v(8, '\0');
+  for (int i = 0; i < 8; ++i) v[i] = char((uint64_t(unix_seconds) >> (8 * i)) & 0xff);
+  return v;
+}
+
+std::optional<int64_t> ParseAdded(std::string_view v) {
+  if (v.size() != 8) return std::nullopt;
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; --i) x = (x << 8) | uint8_t(v[i]);
+  return int64_t(x);
+}
+
 std::string FormatPath(const std::string& store_dir) { return store_dir + "/FORMAT"; }
 std::string IndexDir(const std::string& store_dir) { return store_dir + "/index"; }
 std::string ObjectsDir(const std::string& store_dir) { return store_dir + "/objects"; }

@@ -1,6 +1,8 @@
 // Names and key layouts of the store's LMDB tables (docs/format.md, "Index").
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +27,11 @@ inline constexpr std::string_view kNamesOf = "namesof";      // digest + "Kind/n
 // (the KernelIndex export has 325 run names shared by 770 runs).
 inline constexpr std::string_view kNameSet = "nameset";  // "Kind/name" + digest -> ""
 inline constexpr std::string_view kDocs = "docs";            // manifest digest -> document blob digest
+// Tags (ki/tag.h): recorded, like names; kept by Reindex().
+inline constexpr std::string_view kTags = "tags";  // tag name -> digest
+// When the store first indexed each object (ki gc's age of an object):
+// recorded, kept by Reindex(); an object without an entry is of unknown age.
+inline constexpr std::string_view kAdded = "added";  // digest -> u64 LE Unix seconds
 
 std::string PackMeta(const ObjectInfo& info);
 bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out);
@@ -44,6 +51,9 @@ std::string NamesOfKey(const Digest& d, Kind k, std::string_view name);
 std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field);
 std::string BareNameKey(Kind k, std::string_view name);   // barenames: name "\0" Kind
 std::string AbsentValue(const AbsentInfo& a);
+std::string AddedValue(int64_t unix_seconds);
+// nullopt for a value that is not 8 bytes.
+std::optional<int64_t> ParseAdded(std::string_view v);
 AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 
 // ---- paths: every path inside a store directory is built here
