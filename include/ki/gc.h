@@ -65,6 +65,15 @@ class GcReferences {
     (void)add;
     return Status::OK();
   }
+  // Called inside gc's delete batch, before compaction restarts the
+  // store's generation (ki/generation.h: the compacted copy begins its
+  // transaction count again): drops what the module keeps that is valid
+  // only while the generation never goes back (remote.state's rows of
+  // unchanged pushes).
+  virtual Status BeforeCompaction(Batch& batch) {
+    (void)batch;
+    return Status::OK();
+  }
 };
 // Registering twice is a no-op.
 void RegisterGcReferences(GcReferences* refs);

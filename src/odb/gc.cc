@@ -266,9 +266,9 @@ class Collector {
   // One batch: the removed objects and every index entry about them, the
   // derived indexes rebuilt from what stays, the undated dated.
   Status Delete() {
-    if (doomed_.empty() && undated_.empty()) return Status::OK();
     KI_ASSIGN_OR_RETURN(auto base, store_->NewBatch());
     Batch& batch = *base;
+    for (GcReferences* refs : Registry()) KI_RETURN_IF_ERROR(refs->BeforeCompaction(batch));
     for (const Digest& d : undated_) KI_RETURN_IF_ERROR(batch.Put(kAdded, d.raw(), AddedValue(now_)));
     if (!doomed_.empty()) {
       for (const auto& [d, info] : doomed_) {

@@ -10,6 +10,7 @@
 #include "ki/catalog.h"
 #include "ki/json.h"
 #include "ki/manifest.h"
+#include "ki/remote.h"
 #include "ki/sign.h"
 #include "ki/tag.h"
 #include "odb/tables.h"
@@ -309,6 +310,23 @@ TEST_F(GcTest, AFailureAtAnyStepLosesNothingReachable) {
   }
   EXPECT_GE(failed, 2);  // at least the copy's fsync and the rename fail a gc
   EXPECT_LT(n, 50);
+}
+
+// Compaction restarts LMDB's transaction count (the store generation of
+// ki/generation.h), so the rows that hold one go: a later push must not
+// take a new generation for the one it recorded.
+TEST_F(GcTest, DropsTheRemoteStateRowsThatHoldAGeneration) {
+  const std::string prefix = "\x01\x02\x03\x04\x05\x06\x07\x08";
+  {
+    auto batch = store_->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->Put(kRemoteStateTable, prefix + "u" + "bundle-tag", "generation 7"));
+    ASSERT_OK((*batch)->Put(kRemoteStateTable, prefix + "b" + std::string(32, 'x'), ""));
+    ASSERT_OK((*batch)->Commit());
+  }
+  Gc(2 * kWeek, Now());
+  EXPECT_FALSE(store_->Get(kRemoteStateTable, prefix + "u" + "bundle-tag")->has_value());
+  EXPECT_TRUE(store_->Get(kRemoteStateTable, prefix + "b" + std::string(32, 'x'))->has_value());
 }
 
 TEST(GcDuration, Parses) {
