@@ -72,6 +72,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                  {"pages", s.pages},
                  {"written", s.written},
                  {"unchanged", s.unchanged},
+                 {"kept", s.kept},
                  {"removed", s.removed},
                  {"bytes", s.bytes},
                  {"groups", s.groups},

@@ -21,17 +21,19 @@ K add "$DATA/kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d1
 
 timed() {  # timed LABEL ARGS...: one render, its wall and CPU seconds and what it wrote
   local label=$1; shift
+  local load
+  load=$(cut -d' ' -f1 /proc/loadavg)
   /usr/bin/time -f "%e %U %S %M" -o "$T/time" "$KI" --store "$T/store" report "$@" --json >"$T/out"
   read -r wall user sys rss <"$T/time"
-  python3 - "$label" "$wall" "$user" "$sys" "$rss" "$T/out" <<'PY'
+  python3 - "$label" "$wall" "$user" "$sys" "$rss" "$T/out" "$load" <<'PY'
 import json, sys
-label, wall, user, sys_, rss, out = sys.argv[1:]
+label, wall, user, sys_, rss, out, load = sys.argv[1:]
 s = json.load(open(out))
-print(f"| {label} | {wall} | {user} | {sys_} | {int(rss)//1024} | {s['pages']} | {s['written']} | {s['bytes']/2**20:.1f} |")
+print(f"| {label} | {load} | {wall} | {user} | {sys_} | {int(rss)//1024} | {s['pages']} | {s['written']} | {s.get('kept', '-')} | {s['bytes']/2**20:.1f} |")
 PY
 }
-echo "| render | wall s | user s | sys s | peak RSS MiB | pages | written | MiB of pages |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| render | load (1 min) | wall s | user s | sys s | peak RSS MiB | pages | written | kept unrendered | MiB of pages |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 timed "first, into an empty directory" "$T/site"
 timed "again, nothing changed" "$T/site"
 # One new run: the seed with another latency, in the seed's group.
@@ -44,7 +46,11 @@ json.dump(b, open(sys.argv[2], "w"))
 PY
 K add "$T/new.json" >/dev/null
 timed "after one new run" "$T/site"
+# What the site brought up to date holds is what a render from nothing writes.
+"$KI" --store "$T/store" report "$T/fresh" >/dev/null
 echo
+echo "Pages differing from a fresh render after the update: $(diff -rq -x .ki-report "$T/site" "$T/fresh" | wc -l)"
+rm -rf "$T/fresh"
 echo "On disk: $(du -sh "$T/site" | cut -f1) ($(du -sh --apparent-size "$T/site" | cut -f1) apparent), $(find "$T/site" -type f | wc -l) files"
 
 if [ -n "$SHOTS" ]; then

@@ -5,8 +5,11 @@
 // from `file://` or any static host with no network: an index with
 // client-side filtering, one page per comparison group (its ranking table
 // and a plot of every ranked value with its interval), one per run (the
-// sections of KernelIndex's run page) and one per operation (value against
-// workload size, one line per implementation). Plots are drawn by Chart.js
+// sections of KernelIndex's run page), one per operation (value against
+// workload size, one line per implementation), one per series (a run's
+// history: one implementation's runs in a group over time, with their
+// change points, as `ki log` lists them) and one per re-run (its verdict and
+// both runs' raw samples side by side). Plots are drawn by Chart.js
 // (Debian's libjs-chart.js), copied into the site; the pages carry their
 // data as JSON inside the page, so nothing is fetched.
 //
@@ -18,7 +21,8 @@
 // SHA-256 of each (`.ki-report`, docs/format.md "Report page list"; not a ki
 // object), and a page whose bytes are unchanged is not written again. A run
 // page also records a digest of its inputs (its place in its group, facts,
-// attestations, trust, the presence of what it references): when they are
+// attestations, trust, the presence of what it references), and a group,
+// operation or series page a digest of the entries it shows: when they are
 // unchanged it is not rendered at all. Pages the list names that the store
 // no longer gives are removed.
 //
@@ -70,6 +74,7 @@ struct ReportSummary {
   uint64_t pages = 0;       // pages of the site, assets included
   uint64_t written = 0;     // new or changed, written now
   uint64_t unchanged = 0;   // same bytes as on disk: not written
+  uint64_t kept = 0;        // of those, not even rendered: their inputs were the list's
   uint64_t removed = 0;     // named by the previous list, no longer given
   uint64_t bytes = 0;       // size of every page of the site
   uint64_t groups = 0, runs = 0, operations = 0;

@@ -1,9 +1,11 @@
-// What a run page shows that can change while the run itself cannot: a
-// digest of all of it, so that a page whose inputs are unchanged is not
-// rendered again (the run pages are most of a site, and the slowest part).
-// Internal to report.
+// What a page shows, as a digest of all of it, so that a page whose inputs
+// are unchanged is not rendered again: for a run page what can change while
+// the run itself cannot (the run pages are most of a site, and the slowest
+// part); for a group, operation or series page the entries it shows and
+// the pages it links to. Internal to report.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,18 @@ std::vector<Digest> WatchedObjects(Store& store, const Manifest& run);
 // bytes: `salt` (renderer and trust), the run's document, its place in its
 // group and the pages linked from it, its facts and attestations, and the
 // state of each watched object.
+// The state of watched objects, read once per render by each thread: most
+// runs watch the same few workloads, protocols and environments.
+struct WatchedCache {
+  std::map<Digest, std::string> state;
+};
 Result<std::string> RunInputs(Store& store, const Model& m, const Digest& run, const RunPlace& place,
-                              const std::vector<Digest>& watched, const std::string& salt);
+                              const std::vector<Digest>& watched, const std::string& salt, WatchedCache& cache);
+
+// The inputs of the pages drawn from the model alone: every field of every
+// entry they show and whether each page they link to is in the site.
+std::string GroupInputs(const Model& m, const GroupView& g, const std::string& salt);
+std::string OperationInputs(const Model& m, const OperationView& op, const std::string& salt);
+std::string SeriesInputs(const Model& m, const SeriesView& s, const std::string& salt);
 
 }  // namespace ki::report

@@ -1,7 +1,11 @@
 #include "report/model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
+#include "catalog/time.h"
+#include "ki/run.h"
 #include "json/fields.h"
 #include "report/parallel.h"
 
@@ -34,6 +38,34 @@ Status ApplyAttestedEvidence(Store& store, const EvidenceEvaluator& evidence, Mo
   return Status::OK();
 }
 
+std::string SeriesPage(const Digest& cohort, bool by_implementation, std::string_view label) {
+  // The name may hold anything: the page is named by a digest of it.
+  Sha256 h;
+  h.Update(cohort.raw());
+  h.Update(by_implementation ? "implementation\n" : "run\n");
+  h.Update(label);
+  return "series/" + h.Finish().hex() + ".html";
+}
+
+std::string RerunPage(const Digest& rerun) { return "rerun/" + rerun.hex() + ".html"; }
+
+std::string OutcomeText(const std::optional<Json>& verdict) {
+  if (!verdict || !verdict->is_object()) return "";
+  const std::string o = StringOr(*verdict, "outcome");
+  if (o == "not-reproduced") return "not reproduced";
+  if (o == "reproduced" || o == "inconclusive") return o;
+  return "";
+}
+
+const std::optional<stats::Segmentation>& SeriesView::Changes() const {
+  std::call_once(memo_->once, [&] {
+    std::vector<double> values;
+    for (size_t i : timed) values.push_back(*runs[i]->value);
+    memo_->seg = stats::DetectChangePoints(values);
+  });
+  return memo_->seg;
+}
+
 std::string Link(const Model& m, const std::string& root, const std::string& page, const std::string& text_html,
                  const std::string& attrs) {
   if (!m.Has(page)) return text_html;
@@ -41,6 +73,42 @@ std::string Link(const Model& m, const std::string& root, const std::string& pag
 }
 
 namespace {
+
+// The series of a kernel group: its runs by implementation name (by run
+// name where the store lacks the implementation), each in time order (as
+// ki log sorts them, instants compared), with the runs whose values change
+// points are found in.
+void SeriesOfGroup(const GroupView& g, std::vector<SeriesView>* out) {
+  std::map<std::pair<bool, std::string>, std::vector<const catalog::RankEntry*>> by_label;
+  for (const auto* list : {&g.ranking->ranked, &g.ranking->ineligible})
+    for (const auto& e : *list) {
+      if (!e.implementation.empty()) by_label[{true, e.implementation}].push_back(&e);
+      else if (!e.name.empty()) by_label[{false, e.name}].push_back(&e);
+    }
+  for (auto& [key, runs] : by_label) {
+    const auto& [by_implementation, label] = key;
+    if (runs.size() < kMinSeriesRuns) continue;
+    std::stable_sort(runs.begin(), runs.end(), [](const catalog::RankEntry* a, const catalog::RankEntry* b) {
+      if (int c = catalog::CompareTimes(a->observed_at, b->observed_at); c != 0) return c < 0;
+      return a->run < b->run;
+    });
+    SeriesView s;
+    s.group = &g;
+    s.label = label;
+    s.by_implementation = by_implementation;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto* e = runs[i];
+      if (!e->value || !(*e->value > 0) || !std::isfinite(*e->value) || std::isnan(catalog::ParseTime(e->observed_at)))
+        continue;
+      if (!s.timed.empty() && e->unit != runs[s.timed.front()]->unit) continue;
+      s.timed.push_back(i);
+    }
+    if (s.timed.size() < kMinSeriesRuns) continue;
+    s.runs = std::move(runs);
+    s.page = SeriesPage(g.summary.cohort, by_implementation, label);
+    out->push_back(std::move(s));
+  }
+}
 
 bool IsRunKind(const std::optional<Kind>& k) { return k && (*k == Kind::kBenchmarkRun || *k == Kind::kServingRun); }
 
@@ -96,10 +164,6 @@ Result<Model> Collect(Store& store, const std::vector<std::string>& refs, int th
       g.ranking = std::move(r);
       KI_ASSIGN_OR_RETURN(auto h, catalog::Records(store, s.cohort));
       g.records = std::move(h);
-      if (auto d = Digest::Parse(s.workload); d.ok()) {
-        auto w = store.ReadManifest(*d);
-        if (w.ok() && w->spec.contains("axes") && w->spec["axes"].is_object()) g.axes = w->spec["axes"];
-      }
     } else {
       KI_ASSIGN_OR_RETURN(g.members, catalog::GroupMembers(store, s.cohort));
     }
@@ -146,6 +210,40 @@ Result<Model> Collect(Store& store, const std::vector<std::string>& refs, int th
       if ((want.everything || want.runs.count(d)) && !m.runs.count(d)) m.runs[d] = RunPlace{nullptr, nullptr, kind};
       return true;
     }));
+  }
+  // Series, once m.groups and the runs' entries no longer move.
+  std::vector<GroupView*> owner;  // of each series
+  for (GroupView& g : m.groups) {
+    if (!g.ranking) continue;
+    SeriesOfGroup(g, &m.series);
+    owner.resize(m.series.size(), &g);
+  }
+  for (size_t i = 0; i < m.series.size(); ++i) {
+    const SeriesView& s = m.series[i];
+    m.pages.insert(s.page);
+    owner[i]->series.push_back(&s);
+    for (const auto* e : s.runs)
+      if (auto it = m.runs.find(e->run); it != m.runs.end()) it->second.series = &s;
+  }
+  for (GroupView& g : m.groups)
+    std::stable_sort(g.series.begin(), g.series.end(),
+                     [](const SeriesView* a, const SeriesView* b) { return a->timed.size() > b->timed.size(); });
+  // Re-runs (ki rerun): a page for each re-run the site shows.
+  for (auto& [d, place] : m.runs) {
+    if (place.kind != Kind::kBenchmarkRun) continue;
+    KI_ASSIGN_OR_RETURN(auto original, run::OriginalOf(store, d));
+    if (!original) continue;
+    KI_ASSIGN_OR_RETURN(auto verdict, run::VerdictOf(store, d));
+    RerunView& r = m.reruns[d];
+    r.original = *original;
+    r.rerun = d;
+    r.verdict = std::move(verdict);
+    r.page = RerunPage(d);
+  }
+  for (const auto& [d, r] : m.reruns) {
+    m.pages.insert(r.page);
+    m.runs[d].rerun_of = &r;
+    if (auto it = m.runs.find(r.original); it != m.runs.end()) it->second.reruns.push_back(&r);
   }
   for (const auto& [d, place] : m.runs) m.pages.insert(RunPage(d));
   for (const auto& [digest, op] : m.operations) m.pages.insert(op.page);

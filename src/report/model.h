@@ -6,6 +6,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -14,23 +16,65 @@
 
 #include "ki/catalog.h"
 #include "ki/evidence.h"
+#include "ki/stats.h"
 #include "ki/store.h"
 
 namespace ki::report {
+
+struct SeriesView;
 
 struct GroupView {
   catalog::GroupSummary summary;
   std::optional<catalog::Ranking> ranking;         // kernel groups
   std::vector<catalog::RankEntry> members;         // serving groups (not ranked)
   std::optional<catalog::RecordHistory> records;   // kernel groups
-  Json axes;                                       // the workload's spec.axes (object) or null
   std::string page;                                // "group/<hex>.html"
+  std::vector<const SeriesView*> series;           // its series, most runs first
+};
+
+// A run's history: the runs of one implementation in one comparison group
+// in time order, what `ki log GROUP --implementation X --regressions`
+// lists (ranked and ineligible runs alike); where the store lacks a run's
+// implementation, the runs of the same metadata.name. A series has a page
+// when at least kMinSeriesRuns of its runs are timed.
+inline constexpr size_t kMinSeriesRuns = 3;
+struct SeriesView {
+  const GroupView* group = nullptr;
+  std::string label;               // the implementation's name, or the runs'
+  bool by_implementation = false;  // label is an implementation's name
+  std::vector<const catalog::RankEntry*> runs;   // observedAt order, then digest
+  // Indexes into `runs` of the values the change points are found in: a
+  // positive value in the unit of the first such run, at a readable time.
+  std::vector<size_t> timed;
+  std::string page;  // "series/<hex>.html"
+
+  // The change points of the timed values (nullopt: none can be found),
+  // found once per render by whichever page asks first (the bootstrap of
+  // each change's interval is the costly part); safe from several threads.
+  const std::optional<stats::Segmentation>& Changes() const;
+
+ private:
+  struct Memo {
+    std::once_flag once;
+    std::optional<stats::Segmentation> seg;
+  };
+  std::shared_ptr<Memo> memo_ = std::make_shared<Memo>();
+};
+
+// A re-run (`ki rerun`) of a run of the site: the verdict ki rerun stored.
+struct RerunView {
+  Digest original, rerun;
+  std::optional<Json> verdict;  // run.verdicts; none for a re-run of another implementation
+  std::string page;             // "rerun/<rerun hex>.html"
 };
 
 struct RunPlace {
   const GroupView* group = nullptr;           // nullptr: in no comparison group
   const catalog::RankEntry* entry = nullptr;  // its entry there (ranked, ineligible or member)
   Kind kind = Kind::kBenchmarkRun;
+  const SeriesView* series = nullptr;         // the series it is in, when that has a page
+  const RerunView* rerun_of = nullptr;        // this run re-ran another
+  std::vector<const RerunView*> reruns;       // re-runs of this run
 };
 
 struct OperationView {
@@ -52,6 +96,8 @@ struct Model {
   std::map<Digest, RunPlace> runs;                  // every run with a page
   std::map<std::string, OperationView> operations;  // by operation digest
   std::map<Digest, SettingView> settings;           // protocols and environments of kernel groups
+  std::vector<SeriesView> series;                   // by group, then implementation
+  std::map<Digest, RerunView> reruns;               // by re-run: those whose re-run has a page
   std::unordered_set<std::string> pages;            // every page the site holds
   std::set<Digest> disputed;                        // runs a trusted key disputes (ApplyAttestedEvidence)
 
@@ -62,6 +108,11 @@ std::string GroupPage(const Digest& cohort);
 std::string RunPage(const Digest& run);
 std::string OperationPage(std::string_view operation_digest);  // "sha256:…"
 std::string SettingPage(Kind kind, const Digest& d);  // a protocol's or environment's page
+std::string SeriesPage(const Digest& cohort, bool by_implementation, std::string_view label);
+std::string RerunPage(const Digest& rerun);
+// The outcome of a stored verdict as people read it: "reproduced", "not
+// reproduced", "inconclusive"; "" when the verdict has none.
+std::string OutcomeText(const std::optional<Json>& verdict);
 
 // Everything, or the groups and runs `refs` name (a run brings its group,
 // a group its runs), reading the groups on `threads` threads. `tick` is

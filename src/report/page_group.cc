@@ -57,10 +57,10 @@ Json PlotData(const Model& m, const GroupView& g) {
   return {{"plot", "group"}, {"unit", unit}, {"points", points}};
 }
 
-// The history of each implementation with at least kMinSeries ranked runs
-// in the group: its values in time order and the change points stats
-// finds in them (as `ki log GROUP --implementation X` prints them).
-constexpr size_t kMinSeries = 3;
+// The group's series (model.h: each implementation with at least
+// kMinSeriesRuns timed runs, as `ki log GROUP --implementation X` lists
+// them): the kMaxSeries longest in one plot with their change points, and
+// every one linked to its own page.
 constexpr size_t kMaxSeries = 8;
 
 struct History {
@@ -69,71 +69,52 @@ struct History {
 };
 
 History HistoryOf(const Model& m, const GroupView& g) {
-  std::map<std::string, std::vector<const catalog::RankEntry*>> by_impl;
-  for (const auto& e : g.ranking->ranked)
-    if (e.value && *e.value > 0 && !std::isnan(catalog::ParseTime(e.observed_at))) by_impl[RunLabel(e)].push_back(&e);
-  std::vector<std::pair<std::string, std::vector<const catalog::RankEntry*>>> series;
-  for (auto& [label, runs] : by_impl)
-    if (runs.size() >= kMinSeries) series.emplace_back(label, std::move(runs));
-  if (series.empty()) return {};
-  std::stable_sort(series.begin(), series.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-  if (series.size() > kMaxSeries) series.resize(kMaxSeries);
+  if (g.series.empty()) return {};
   History h;
   Json js = Json::array();
-  std::string rows;
+  std::string rows, list;
   std::string unit;
-  for (auto& [label, runs] : series) {
-    std::stable_sort(runs.begin(), runs.end(), [](const catalog::RankEntry* a, const catalog::RankEntry* b) {
-      return catalog::CompareTimes(a->observed_at, b->observed_at) < 0;
-    });
-    std::vector<double> values;
-    Json points = Json::array();
-    for (const auto* e : runs) {
-      values.push_back(*e->value);
-      unit = e->unit;
-      Json p = {{"x", catalog::ParseTime(e->observed_at) * 1000}, {"y", *e->value}};
-      if (m.Has(RunPage(e->run))) p["href"] = kRoot + RunPage(e->run);
-      points.push_back(std::move(p));
-    }
-    auto seg = stats::DetectChangePoints(values);
-    Json changes = Json::array(), levels = Json::array();
-    if (seg) {
-      // Each segment's level (the median either side of its changes), drawn
-      // as a step from its first run to its last.
-      size_t start = 0;
-      for (size_t k = 0; k <= seg->changes.size(); ++k) {
-        const size_t end = k < seg->changes.size() ? seg->changes[k].index : values.size();
-        const double level = k < seg->changes.size() ? seg->changes[k].before : (k ? seg->changes[k - 1].after : 0);
-        if (k == seg->changes.size() && k == 0) break;  // no change: no levels to draw
-        levels.push_back({{"x", points[start]["x"]}, {"y", level}});
-        levels.push_back({{"x", points[end - 1]["x"]}, {"y", level}});
-        levels.push_back({{"x", points[end - 1]["x"]}, {"y", nullptr}});
-        start = end;
+  for (size_t k = 0; k < g.series.size(); ++k) {
+    const SeriesView& s = *g.series[k];
+    const catalog::RankEntry& newest = *s.runs[s.timed.back()];
+    std::string changes = "-";
+    {
+      SeriesChart c = ChartOfSeries(m, s, /*intervals=*/false);
+      if (k == 0) unit = c.unit;
+      if (c.seg) {
+        changes = std::to_string(c.seg->changes.size());
+        for (const auto& cp : c.seg->changes) {
+          const catalog::RankEntry& first = *s.runs[s.timed[cp.index]];
+          catalog::RankEntry before, after;
+          before.unit = after.unit = c.unit;
+          before.value = cp.before;
+          after.value = cp.after;
+          char ratio[64];
+          std::snprintf(ratio, sizeof ratio, "%.3f (95%% %.3f – %.3f)", cp.ratio, cp.low, cp.high);
+          rows += "<tr>" + Tag("td", s.label) + Tag("td", first.observed_at.substr(0, 10)) +
+                  Tag("td", ValueText(before), "class=\"num\"") + Tag("td", ValueText(after), "class=\"num\"") +
+                  Tag("td", ratio) + "<td>" +
+                  Link(m, kRoot, RunPage(first.run), Esc(ShortDigest(first.run)), "class=\"digest\"") + "</td></tr>\n";
+        }
       }
-      for (const auto& c : seg->changes) {
-        changes.push_back(points[c.index]);
-        catalog::RankEntry before, after;
-        before.unit = after.unit = unit;
-        before.value = c.before;
-        after.value = c.after;
-        char ratio[64];
-        std::snprintf(ratio, sizeof ratio, "%.3f (95%% %.3f – %.3f)", c.ratio, c.low, c.high);
-        rows += "<tr>" + Tag("td", label) + Tag("td", runs[c.index]->observed_at.substr(0, 10)) +
-                Tag("td", ValueText(before), "class=\"num\"") + Tag("td", ValueText(after), "class=\"num\"") +
-                Tag("td", ratio) + "<td>" +
-                Link(m, kRoot, RunPage(runs[c.index]->run), Esc(ShortDigest(runs[c.index]->run)), "class=\"digest\"") +
-                "</td></tr>\n";
-      }
+      if (k < kMaxSeries && c.unit == unit) js.push_back(std::move(c.data));  // one unit per plot
     }
-    js.push_back({{"label", label}, {"points", points}, {"levels", levels}, {"changes", changes}});
+    list += "<tr><td>" + Link(m, kRoot, s.page, Esc(s.label), "class=\"series-link\"") + "</td>" +
+            Tag("td", std::to_string(s.runs.size()), "class=\"num\"") + Tag("td", changes, "class=\"num\"") +
+            Tag("td", newest.observed_at.substr(0, 10)) + Tag("td", ValueText(newest), "class=\"num\"") + "</tr>\n";
   }
   h.data = {{"unit", unit}, {"series", js}};
-  h.html = "<h2>History</h2>\n<p>Each implementation with at least " + std::to_string(kMinSeries) +
-           " ranked runs here, in time order, with the change points of its values (docs/statistics.md).</p>\n"
+  h.html = "<h2>History</h2>\n<p>Each implementation with at least " + std::to_string(kMinSeriesRuns) +
+           " timed runs here, in time order, with the change points of its values (docs/statistics.md)" +
+           (g.series.size() > kMaxSeries ? "; the plot shows the " + std::to_string(kMaxSeries) + " with the most runs"
+                                          : std::string()) +
+           ".</p>\n"
            "<div class=\"plot\"><canvas id=\"history\" aria-label=\"values over time with change points\"></canvas></div>\n";
   h.html += rows.empty() ? "<p>No change point.</p>\n"
                          : "<table id=\"changes\"><thead><tr><th>implementation</th><th>from</th><th>before</th><th>after</th>"
                            "<th>after / before</th><th>first run</th></tr></thead><tbody>\n" + rows + "</tbody></table>\n";
+  h.html += "<table id=\"series\"><thead><tr><th>series</th><th>runs</th><th>change points</th><th>newest</th>"
+            "<th>newest value</th></tr></thead><tbody>\n" + list + "</tbody></table>\n";
   return h;
 }
 
@@ -178,11 +159,12 @@ std::string RenderGroup(const Model& m, const GroupView& g) {
       body += "<div class=\"plot\"><canvas id=\"plot\" aria-label=\"ranked values with their intervals\"></canvas></div>\n";
       body += RankedTable(m, g);
       data = PlotData(m, g);
-      History h = HistoryOf(m, g);
-      if (!h.data.is_null()) {
-        body += h.html;
-        data["history"] = std::move(h.data);
-      }
+    }
+    History h = HistoryOf(m, g);
+    if (!h.data.is_null()) {
+      body += h.html;
+      if (data.is_null()) data = Json::object();
+      data["history"] = std::move(h.data);
     }
     if (!r.ineligible.empty()) {
       body += "<h2>Ineligible</h2>\n<table><thead><tr><th>run</th><th>value</th><th>why</th></tr></thead><tbody>\n";

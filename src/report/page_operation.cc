@@ -19,11 +19,13 @@ const std::string kRoot = "../";
 // distinct values; on a tie one that names a size people sweep (batch,
 // tokens, sequence length), then the first by name. "" when the workloads
 // have no numeric axis.
-std::string SizeAxis(const OperationView& op) {
+using Axes = std::map<const GroupView*, Json>;  // each group's workload's spec.axes (an object)
+
+std::string SizeAxis(const OperationView& op, const Axes& axes) {
   std::map<std::string, std::set<double>> values;
   for (const GroupView* g : op.groups) {
-    if (!g->axes.is_object()) continue;
-    for (auto it = g->axes.begin(); it != g->axes.end(); ++it)
+    const Json& a = axes.at(g);
+    for (auto it = a.begin(); it != a.end(); ++it)
       if (it->is_number()) values[it.key()].insert(it->get<double>());
   }
   auto sweeps = [](std::string k) {
@@ -45,9 +47,23 @@ std::string SizeAxis(const OperationView& op) {
 
 }  // namespace
 
-std::string RenderOperation(const Model& m, const OperationView& op) {
+Result<std::string> RenderOperation(Store& store, const Model& m, const OperationView& op) {
   const std::string name = op.name.empty() ? ShortDigest(op.digest) : op.name;
-  const std::string axis = SizeAxis(op);
+  // Read here, not gathered with the model: a workload's axes are a
+  // function of its digest, which the page's inputs hold.
+  Axes axes;
+  for (const GroupView* g : op.groups) {
+    Json& a = axes[g] = Json::object();
+    auto d = Digest::Parse(g->summary.workload);
+    if (!d.ok()) continue;
+    auto w = store.ReadManifest(*d);
+    if (w.ok()) {
+      if (w->spec.contains("axes") && w->spec["axes"].is_object()) a = w->spec["axes"];
+    } else if (!w.status().IsNotFound()) {
+      return w.status();
+    }
+  }
+  const std::string axis = SizeAxis(op, axes);
   std::set<std::string> hardware;
   for (const GroupView* g : op.groups) hardware.insert(g->summary.hardware);
   const bool per_hardware = hardware.size() > 1;
@@ -60,8 +76,9 @@ std::string RenderOperation(const Model& m, const OperationView& op) {
   std::map<std::string, std::map<double, Point>> lines;
   std::string unit;
   for (const GroupView* g : op.groups) {
-    if (axis.empty() || !g->axes.is_object() || !g->axes.contains(axis) || !g->axes[axis].is_number()) continue;
-    const double x = g->axes[axis].get<double>();
+    const Json& a = axes.at(g);
+    if (axis.empty() || !a.contains(axis) || !a[axis].is_number()) continue;
+    const double x = a[axis].get<double>();
     for (const auto& e : g->ranking->ranked) {
       if (!e.value) continue;
       if (unit.empty()) unit = e.unit;
@@ -107,7 +124,7 @@ std::string RenderOperation(const Model& m, const OperationView& op) {
     body += "<tr><td>" + Link(m, kRoot, g->page, Esc(s.cohort.hex().substr(0, 12)), "class=\"digest\"") + "</td>" +
             Tag("td", s.workload_name);
     if (!axis.empty())
-      body += Tag("td", g->axes.is_object() && g->axes.contains(axis) ? g->axes[axis].dump() : "-", "class=\"num\"");
+      body += Tag("td", axes.at(g).contains(axis) ? axes.at(g)[axis].dump() : "-", "class=\"num\"");
     body += Tag("td", s.hardware) + Tag("td", std::to_string(s.runs), "class=\"num\"");
     if (s.first) {
       body += Tag("td", ValueText(*s.first), "class=\"num\"") + "<td>" +

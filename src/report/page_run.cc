@@ -183,6 +183,43 @@ std::string Primary(const Json& s, const RunPlace& place, const Model& m, const 
   return out + "</section>\n";
 }
 
+// Links to the run's history (its series) and to its re-runs' pages, or
+// the page of the re-run it is.
+std::string HistoryAndReruns(const Model& m, const RunPlace& place) {
+  std::string out;
+  if (place.series && m.Has(place.series->page)) {
+    const SeriesView& s = *place.series;
+    out += "<p>" + Link(m, kRoot, s.page, "History of " + Esc(s.label) + " in this group (" +
+                                              std::to_string(s.runs.size()) + " runs) →", "id=\"series-link\"") + "</p>\n";
+  }
+  if (place.rerun_of) {
+    const RerunView& r = *place.rerun_of;
+    const std::string outcome = OutcomeText(r.verdict);
+    out += "<p id=\"rerun-of\">A re-run of " +
+           Link(m, kRoot, RunPage(r.original), "<span class=\"digest\">" + Esc(ShortDigest(r.original)) + "</span>") +
+           (outcome.empty() ? "" : ": " + Esc(outcome)) + " · " +
+           Link(m, kRoot, r.page, "both runs' samples →", "class=\"rerun-link\"") + "</p>\n";
+  }
+  if (!place.reruns.empty()) {
+    out += "<table id=\"reruns\"><thead><tr><th>re-run</th><th>verdict</th><th>ratio</th><th></th></tr></thead><tbody>\n";
+    for (const RerunView* r : place.reruns) {
+      const std::string outcome = OutcomeText(r->verdict);
+      std::string ratio = "-";
+      if (r->verdict && r->verdict->contains("ratio") && (*r->verdict)["ratio"].is_number()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3f", (*r->verdict)["ratio"].get<double>());
+        ratio = buf;
+      }
+      out += "<tr><td>" + Link(m, kRoot, RunPage(r->rerun), Esc(ShortDigest(r->rerun)), "class=\"digest\"") + "</td>" +
+             Tag("td", outcome.empty() ? "no verdict" : outcome) + Tag("td", ratio, "class=\"num\"") + "<td>" +
+             Link(m, kRoot, r->page, "samples side by side →", "class=\"rerun-link\"") + "</td></tr>\n";
+    }
+    out += "</tbody></table>\n";
+  }
+  if (out.empty()) return "";
+  return "<section id=\"history-reruns\"><h2>History and re-runs</h2>\n" + out + "</section>\n";
+}
+
 std::string Identity(Store& store, const Model& m, const Manifest& run, const RunPlace& place,
                      const std::optional<Json>& facts, const std::optional<Manifest>& workload) {
   const Json& s = run.spec;
@@ -366,6 +403,7 @@ Result<std::string> RenderRun(Store& store, const Model& m, const EvidenceEvalua
           (title.empty() ? "" : " · <span id=\"run-title\">" + Esc(title) + "</span>") + "</h1>\n";
   body += "<p class=\"lead\">" + Esc(std::string(KindName(run.kind))) + " · status " + Esc(s.value("status", "?")) + "</p>\n";
   body += Primary(s, place, m, d);
+  body += HistoryAndReruns(m, place);
   body += Identity(store, m, run, place, facts, workload);
   if (s.contains("correctness") && s["correctness"].is_object()) {
     Json c = s["correctness"];

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ki/evidence.h"
+#include "ki/stats.h"
 #include "ki/store.h"
 #include "report/model.h"
 
@@ -13,7 +14,7 @@ namespace ki::report {
 
 std::string RenderIndex(const Model& m);
 std::string RenderGroup(const Model& m, const GroupView& g);
-std::string RenderOperation(const Model& m, const OperationView& op);
+Result<std::string> RenderOperation(Store& store, const Model& m, const OperationView& op);
 // What run pages share and need only once: the sections of protocols and
 // environments, which hundreds of runs name. One per rendering thread.
 struct RunPageCache {
@@ -23,6 +24,19 @@ struct RunPageCache {
 Result<std::string> RenderRun(Store& store, const Model& m, const EvidenceEvaluator& evidence, const Digest& run,
                               const RunPlace& place, RunPageCache& cache, std::vector<Digest>* watched);
 Result<std::string> RenderSetting(Store& store, const Model& m, const SettingView& v);
+std::string RenderSeries(const Model& m, const SeriesView& s);
+Result<std::string> RenderRerun(Store& store, const Model& m, const RerunView& r);
+
+// A series as report.js draws it (its timed runs, each segment's level and
+// the change points), and the change points found.
+struct SeriesChart {
+  Json data;  // {label, points, levels, changes[, intervals]}
+  std::optional<stats::Segmentation> seg;
+  std::string unit;
+};
+SeriesChart ChartOfSeries(const Model& m, const SeriesView& s, bool intervals);
+// "+12.3% (slower; median 18.1 µs → 20.3 µs, ratio 1.123, 95% interval 1.10–1.15)"
+std::string ChangeText(const stats::ChangePoint& c, const std::string& unit);
 
 // Shared by the pages.
 std::string ShortDigest(const Digest& d);          // "sha256:215ac4f9a267…"

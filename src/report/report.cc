@@ -127,6 +127,7 @@ class SiteWriter {
   void Keep(const std::string& page, const PageEntry& prev) {
     std::lock_guard<std::mutex> lock(mu_);
     Count(prev, /*written=*/false);
+    summary_.kept++;
     current_[page] = prev;
   }
 
@@ -216,10 +217,11 @@ Result<std::string> ReadChartJs(Env* env, const std::string& path) {
 // One run's page: kept when its inputs are those the list records, else
 // rendered and written.
 Status RenderOneRun(Store& store, const Model& m, const EvidenceEvaluator& evidence, SiteWriter& site,
-                    const Digest& run, const RunPlace& place, const std::string& salt, RunPageCache& cache) {
+                    const Digest& run, const RunPlace& place, const std::string& salt, RunPageCache& cache,
+                    WatchedCache& watched_cache) {
   const std::string page = RunPage(run);
   if (const PageEntry* prev = site.Previous(page); prev && !prev->inputs.empty()) {
-    KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, prev->watched, salt));
+    KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, prev->watched, salt, watched_cache));
     if (inputs == prev->inputs) {
       site.Keep(page, *prev);
       return Status::OK();
@@ -227,8 +229,21 @@ Status RenderOneRun(Store& store, const Model& m, const EvidenceEvaluator& evide
   }
   std::vector<Digest> watched;
   KI_ASSIGN_OR_RETURN(std::string html, RenderRun(store, m, evidence, run, place, cache, &watched));
-  KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, watched, salt));
+  KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, watched, salt, watched_cache));
   return site.Put(page, html, std::move(inputs), std::move(watched));
+}
+
+// A page drawn from the model alone (group, operation, series): kept when
+// its inputs are those the list records, else rendered and written.
+template <typename Render>
+Status PutByInputs(SiteWriter& site, const std::string& page, std::string inputs, const Render& render) {
+  if (const PageEntry* prev = site.Previous(page); prev && prev->inputs == inputs) {
+    site.Keep(page, *prev);
+    return Status::OK();
+  }
+  Result<std::string> html = render();
+  if (!html.ok()) return html.status();
+  return site.Put(page, *html, std::move(inputs));
 }
 
 }  // namespace
@@ -254,7 +269,8 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   const ki::EmbeddedFile* assets = ki_embedded_report_assets(&n);
   for (size_t i = 0; i < n; ++i) KI_RETURN_IF_ERROR(site.Put("assets/" + std::string(assets[i].name), {assets[i].data, assets[i].size}));
 
-  const uint64_t total = 1 + m.groups.size() + m.operations.size() + m.settings.size() + m.runs.size();
+  const uint64_t total =
+      1 + m.groups.size() + m.operations.size() + m.series.size() + m.settings.size() + m.reruns.size() + m.runs.size();
   std::mutex mu;  // guards done and the progress callback
   uint64_t done = 0;
   auto tick = [&]() {
@@ -263,24 +279,35 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   };
   KI_RETURN_IF_ERROR(site.Put("index.html", RenderIndex(m)));
   tick();
-  // Every other page is independent of the others: group, operation and
-  // setting pages first, then the run pages (most of the site), each
-  // checked against the list, rendered and written by whichever thread
-  // takes it.
+  // Every other page is independent of the others: group, operation,
+  // series, setting and re-run pages first, then the run pages (most of the
+  // site), each checked against the list, rendered and written by whichever
+  // thread takes it.
   std::vector<const OperationView*> ops;
   for (const auto& [digest, op] : m.operations) ops.push_back(&op);
   std::vector<const SettingView*> settings;
   for (const auto& [digest, v] : m.settings) settings.push_back(&v);
-  const size_t ng = m.groups.size(), no = ops.size();
-  KI_RETURN_IF_ERROR(ParallelFor(ng + no + settings.size(), opts.threads, [&](size_t i, int) -> Status {
+  std::vector<const RerunView*> reruns;
+  for (const auto& [digest, r] : m.reruns) reruns.push_back(&r);
+  const size_t ng = m.groups.size(), no = ops.size(), ns = m.series.size(), nv = settings.size();
+  KI_RETURN_IF_ERROR(ParallelFor(ng + no + ns + nv + reruns.size(), opts.threads, [&](size_t i, int) -> Status {
     if (i < ng) {
-      KI_RETURN_IF_ERROR(site.Put(m.groups[i].page, RenderGroup(m, m.groups[i])));
-    } else if (i < ng + no) {
-      KI_RETURN_IF_ERROR(site.Put(ops[i - ng]->page, RenderOperation(m, *ops[i - ng])));
+      const GroupView& g = m.groups[i];
+      KI_RETURN_IF_ERROR(PutByInputs(site, g.page, GroupInputs(m, g, salt), [&] { return RenderGroup(m, g); }));
+    } else if ((i -= ng) < no) {
+      const OperationView& op = *ops[i];
+      KI_RETURN_IF_ERROR(PutByInputs(site, op.page, OperationInputs(m, op, salt), [&] { return RenderOperation(store, m, op); }));
+    } else if ((i -= no) < ns) {
+      const SeriesView& sv = m.series[i];
+      KI_RETURN_IF_ERROR(PutByInputs(site, sv.page, SeriesInputs(m, sv, salt), [&] { return RenderSeries(m, sv); }));
+    } else if ((i -= ns) < nv) {
+      // Few, and read from the store: rendered every time.
+      KI_ASSIGN_OR_RETURN(std::string page, RenderSetting(store, m, *settings[i]));
+      KI_RETURN_IF_ERROR(site.Put(settings[i]->page, page));
     } else {
-      const SettingView& v = *settings[i - ng - no];
-      KI_ASSIGN_OR_RETURN(std::string page, RenderSetting(store, m, v));
-      KI_RETURN_IF_ERROR(site.Put(v.page, page));
+      const RerunView& r = *reruns[i - nv];
+      KI_ASSIGN_OR_RETURN(std::string page, RenderRerun(store, m, r));
+      KI_RETURN_IF_ERROR(site.Put(r.page, page));
     }
     tick();
     return Status::OK();
@@ -288,10 +315,11 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   std::vector<std::pair<const Digest*, const RunPlace*>> runs;
   runs.reserve(m.runs.size());
   for (const auto& [run, place] : m.runs) runs.emplace_back(&run, &place);
-  std::vector<RunPageCache> caches(std::max(1, opts.threads));
+  std::vector<RunPageCache> caches(size_t(std::max(1, opts.threads)));
+  std::vector<WatchedCache> watched_caches(caches.size());
   KI_RETURN_IF_ERROR(ParallelFor(runs.size(), opts.threads, [&](size_t i, int worker) -> Status {
-    KI_RETURN_IF_ERROR(
-        RenderOneRun(store, m, evidence, site, *runs[i].first, *runs[i].second, salt, caches[size_t(worker)]));
+    KI_RETURN_IF_ERROR(RenderOneRun(store, m, evidence, site, *runs[i].first, *runs[i].second, salt,
+                                    caches[size_t(worker)], watched_caches[size_t(worker)]));
     tick();
     return Status::OK();
   }));

@@ -62,6 +62,30 @@ PY
 done
 HOSTILE_GROUP=$(ki rank "$HOSTILE" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["cohort"][7:])')
 
+# A run on the CPU and two re-runs of it (ki run / ki rerun's CPU path, as
+# tests/cli/run_cpu.sh), and a re-run of the hostile run by the CPU
+# implementation (no verdict: another implementation), whose page shows the
+# original's title and hardware: a re-run page for each, and a series of
+# the four runs of test-cpu.
+ROOT=$(readlink -f "$DATA/../..")
+expect_exit 0 ki import flashinfer-bench "$DATA/run/flashinfer-trace"
+expect_exit 0 ki add --implementation "$DATA/run/gqa_decode_cpu.cc" -I "$ROOT/include" \
+  --operation gqa-paged-decode-h32-kv4-d128-ps1 --symbol test.gqa_decode.cpu --name test-cpu
+expect_exit 0 ki run --implementation test-cpu --workload gqa-paged-decode-h32-kv4-d128-ps1-27ef153a --seed 7
+CPU_RUN=$(printf '%s\n' "$OUT" | head -1)
+rerun_digest() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["rerun"]["run"])' "$OUT"; }
+expect_exit 0 ki rerun "$CPU_RUN" --json
+RERUN1=$(rerun_digest)
+VERDICT1=$(python3 -c 'import json,sys; v=json.loads(sys.argv[1])["verdict"]; print(json.dumps({"outcome": v["outcome"].replace("-", " "), "ratio": "%.3f" % v["ratio"], "interval": "%.3f – %.3f" % tuple(v["interval"])}))' "$OUT")
+expect_exit 0 ki rerun "$CPU_RUN" --json
+RERUN2=$(rerun_digest)
+expect_exit 0 ki rerun "$HOSTILE" --implementation test-cpu --json
+RERUN_H=$(rerun_digest)
+CPU_HEX=${CPU_RUN#sha256:}
+RERUN1_HEX=${RERUN1#sha256:}
+RERUN_H_HEX=${RERUN_H#sha256:}
+RERUN2_HEX=${RERUN2#sha256:}
+
 expect_exit 0 ki report site
 grep -q "open site/index.html" <<<"$OUT" || fail "report names the file to open: $OUT"
 for f in index.html "group/$GROUP.html" "run/$SEED_HEX.html" "run/$BASE.html" "op/$OP.html" assets/chart.min.js \
@@ -69,9 +93,23 @@ for f in index.html "group/$GROUP.html" "run/$SEED_HEX.html" "run/$BASE.html" "o
   [ -f "site/$f" ] || fail "site/$f written"
 done
 # The hostile strings are escaped in the HTML itself, not only in the DOM.
-if grep -q '<script>window.__pwned' site/run/"$HOSTILE_HEX".html site/index.html site/group/*.html; then
+if grep -q '<script>window.__pwned\|<img src=x' site/run/*.html site/index.html site/group/*.html site/series/*.html \
+  site/rerun/*.html site/op/*.html; then
   fail "a manifest string reached a page unescaped"
 fi
+# The series pages: the hostile group's (its implementation's six runs) and
+# the CPU implementation's (the run and its re-runs), each linked from its group's
+# page and from its runs' pages.
+HOSTILE_SERIES=$(grep -o 'href="../series/[0-9a-f]*\.html"' "site/group/$HOSTILE_GROUP.html" | head -1 | sed 's|href="../||; s|"$||')
+[ -n "$HOSTILE_SERIES" ] && [ -f "site/$HOSTILE_SERIES" ] || fail "the hostile group's page links its series: '$HOSTILE_SERIES'"
+grep -q "href=\"../$HOSTILE_SERIES\"" "site/run/$HOSTILE_HEX.html" || fail "the hostile run's page links its series"
+CPU_SERIES=$(grep -o 'id="series-link" *href="../series/[0-9a-f]*\.html"\|href="../series/[0-9a-f]*\.html" id="series-link"' "site/run/$CPU_HEX.html" | grep -o 'series/[0-9a-f]*\.html')
+[ -n "$CPU_SERIES" ] && [ -f "site/$CPU_SERIES" ] || fail "the CPU run's page links its series: '$CPU_SERIES'"
+for f in "rerun/$RERUN1_HEX.html" "rerun/$RERUN2_HEX.html" "rerun/$RERUN_H_HEX.html"; do
+  [ -f "site/$f" ] || fail "site/$f written"
+done
+grep -q "href=\"../rerun/$RERUN1_HEX.html\"" "site/run/$CPU_HEX.html" || fail "the original's page links its re-run's"
+grep -q "href=\"../rerun/$RERUN_H_HEX.html\"" "site/run/$HOSTILE_HEX.html" || fail "the hostile run's page links its re-run's"
 
 # Every internal link and source of every page resolves; none leaves the site.
 python3 - site <<'PY' || fail "links of the site"
@@ -117,7 +155,7 @@ cat >checks.json <<JSON
   "expect": {"contains": ["Comparison groups", "gqa-paged-decode-h32-kv4-d128-ps1", "18.10 µs"],
              "filter": {"type": "hostile-nothing-matches", "shown": 0},
              "js": {"window.__pwned === undefined": true,
-                    "document.querySelectorAll('#groups tbody tr').length": 2}}},
+                    "document.querySelectorAll('#groups tbody tr').length": 3}}},
  {"page": "group/$GROUP.html", "screenshot": "report-group.png",
   "expect": {"plot": true,
              "text": {"group-key": "sha256:$GROUP"},
@@ -141,6 +179,50 @@ cat >checks.json <<JSON
              "contains": [$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$HOSTILE_HW")],
              "js": {"window.__pwned === undefined": true, "document.querySelectorAll('script:not([src]):not([type])').length": 0,
                     "document.querySelectorAll('img, svg').length": 0}}},
+ {"page": "$HOSTILE_SERIES", "screenshot": "report-series.png",
+  "expect": {"plot": true,
+             "text": {"series-changes": "1"},
+             "contains": [$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$HOSTILE_HW")],
+             "js": {"window.__pwned === undefined": true, "document.querySelectorAll('img, svg').length": 0,
+                    "window.kiChart.data.datasets[0].data.length": 6,
+                    "document.querySelectorAll('#series-runs tbody tr[data-run]').length": 6,
+                    "document.querySelectorAll('#series-runs tbody tr.change').length": 1,
+                    "document.querySelector('#series-runs tr.change + tr td').textContent.slice(0, 10)": "2025-10-19",
+                    "document.getElementById('series-group').getAttribute('href')": "../group/$HOSTILE_GROUP.html"}}},
+ {"page": "$CPU_SERIES",
+  "expect": {"plot": true, "text": {"series-label": "test-cpu"},
+             "js": {"window.kiChart.data.datasets[0].data.length": 4,
+                    "document.querySelectorAll('#series-runs tbody tr[data-run]').length": 4}}},
+ {"page": "rerun/$RERUN1_HEX.html", "screenshot": "report-rerun.png",
+  "expect": {"plot": true,
+             "text": {"verdict-outcome": $(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["outcome"]))' "$VERDICT1"),
+                      "verdict-ratio": $(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["ratio"]))' "$VERDICT1"),
+                      "verdict-interval": $(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["interval"]))' "$VERDICT1")},
+             "contains": ["test-cpu"],
+             "js": {"window.kiChart.data.datasets.length": 2,
+                    "window.kiChart.data.datasets.map(d => Math.round(d.data.reduce((a, b) => a + b, 0)))": [100, 100],
+                    "document.querySelectorAll('#quantiles tbody tr').length": 2,
+                    "Number(document.querySelector('#quantiles tr[data-role=\"re-run\"] .samples').textContent) > 0": true,
+                    "document.getElementById('original-run').getAttribute('href')": "../run/$CPU_HEX.html",
+                    "document.getElementById('rerun-run').getAttribute('href')": "../run/$RERUN1_HEX.html"}}},
+ {"page": "run/$CPU_HEX.html",
+  "expect": {"js": {"document.querySelectorAll('#reruns tbody tr').length": 2,
+                    "[...document.querySelectorAll('#reruns .rerun-link')].map(a => a.getAttribute('href')).sort()":
+                      $(python3 -c 'import json,sys; print(json.dumps(sorted(sys.argv[1:])))' "../rerun/$RERUN1_HEX.html" "../rerun/$RERUN2_HEX.html"),
+                    "document.getElementById('series-link').getAttribute('href')": "../$CPU_SERIES",
+                    "window.__pwned === undefined": true}}},
+ {"page": "rerun/$RERUN_H_HEX.html",
+  "expect": {"plot": true,
+             "text": {"verdict-outcome": "no verdict"},
+             "contains": [$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$HOSTILE_HW"), "no raw samples in this store"],
+             "js": {"window.__pwned === undefined": true, "document.querySelectorAll('img, svg').length": 0,
+                    "document.querySelectorAll('script:not([src]):not([type])').length": 0,
+                    "document.querySelector('#runs tr[data-role=\"original\"] .title').textContent":
+                      $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$HOSTILE_TITLE"),
+                    "window.kiChart.data.datasets.length": 1}}},
+ {"page": "run/$RERUN2_HEX.html",
+  "expect": {"js": {"document.querySelector('#rerun-of .rerun-link').getAttribute('href')": "../rerun/$RERUN2_HEX.html",
+                    "document.querySelector('#rerun-of a').getAttribute('href')": "../run/$CPU_HEX.html"}}},
  {"page": "group/$HOSTILE_GROUP.html", "screenshot": "report-history.png",
   "expect": {"plot": true, "js": {"window.__pwned === undefined": true, "document.querySelectorAll('img, svg').length": 0,
                                   "window.kiHistoryChart.data.datasets[0].data.length": 6,

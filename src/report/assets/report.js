@@ -111,21 +111,29 @@
   }
 
   // Values over time (x: milliseconds since 1970), a stepped line of each
-  // segment's level, and the change points marked.
+  // segment's level, the change points marked and, on a series page, each
+  // run's interval as a vertical bar. A click on a run opens its page.
   function historyPlot(h, canvas) {
     var ys = [];
-    h.series.forEach(function (s) { s.points.forEach(function (p) { ys.push(p.y); }); });
+    h.series.forEach(function (s) {
+      s.points.forEach(function (p) { ys.push(p.y); });
+      (s.intervals || []).forEach(function (p) { if (p.y !== null) ys.push(p.y); });
+    });
     var sets = [];
     h.series.forEach(function (s, i) {
       sets.push({ label: s.label, data: s.points.map(function (p) { return { x: p.x, y: p.y }; }), showLine: false,
-                  pointRadius: 3, backgroundColor: colour(i, 0.8), borderColor: colour(i, 0.8) });
+                  pointRadius: 3, pointHoverRadius: 6, backgroundColor: colour(i, 0.8), borderColor: colour(i, 0.8),
+                  hrefs: s.points.map(function (p) { return p.href; }) });
+      if (s.intervals && s.intervals.length)
+        sets.push({ label: s.label + ' · 95% interval', data: s.intervals, showLine: true, pointRadius: 0,
+                    spanGaps: false, borderColor: colour(i, 0.35), borderWidth: 1 });
       if (s.levels.length)
         sets.push({ label: s.label + ' · level', data: s.levels, showLine: true, pointRadius: 0, spanGaps: false,
                     borderColor: colour(i, 0.5), borderWidth: 2 });
       if (s.changes.length)
         sets.push({ label: s.label + ' · change', data: s.changes.map(function (p) { return { x: p.x, y: p.y }; }),
                     showLine: false, pointStyle: 'triangle', pointRadius: 8, backgroundColor: colour(i, 1),
-                    borderColor: colour(i, 1) });
+                    borderColor: colour(i, 1), hrefs: s.changes.map(function (p) { return p.href; }) });
     });
     return new Chart(canvas, {
       type: 'scatter',
@@ -142,6 +150,46 @@
           tooltip: { callbacks: { label: function (c) {
             return c.dataset.label + ': ' + fmt(c.parsed.y, h.unit) + ' on ' + new Date(c.parsed.x).toISOString().slice(0, 10);
           } } }
+        },
+        onClick: function (event, elements, chart) {
+          if (!elements.length) return;
+          var ds = chart.data.datasets[elements[0].datasetIndex];
+          var href = ds.hrefs && ds.hrefs[elements[0].index];
+          if (href) window.location.href = href;
+        }
+      }
+    });
+  }
+
+  // Two runs' samples over one set of bins: the share of each run's
+  // samples in each bin, side by side.
+  function rerunPlot(d, canvas) {
+    var labels = [];
+    for (var b = 0; b + 1 < d.edges.length; b++) labels.push(fmt((d.edges[b] + d.edges[b + 1]) / 2, d.unit));
+    return new Chart(canvas, {
+      type: 'bar',
+      data: {
+        labels: labels,
+        datasets: d.sets.map(function (s, i) {
+          return { label: s.label, data: s.percent, backgroundColor: colour(i, 0.55), borderColor: colour(i, 0.9),
+                   borderWidth: 1, categoryPercentage: 0.9, barPercentage: 1.0 };
+        })
+      },
+      options: {
+        animation: false,
+        maintainAspectRatio: false,
+        scales: {
+          x: { title: { display: true, text: 'sample (bin centre)' }, ticks: { autoSkip: true, maxRotation: 60 } },
+          y: { beginAtZero: true, title: { display: true, text: '% of the run\'s samples' } }
+        },
+        plugins: {
+          tooltip: { callbacks: {
+            title: function (items) {
+              var b = items[0].dataIndex;
+              return fmt(d.edges[b], d.unit) + ' – ' + fmt(d.edges[b + 1], d.unit);
+            },
+            label: function (c) { return c.dataset.label + ': ' + c.parsed.y.toFixed(1) + '%'; }
+          } }
         }
       }
     });
@@ -149,12 +197,17 @@
 
   function drawPlot() {
     var d = pageData();
+    if (!d || typeof Chart === 'undefined') return;
     var canvas = document.getElementById('plot');
-    if (!d || !canvas || typeof Chart === 'undefined') return;
-    var chart = d.plot === 'group' ? groupPlot(d, canvas) : d.plot === 'operation' ? operationPlot(d, canvas) : null;
-    if (chart) window.kiChart = chart;
+    if (canvas) {
+      var chart = d.plot === 'group' ? groupPlot(d, canvas)
+        : d.plot === 'operation' ? operationPlot(d, canvas)
+        : d.plot === 'series' ? historyPlot(d, canvas)
+        : d.plot === 'rerun' ? rerunPlot(d, canvas) : null;
+      if (chart) window.kiChart = chart;
+    }
     var history = document.getElementById('history');
-    if (d.history && history) window.kiHistoryChart = historyPlot(d.history, history);
+    if (d.history && history && history.tagName === 'CANVAS') window.kiHistoryChart = historyPlot(d.history, history);
   }
 
   function filterGroups() {
