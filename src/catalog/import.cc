@@ -439,7 +439,12 @@ class Importer {
     } else if (r.table == "record_events") {
       rows_.events.push_back(std::move(r.extract));
     } else if (r.table == "sources") {
-      rows_.sources[Str(r.extract, "id")] = std::move(r.extract);
+      // Its id taken first, as `key` above: `rows_.sources[Str(r.extract,
+      // "id")] = std::move(r.extract)` moved the row out before reading its
+      // id, so every source was filed under "" and no facts object had its
+      // source.
+      std::string id = Str(r.extract, "id");
+      rows_.sources[id] = std::move(r.extract);
     }
   }
 

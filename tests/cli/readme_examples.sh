@@ -50,6 +50,8 @@ has "B/A"
 run 1 "$KI" diff --json "$BASE" 215ac4f9
 has '"op"'
 run 0 "$KI" groups --operation gqa-paged-decode-h32-kv4-d128-ps1
+run 0 "$KI" export kernelindex group.jsonl.zst "$KEY"
+has "exported"
 if [ -f /usr/share/javascript/chart.js/chart.min.js ]; then  # libjs-chart.js (scripts/install-deps.sh)
   run 0 "$KI" report site
   has "open site/index.html"
