@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "ki/sign.h"
+#include "ki/tag_sync.h"
 #include "transfer_args.h"
 
 namespace ki::cli {
@@ -11,12 +12,16 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   struct Options {
     TransferArgs t;
     bool no_pack = false;
+    bool tags = false, force = false;
   };
   auto opt = std::make_shared<Options>();
   TransferArgs* o = &opt->t;
   AddTransferArgs(sub, o, "tags, ki names, ki digests or OCI manifest digests", TransferOptions{}.pull_jobs,
                   "parallel downloads", TransferOptions{}.pull_buffer_bytes,
                   "verified blobs held in memory before they are written in a batch of their own");
+  sub->add_flag("--tags", opt->tags, "also pull every kitag-NAME tag of the remote and set the local tag NAME");
+  sub->add_flag("-f,--force", opt->force, "with --tags: replace a local tag that names another object");
+  o->refs_option->required(false);
   sub->add_flag("--no-pack", opt->no_pack, "fetch a format 1 bundle's objects one by one even where its pack would be cheaper (a packed bundle's small objects are only in its pack)");
   return [opt, o, g]() -> Result<int> {
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, *o, "pull", StoreAccess::kWrite));
@@ -34,6 +39,27 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     } else {
       std::cerr << "ki: warning: " << keys.status().message()
                 << "; attestations are checked without the local keys and trust list\n";
+    }
+    if (opt->tags) {
+      KI_ASSIGN_OR_RETURN(auto got, PullTags(*s.store, s.url, s.opts, opt->force ? TagReplace::kYes : TagReplace::kNo, nullptr));
+      if (o->json && o->refs.empty()) {
+        Json tags = Json::array();
+        for (const auto& t : got) {
+          tags.push_back({{"tag", t.name}, {"remoteTag", t.remote_tag}, {"digest", t.object.str()}, {"set", t.set}});
+        }
+        PrintJson({{"remote", s.url.str()}, {"tags", tags}});
+        return 0;
+      }
+      for (const auto& t : got) {
+        if (t.set) {
+          std::cout << "tag\t" << t.name << "\t" << t.remote_tag << "\t" << t.object.str() << "\n";
+        } else {
+          std::cerr << "ki: warning: tag " << t.name << " names another object here; kept (ki pull --tags -f replaces it)\n";
+        }
+      }
+      if (o->refs.empty()) return 0;
+    } else if (o->refs.empty()) {
+      return Status::Usage("refs is required (or --tags)");
     }
     KI_ASSIGN_OR_RETURN(PullReport rep, Pull(*s.store, s.url, o->refs, s.opts));
     for (const auto& r : rep.refs)

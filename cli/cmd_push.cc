@@ -2,6 +2,7 @@
 #include <iostream>
 #include <unordered_set>
 
+#include "ki/tag_sync.h"
 #include "transfer_args.h"
 
 namespace ki::cli {
@@ -13,6 +14,7 @@ struct Options {
   bool recheck = false;
   bool no_pack = false;
   bool all = false;
+  bool tags = false;
   std::string bundle;
 };
 
@@ -26,12 +28,29 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   sub->add_flag("--digest-tags", o->digest_tags, "also tag named roots ki-<hex of the ki digest>");
   sub->add_flag("--recheck", o->recheck, "ask the registry about every blob and tag again (ignore remote.state)");
   sub->add_flag("--all", o->all, "with --bundle: every object of the store (a clone answers what this store answers)");
+  sub->add_flag("--tags", o->tags, "also push every local tag (its object, and the remote tag kitag-NAME)");
   o->t.refs_option->required(false);
   return [o, g]() -> Result<int> {
     if (o->all && o->bundle.empty()) return Status::Usage("--all needs --bundle TAG (the whole store travels as one bundle)");
     if (o->all && !o->t.refs.empty()) return Status::Usage("--all takes no REF: it pushes every object");
-    if (!o->all && o->t.refs.empty()) return Status::Usage("refs is required (or --bundle TAG --all for the whole store)");
+    if (!o->all && !o->tags && o->t.refs.empty()) {
+      return Status::Usage("refs is required (or --bundle TAG --all for the whole store, or --tags)");
+    }
     KI_ASSIGN_OR_RETURN(TransferSetup s, OpenTransfer(*g, o->t, "push", StoreAccess::kWriteIfPossible));
+    if (o->tags) {
+      // Tags first, on their own: then REFs (if any) as usual.
+      s.opts.push_jobs = o->t.jobs;
+      s.opts.use_remote_state = !o->recheck;
+      KI_ASSIGN_OR_RETURN(auto sent, PushTags(*s.store, s.url, s.opts, nullptr));
+      if (o->t.json && o->t.refs.empty()) {
+        Json tags = Json::array();
+        for (const auto& t : sent) tags.push_back({{"tag", t.name}, {"remoteTag", t.remote_tag}, {"digest", t.object.str()}});
+        PrintJson({{"remote", s.url.str()}, {"tags", tags}});
+        return 0;
+      }
+      for (const auto& t : sent) std::cout << "tag\t" << t.name << "\t" << t.remote_tag << "\t" << t.object.str() << "\n";
+      if (o->t.refs.empty()) return 0;
+    }
     if (o->all) {
       // Every object but the documents: those travel as their manifests'
       // documents (a document sent as a root of its own would arrive as a

@@ -4,6 +4,7 @@
 // never rebuilds it. Tags keep their targets alive in `ki gc` (ki/gc.h), and
 // a REF may name an object by its tag (`tag:NAME`, or NAME alone when no
 // other reading of it matches another object: docs/cli.md, "References").
+// Push and pull carry them when asked (ki/tag_sync.h).
 //
 // Thread-safety: as Store's (one Batch at a time).
 #pragma once

@@ -6,7 +6,8 @@
 # objects (figures printed); gc beside a loop of `ki add` loses no added
 # object; kill -9 of gc at several moments loses nothing reachable, and
 # audit is clean after each.
-source "$(dirname "$0")/testlib.bash" "$@"
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/testlib.bash" "$@"
 export KI_HOME="$WORK/home"
 
 digest_of() { "$KI_BIN" add --blob "$@" | cut -f1; }
@@ -160,5 +161,42 @@ expect_exit 0 ki audit
 expect_contains "$OUT" "0 faults" "final audit"
 expect_exit 0 ki ls --kind SoftwareProject --name 'gc-project-*'
 [ "$(echo "$OUT" | wc -l)" = 60 ] || fail "60 projects after the kills"
+
+# --- tags over push and pull: an OCI layout, and a registry when installed
+tags_round_trip() {  # tags_round_trip NAME URL [--insecure]
+  local name=$1 url=$2 dst="$WORK/dst-$1"
+  shift 2
+  expect_exit 0 ki remote add "$name" "$url" "$@"
+  expect_exit 0 ki push "$name" --tags
+  expect_contains "$OUT" "tag	rel/v1+x@y	kitag-rel_sv1_px_ay	$K" "push --tags ($url)"
+  expect_contains "$OUT" "tag	seed	kitag-seed	$SEED_RUN_DIGEST" "push --tags seed ($url)"
+  expect_exit 0 "$KI_BIN" init "$dst"
+  expect_exit 0 "$KI_BIN" --store "$dst" remote add origin "$url" "$@"
+  expect_exit 0 "$KI_BIN" --store "$dst" tag seed "$("$KI_BIN" --store "$dst" add --blob "$WORK/b.txt" | cut -f1)"
+  expect_exit 0 "$KI_BIN" --store "$dst" pull origin --tags
+  expect_contains "$OUT" "tag	rel/v1+x@y	kitag-rel_sv1_px_ay	$K" "pull --tags ($url)"
+  expect_contains "$ERR" "tag seed names another object here; kept" "pull keeps a local tag ($url)"
+  expect_exit 0 "$KI_BIN" --store "$dst" cat tag:rel/v1+x@y && [ "$OUT" = "kept by a tag" ] || fail "pulled tag's object"
+  expect_exit 0 "$KI_BIN" --store "$dst" pull origin --tags -f --json
+  expect_exit 0 "$KI_BIN" --store "$dst" resolve tag:seed && [ "$OUT" = "$SEED_RUN_DIGEST" ] || fail "pull -f: $OUT"
+  expect_exit 0 "$KI_BIN" --store "$dst" verify tag:seed
+  expect_exit 0 "$KI_BIN" --store "$dst" audit
+}
+expect_exit 0 ki tag rel/v1+x@y "$K"
+expect_exit 0 ki tag seed "$SEED_RUN_DIGEST"
+tags_round_trip layout "oci-layout:$WORK/layout"
+expect_exit 2 ki push layout
+expect_exit 2 ki pull layout
+if command -v docker-registry >/dev/null; then
+  source "$HERE/registry.bash"
+  trap 'registry_stop; chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
+  if registry_start "$WORK" "$WORK/registry"; then
+    tags_round_trip registry "oci://127.0.0.1:$REG_PORT/ki/tags" --insecure
+  else
+    fail "docker-registry did not start"
+  fi
+else
+  echo "no docker-registry: tags over a registry not tried"
+fi
 
 finish

@@ -13,6 +13,7 @@
 #include "ki/remote.h"
 #include "ki/sign.h"
 #include "ki/tag.h"
+#include "ki/tag_sync.h"
 #include "odb/tables.h"
 #include "testutil/fault_env.h"
 #include "testutil/testutil.h"
@@ -327,6 +328,24 @@ TEST_F(GcTest, DropsTheRemoteStateRowsThatHoldAGeneration) {
   Gc(2 * kWeek, Now());
   EXPECT_FALSE(store_->Get(kRemoteStateTable, prefix + "u" + "bundle-tag")->has_value());
   EXPECT_TRUE(store_->Get(kRemoteStateTable, prefix + "b" + std::string(32, 'x'))->has_value());
+}
+
+TEST(TagName, RemoteTagsRoundTrip) {
+  for (const char* name : {"v1", "rel/v1+x@y", "a_b", "a__b/_c", "x"}) {
+    auto remote = RemoteTagOf(name);
+    ASSERT_OK(remote);
+    EXPECT_EQ(remote->rfind("kitag-", 0), 0u);
+    for (char c : *remote) {
+      EXPECT_TRUE(isalnum(uint8_t(c)) || c == '.' || c == '_' || c == '-') << *remote;  // the OCI tag grammar
+    }
+    EXPECT_EQ(TagNameOfRemote(*remote), std::optional<std::string>(name));
+  }
+  EXPECT_OK(RemoteTagOf("x" + std::string(60, '_')));    // 127 characters encoded
+  EXPECT_FALSE(RemoteTagOf("x" + std::string(70, '_')).ok());  // 147: too long once encoded
+  EXPECT_FALSE(RemoteTagOf("bad name").ok());
+  for (const char* other : {"ki-listing", "kitag-", "kitag-a_", "kitag-a_z", "kitag-..x", "v1"}) {
+    EXPECT_FALSE(TagNameOfRemote(other).has_value()) << other;
+  }
 }
 
 TEST(GcDuration, Parses) {
