@@ -22,8 +22,8 @@
 // object), and a page whose bytes are unchanged is not written again. A run
 // page also records a digest of its inputs (its place in its group, facts,
 // attestations, trust, the presence of what it references), and a group,
-// operation or series page a digest of the entries it shows: when they are
-// unchanged it is not rendered at all. Pages the list names that the store
+// operation, series, protocol or environment page a digest of the entries
+// it shows: when they are unchanged it is not rendered at all. Pages the list names that the store
 // no longer gives are removed.
 //
 // Thread-safety: WriteReport reads the store from its calling thread and

@@ -119,31 +119,37 @@ std::vector<Digest> WatchedObjects(Store& store, const Manifest& run) {
   return out;
 }
 
+std::string RunGroupPart(const Model& m, const GroupView& g) {
+  Hasher h;
+  h.Add(g.summary.cohort);
+  h.Add(g.summary.operation_name);
+  h.Add(m.Has(g.page) ? "group page" : "");
+  h.Add(m.Has(OperationPage(g.summary.operation)) ? "operation page" : "");
+  if (g.ranking) {
+    h.Add(std::to_string(g.ranking->ranked.size()) + (g.ranking->source_native ? " source-native" : " strict"));
+    if (!g.ranking->ranked.empty()) {
+      const auto& first = g.ranking->ranked.front();
+      h.Add(first.run);
+      h.Add(ValueText(first));
+      h.Add(m.Has(RunPage(first.run)) ? "first page" : "");
+    }
+  }
+  return h.Finish();
+}
+
 Result<std::string> RunInputs(Store& store, const Model& m, const Digest& run, const RunPlace& place,
-                              const std::vector<Digest>& watched, const std::string& salt, WatchedCache& cache) {
+                              const std::string& group_part, const std::vector<Digest>& watched,
+                              const std::string& salt, WatchedCache& cache) {
   Hasher h;
   h.Add(salt);
   h.Add(run);
   KI_ASSIGN_OR_RETURN(auto doc, store.DocumentOf(run));
   h.Add(doc ? doc->raw() : "no document");
   if (place.group) {
-    const GroupView& g = *place.group;
-    h.Add(g.summary.cohort);
-    h.Add(g.summary.operation_name);
-    h.Add(m.Has(g.page) ? "group page" : "");
-    h.Add(m.Has(OperationPage(g.summary.operation)) ? "operation page" : "");
+    h.Add(group_part);
     if (place.entry) {
       h.Add(std::to_string(place.entry->rank) + (place.entry->tied_with_previous ? "=" : ""));
       for (const auto& r : place.entry->reasons) h.Add(r);
-    }
-    if (g.ranking) {
-      h.Add(std::to_string(g.ranking->ranked.size()) + (g.ranking->source_native ? " source-native" : " strict"));
-      if (!g.ranking->ranked.empty()) {
-        const auto& first = g.ranking->ranked.front();
-        h.Add(first.run);
-        h.Add(ValueText(first));
-        h.Add(m.Has(RunPage(first.run)) ? "first page" : "");
-      }
     }
   } else {
     h.Add("no group");
@@ -257,6 +263,19 @@ std::string OperationInputs(const Model& m, const OperationView& op, const std::
     if (g->ranking)
       for (const auto& e : g->ranking->ranked) AddEntry(h, m, e);
   }
+  return h.Finish();
+}
+
+Result<std::string> SettingInputs(Store& store, const Model& m, const SettingView& v, const std::string& salt) {
+  Hasher h;
+  h.Add(salt);
+  h.Add("setting");
+  h.Add(v.digest);
+  h.Add(uint64_t(v.kind));
+  KI_ASSIGN_OR_RETURN(auto doc, store.DocumentOf(v.digest));
+  h.Add(doc ? doc->raw() : "no document");
+  h.Add(uint64_t(v.groups.size()));
+  for (const GroupView* g : v.groups) AddSummary(h, m, g->summary);
   return h.Finish();
 }
 

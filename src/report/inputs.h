@@ -34,13 +34,21 @@ std::vector<Digest> WatchedObjects(Store& store, const Manifest& run);
 struct WatchedCache {
   std::map<Digest, std::string> state;
 };
+// What every run page of group `g` shows of it (its key, operation, the
+// pages it links, the number ranked, profile, #1 and its value): computed
+// once per group, part of each of its runs' inputs.
+std::string RunGroupPart(const Model& m, const GroupView& g);
+// `group_part`: RunGroupPart of the run's group, "" when it is in none.
 Result<std::string> RunInputs(Store& store, const Model& m, const Digest& run, const RunPlace& place,
-                              const std::vector<Digest>& watched, const std::string& salt, WatchedCache& cache);
+                              const std::string& group_part, const std::vector<Digest>& watched,
+                              const std::string& salt, WatchedCache& cache);
 
 // The inputs of the pages drawn from the model alone: every field of every
 // entry they show and whether each page they link to is in the site.
 std::string GroupInputs(const Model& m, const GroupView& g, const std::string& salt);
 std::string OperationInputs(const Model& m, const OperationView& op, const std::string& salt);
 std::string SeriesInputs(const Model& m, const SeriesView& s, const std::string& salt);
+// A protocol's or environment's page: its document and its groups.
+Result<std::string> SettingInputs(Store& store, const Model& m, const SettingView& v, const std::string& salt);
 
 }  // namespace ki::report

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "ki/embedded.h"
 #include "ki/evidence.h"
@@ -88,10 +90,25 @@ class SiteWriter {
   SiteWriter(Env* env, std::string dir, PageList previous)
       : env_(env), dir_(std::move(dir)), previous_(std::move(previous)) {}
 
+  // Which of the previous render's pages are still there: one listing of
+  // each folder the list names, not a stat per page.
+  Status ListExisting() {
+    std::set<std::string> folders = {""};
+    for (const auto& [page, e] : previous_)
+      if (size_t slash = page.rfind('/'); slash != std::string::npos) folders.insert(page.substr(0, slash));
+    for (const std::string& f : folders) {
+      const std::string path = f.empty() ? dir_ : dir_ + "/" + f;
+      if (!env_->IsDirectory(path)) continue;
+      KI_ASSIGN_OR_RETURN(auto names, env_->ListDir(path));
+      for (auto& n : names) existing_.insert(f.empty() ? std::move(n) : f + "/" + n);
+    }
+    return Status::OK();
+  }
+
   // The previous render's entry of `page`, when its file is still there.
   const PageEntry* Previous(const std::string& page) {
     auto it = previous_.find(page);
-    if (it == previous_.end() || !env_->Exists(dir_ + "/" + page)) return nullptr;
+    if (it == previous_.end() || !existing_.count(page)) return nullptr;
     return &it->second;
   }
 
@@ -161,6 +178,7 @@ class SiteWriter {
   std::string dir_;
   std::mutex mu_;        // guards current_, made_, summary_ (previous_ is read-only)
   PageList previous_, current_;
+  std::unordered_set<std::string> existing_;  // pages of previous_ on disk when the render began
   std::set<std::string> made_;
   ReportSummary summary_;
 };
@@ -217,11 +235,12 @@ Result<std::string> ReadChartJs(Env* env, const std::string& path) {
 // One run's page: kept when its inputs are those the list records, else
 // rendered and written.
 Status RenderOneRun(Store& store, const Model& m, const EvidenceEvaluator& evidence, SiteWriter& site,
-                    const Digest& run, const RunPlace& place, const std::string& salt, RunPageCache& cache,
-                    WatchedCache& watched_cache) {
+                    const Digest& run, const RunPlace& place, const std::string& group_part, const std::string& salt,
+                    RunPageCache& cache, WatchedCache& watched_cache) {
   const std::string page = RunPage(run);
   if (const PageEntry* prev = site.Previous(page); prev && !prev->inputs.empty()) {
-    KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, prev->watched, salt, watched_cache));
+    KI_ASSIGN_OR_RETURN(std::string inputs,
+                        RunInputs(store, m, run, place, group_part, prev->watched, salt, watched_cache));
     if (inputs == prev->inputs) {
       site.Keep(page, *prev);
       return Status::OK();
@@ -229,12 +248,13 @@ Status RenderOneRun(Store& store, const Model& m, const EvidenceEvaluator& evide
   }
   std::vector<Digest> watched;
   KI_ASSIGN_OR_RETURN(std::string html, RenderRun(store, m, evidence, run, place, cache, &watched));
-  KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, watched, salt, watched_cache));
+  KI_ASSIGN_OR_RETURN(std::string inputs, RunInputs(store, m, run, place, group_part, watched, salt, watched_cache));
   return site.Put(page, html, std::move(inputs), std::move(watched));
 }
 
-// A page drawn from the model alone (group, operation, series): kept when
-// its inputs are those the list records, else rendered and written.
+// A page whose inputs are a digest of what it shows (group, operation,
+// series, setting): kept when they are those the list records, else
+// rendered and written.
 template <typename Render>
 Status PutByInputs(SiteWriter& site, const std::string& page, std::string inputs, const Render& render) {
   if (const PageEntry* prev = site.Previous(page); prev && prev->inputs == inputs) {
@@ -264,6 +284,7 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
 
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));
   SiteWriter site(env, dir, std::move(previous));
+  KI_RETURN_IF_ERROR(site.ListExisting());
   KI_RETURN_IF_ERROR(site.Put("assets/chart.min.js", chartjs));
   size_t n = 0;
   const ki::EmbeddedFile* assets = ki_embedded_report_assets(&n);
@@ -301,10 +322,11 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
       const SeriesView& sv = m.series[i];
       KI_RETURN_IF_ERROR(PutByInputs(site, sv.page, SeriesInputs(m, sv, salt), [&] { return RenderSeries(m, sv); }));
     } else if ((i -= ns) < nv) {
-      // Few, and read from the store: rendered every time.
-      KI_ASSIGN_OR_RETURN(std::string page, RenderSetting(store, m, *settings[i]));
-      KI_RETURN_IF_ERROR(site.Put(settings[i]->page, page));
+      const SettingView& v = *settings[i];
+      KI_ASSIGN_OR_RETURN(std::string inputs, SettingInputs(store, m, v, salt));
+      KI_RETURN_IF_ERROR(PutByInputs(site, v.page, std::move(inputs), [&] { return RenderSetting(store, m, v); }));
     } else {
+      // Few, read from the store: rendered every time.
       const RerunView& r = *reruns[i - nv];
       KI_ASSIGN_OR_RETURN(std::string page, RenderRerun(store, m, r));
       KI_RETURN_IF_ERROR(site.Put(r.page, page));
@@ -315,10 +337,15 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   std::vector<std::pair<const Digest*, const RunPlace*>> runs;
   runs.reserve(m.runs.size());
   for (const auto& [run, place] : m.runs) runs.emplace_back(&run, &place);
+  std::unordered_map<const GroupView*, std::string> group_parts;
+  for (const GroupView& g : m.groups) group_parts[&g] = RunGroupPart(m, g);
   std::vector<RunPageCache> caches(size_t(std::max(1, opts.threads)));
   std::vector<WatchedCache> watched_caches(caches.size());
   KI_RETURN_IF_ERROR(ParallelFor(runs.size(), opts.threads, [&](size_t i, int worker) -> Status {
-    KI_RETURN_IF_ERROR(RenderOneRun(store, m, evidence, site, *runs[i].first, *runs[i].second, salt,
+    const RunPlace& place = *runs[i].second;
+    static const std::string kNoGroup;
+    const std::string& group_part = place.group ? group_parts.at(place.group) : kNoGroup;
+    KI_RETURN_IF_ERROR(RenderOneRun(store, m, evidence, site, *runs[i].first, place, group_part, salt,
                                     caches[size_t(worker)], watched_caches[size_t(worker)]));
     tick();
     return Status::OK();
