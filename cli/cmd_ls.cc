@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/dictionary.h"
 
 namespace ki::cli {
 namespace {
@@ -64,6 +65,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       }
     } else {
       KI_RETURN_IF_ERROR(store->ForEachObject([&](const ObjectInfo& info) {
+        // The store's own zstd dictionaries are not what a user stored.
+        if (IsDictionary(info)) return true;
         if (!blobs_only || info.type == ObjectType::kBlob) add_row(info);
         return true;
       }));

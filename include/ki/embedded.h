@@ -16,3 +16,6 @@ struct EmbeddedFile {
 
 // The KernelIndex JSON Schemas, sorted by name.
 const ki::EmbeddedFile* ki_embedded_schemas(size_t* count);
+// The zstd dictionaries frames are compressed with (src/odb/dictionaries,
+// trained by bench/catalog/train_dicts.sh), sorted by name.
+const ki::EmbeddedFile* ki_embedded_dictionaries(size_t* count);

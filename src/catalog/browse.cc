@@ -105,7 +105,7 @@ Result<std::vector<GroupSummary>> ListGroups(Store& store, const GroupFilter& fi
       if (ranks && tables::FindInRanking(*ranks, Digest{}, &rec)) {
         g.ranked = rec.ranked;
         if (rec.first) {
-          KI_ASSIGN_OR_RETURN(auto e, store.Get(tables::kCohortRuns, tables::PairKey(cohort, *rec.first)));
+          KI_ASSIGN_OR_RETURN(auto e, store.Get(tables::kRuns, rec.first->raw()));
           RankEntry first;
           if (e && tables::EntryFromStored(*rec.first, *e, &first)) g.first = std::move(first);
         }

@@ -165,8 +165,9 @@ class Checker {
     KI_RETURN_IF_ERROR(Each(tables::kCohortRuns, [&](std::string_view k, std::string_view v) -> Status {
       if (k.size() != 64) return Fault(tables::kCohortRuns, k, "key is not a cohort and a run digest (64 bytes)");
       const Digest run = Digest::FromRaw(k.substr(32));
-      RankEntry e;
-      if (!tables::EntryFromStored(run, v, &e)) return Fault(tables::kCohortRuns, k, "value is not a run entry");
+      if (!v.empty()) return Fault(tables::kCohortRuns, k, "value is not empty");
+      KI_ASSIGN_OR_RETURN(auto entry, store_.Get(tables::kRuns, run.raw()));
+      if (!entry) return Fault(tables::kCohortRuns, k, "names a run that catalog.runs lacks");
       return NeedObject(run, tables::kCohortRuns, k);
     }));
     KI_RETURN_IF_ERROR(Each(tables::kCohorts, [&](std::string_view k, std::string_view v) -> Status {

@@ -313,7 +313,8 @@ class GroupUpdate {
     run_value["cohort"] = cohort.str();
     run_value["kind"] = kernel ? "kernel" : "serving";
     KI_RETURN_IF_ERROR(b_.Put(tables::kRuns, run.raw(), run_value.dump()));
-    KI_RETURN_IF_ERROR(b_.Put(tables::kCohortRuns, PairKey(cohort, run), entry.dump()));
+    // Membership only: the entry is catalog.runs' (one copy per run).
+    KI_RETURN_IF_ERROR(b_.Put(tables::kCohortRuns, PairKey(cohort, run), ""));
     // A group's description is a function of its key's parts, but for
     // sourceNative: any source-native member makes the group source-native.
     // Members never leave a group (a run's group is fixed by its manifests).
@@ -358,7 +359,18 @@ class GroupIndex final : public DerivedIndex {
             tables::kImports, tables::kFacts,    tables::kSupersededBy, tables::kIds,     tables::kPending};
   }
   Status Upgrade(Batch& batch, int from) override {
-    return from == 1 ? tables::UpgradeCatalogV1(batch) : Status::OK();
+    if (from == 1) return tables::UpgradeCatalogV1(batch);
+    if (from == 2) {
+      // Format 2 kept a second copy of each run entry in catalog.cohort;
+      // format 3 keeps its members only (the entries are catalog.runs').
+      std::vector<std::string> keys;
+      KI_RETURN_IF_ERROR(batch.Scan(tables::kCohortRuns, "", [&](std::string_view k, std::string_view v) {
+        if (!v.empty()) keys.emplace_back(k);
+        return true;
+      }));
+      for (const std::string& k : keys) KI_RETURN_IF_ERROR(batch.Put(tables::kCohortRuns, k, ""));
+    }
+    return Status::OK();
   }
   Status Update(Batch& batch, const std::vector<ObjectInfo>& arrived) override {
     try {

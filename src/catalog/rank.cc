@@ -302,20 +302,22 @@ Result<Json> ParseStored(std::string_view v, std::string_view what, std::string_
 // Store or Batch: both scan the same way; a batch sees its own writes.
 template <typename Tables>
 Result<std::vector<RankEntry>> tables::CohortEntries(Tables& store, const Digest& cohort) {
-  std::vector<RankEntry> out;
-  Status bad;
-  KI_RETURN_IF_ERROR(store.Scan(tables::kCohortRuns, cohort.raw(), [&](std::string_view k, std::string_view v) {
-    if (k.size() != 64) return true;
-    RankEntry e;
-    if (!tables::EntryFromStored(Digest::FromRaw(k.substr(32)), v, &e)) {
-      bad = Status::Corruption("malformed catalog entry in " + std::string(tables::kCohortRuns) + " at key " +
-                               tables::KeyText(tables::kCohortRuns, k));
-      return false;
-    }
-    out.push_back(std::move(e));
+  std::vector<Digest> members;
+  KI_RETURN_IF_ERROR(store.Scan(tables::kCohortRuns, cohort.raw(), [&](std::string_view k, std::string_view) {
+    if (k.size() == 64) members.push_back(Digest::FromRaw(k.substr(32)));
     return true;
   }));
-  KI_RETURN_IF_ERROR(bad);
+  std::vector<RankEntry> out;
+  out.reserve(members.size());
+  for (const Digest& run : members) {
+    KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
+    RankEntry e;
+    if (!v || !tables::EntryFromStored(run, *v, &e)) {
+      return Status::Corruption("malformed catalog entry in " + std::string(tables::kRuns) + " of " + run.str() +
+                                ", a member of " + cohort.str() + " in " + std::string(tables::kCohortRuns));
+    }
+    out.push_back(std::move(e));
+  }
   return out;
 }
 template Result<std::vector<RankEntry>> tables::CohortEntries(Store&, const Digest&);
@@ -561,7 +563,7 @@ Result<std::optional<RunStanding>> StandingOfRun(Store& store, const Digest& run
     s.ineligible = EligibilityReasons(self);
   }
   if (rec.first) {
-    KI_ASSIGN_OR_RETURN(auto first, store.Get(tables::kCohortRuns, tables::PairKey(cohort, *rec.first)));
+    KI_ASSIGN_OR_RETURN(auto first, store.Get(tables::kRuns, rec.first->raw()));
     RankEntry e;
     if (!first || !tables::EntryFromStored(*rec.first, *first, &e)) {
       return Status::Corruption("catalog.ranks of " + cohort.str() + " names " + rec.first->str() +

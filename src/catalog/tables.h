@@ -12,7 +12,8 @@ namespace ki::catalog::tables {
 
 // run digest -> RunValue JSON: {"cohort": "sha256:…", "kind": "kernel"|"serving", ...entry}
 inline constexpr std::string_view kRuns = "catalog.runs";
-// cohort (32) + run digest (32) -> entry JSON (the ranking facts of one run)
+// cohort (32) + run digest (32) -> empty: the group's members, in run
+// order (each one's entry is its catalog.runs value)
 inline constexpr std::string_view kCohortRuns = "catalog.cohort";
 // cohort (32) -> cohort JSON {kind, parts..., sourceNative, runs}
 inline constexpr std::string_view kCohorts = "catalog.cohorts";
@@ -88,8 +89,9 @@ struct RankRecord {
 // Looks `run` up in a catalog.ranks value; false when the value is malformed.
 bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out);
 
-// Every entry of a cohort in catalog.cohort, from a Store or, with what it
-// has written so far, a Batch.
+// Every entry of a cohort (its catalog.cohort members, each one's
+// catalog.runs entry), from a Store or, with what it has written so far, a
+// Batch.
 template <typename Tables>
 Result<std::vector<RankEntry>> CohortEntries(Tables& tables, const Digest& cohort);
 

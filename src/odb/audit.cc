@@ -37,16 +37,27 @@ Result<std::optional<ObjectInfo>> ShadowBatch::Stat(const Digest& d) { return st
 Result<std::string> ShadowBatch::Read(const Digest& d) { return store_->Read(d); }
 Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) { return store_->ReadManifest(d); }
 
-CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out) {
+CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out, uint32_t* dict_fault) {
   CheckEntry e;
   e.digest = info.digest;
   e.what = Describe(info);
-  if (info.location == Location::kLoose && (info.type == ObjectType::kBlob || !raw_out)) {
-    // Nobody needs the bytes: re-hashed as they are read, whatever their size.
+  if (info.location == Location::kLoose && ((info.type == ObjectType::kBlob && !IsDictionary(info)) || !raw_out)) {
+    // Nobody needs the bytes: re-hashed as they are read, whatever their
+    // size. (A dictionary's are: audit reads its ID; it is small.)
     Status s = StreamLoose(info, Discard);
     if (!s.ok()) {
       e.state = CheckState::kCorrupt;
       e.detail = s.message();
+      // Which dictionary, if that is what failed: the header says.
+      if (dict_fault) {
+        auto file = env()->NewSequentialFile(LoosePath(dir_, info.digest));
+        if (file.ok()) {
+          auto h = ReadFrameHeader(**file, info.digest.str());
+          if (h.ok() && h->dict_id && s.message().find(DictionaryName(h->dict_id)) != std::string::npos) {
+            *dict_fault = h->dict_id;
+          }
+        }
+      }
     }
     return e;
   }
@@ -56,7 +67,7 @@ CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out) {
     e.detail = frame.status().message();
     return e;
   }
-  auto raw = DecodeChecked(info, *frame);
+  auto raw = DecodeChecked(info, *frame, dict_fault);
   if (!raw.ok()) {
     e.state = CheckState::kCorrupt;
     e.detail = raw.status().message();
@@ -146,16 +157,42 @@ Result<AuditReport> LmdbStore::Audit() {
     infos.push_back(info);
     return true;
   }));
+  // Objects that cannot be read because their dictionary is missing or
+  // damaged, by dictionary: one fault names the dictionary, and a few of
+  // them are listed (there may be thousands).
+  struct DictFault {
+    std::string detail;
+    std::vector<CheckEntry> objects;
+    size_t count = 0;
+  };
+  std::map<uint32_t, DictFault> dict_faults;
+  std::unordered_set<Digest> unreadable;
   for (const ObjectInfo& info : infos) {
     indexed.insert(info.digest);
     if (info.location == Location::kLoose) loose_indexed.insert(info.digest);
     std::string raw;
     const bool manifest = info.type == ObjectType::kManifest;
-    CheckEntry e = Check(info, manifest ? &raw : nullptr);
+    const bool dictionary = IsDictionary(info);
+    uint32_t dict_fault = 0;
+    CheckEntry e = Check(info, manifest || dictionary ? &raw : nullptr, &dict_fault);
     report.objects++;
     report.bytes += info.size;
     if (e.state != CheckState::kOk) {
-      report.faults.push_back(std::move(e));
+      unreadable.insert(info.digest);
+      if (dict_fault) {
+        DictFault& f = dict_faults[dict_fault];
+        if (f.detail.empty()) f.detail = e.detail;
+        if (f.objects.size() < 5) f.objects.push_back(std::move(e));
+        f.count++;
+      } else {
+        report.faults.push_back(std::move(e));
+      }
+    } else if (dictionary) {
+      // What dicts must hold: the smallest digest of each ID.
+      if (const uint32_t id = DictionaryId(raw)) {
+        auto [it, fresh] = want.dicts.emplace(id, info.digest);
+        if (!fresh && info.digest < it->second) it->second = info.digest;
+      }
     } else if (manifest) {
       // What kinds and refs must hold for it (compared below).
       auto m = ManifestFromCanonical(raw, info.digest.str());
@@ -168,6 +205,20 @@ Result<AuditReport> LmdbStore::Audit() {
       want.kinds.insert(KindKey(m->kind, info.digest));
       for (const Reference& ref : ExtractReferences(*m)) want.refs.insert(RefKey(ref.target, info.digest, ref.field));
     }
+  }
+  for (auto& [id, f] : dict_faults) {
+    CheckEntry e;
+    e.state = CheckState::kCorrupt;
+    e.what = DictionaryName(id);
+    auto held = Get(kDicts, DictKey(id));
+    if (held.ok() && *held && (*held)->size() == 32) e.digest = Digest::FromRaw(**held);
+    // The first object's message, without its digest: it names the dictionary and what is wrong.
+    std::string detail = f.detail;
+    if (auto colon = detail.find(": "); colon != std::string::npos) detail = detail.substr(colon + 2);
+    e.detail = detail + "; " + std::to_string(f.count) + " object" + (f.count == 1 ? " is" : "s are") +
+               " compressed with it and cannot be read" + (f.count > f.objects.size() ? " (the first listed)" : "");
+    report.faults.push_back(std::move(e));
+    for (auto& o : f.objects) report.faults.push_back(std::move(o));
   }
   // 2. The other way: frames in LMDB and loose files must be indexed.
   KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view) {
@@ -262,7 +313,7 @@ Result<AuditReport> LmdbStore::Audit() {
   KI_RETURN_IF_ERROR(CheckStoreTables(want, indexed, &report));
   // 6. Derived indexes: rebuilt from the objects into an overlay, compared
   // with the tables in place entry by entry.
-  KI_RETURN_IF_ERROR(CheckDerived(infos, &report));
+  KI_RETURN_IF_ERROR(CheckDerived(infos, unreadable, &report));
   return report;
 }
 
@@ -336,6 +387,29 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
     }));
     for (const std::string& k : *keys)
       if (!seen.count(k)) diff.Fault(digest_of(k), label(k), kLacking);
+  }
+  // dicts: a function of the dictionary objects.
+  {
+    TableDiff diff(kDicts, report);
+    std::set<uint32_t> seen;
+    KI_RETURN_IF_ERROR(Scan(kDicts, "", [&](std::string_view k, std::string_view v) {
+      const uint32_t id = DictKeyId(k);
+      auto it = want.dicts.find(id);
+      std::optional<Digest> d;
+      if (v.size() == 32) d = Digest::FromRaw(v);
+      if (it == want.dicts.end()) {
+        diff.Fault(d, DictionaryName(id), kExtra);
+      } else {
+        seen.insert(id);
+        if (!d || !(*d == it->second)) {
+          diff.Fault(it->second, DictionaryName(id), "names another object than the dictionary the objects give "
+                     "(ki audit --reindex rewrites it)");
+        }
+      }
+      return true;
+    }));
+    for (const auto& [id, d] : want.dicts)
+      if (!seen.count(id)) diff.Fault(d, DictionaryName(id), kLacking);
   }
   // Names: nameset ("Kind/name" + digest) and namesof (digest + "Kind/name")
   // are one fact kept both ways; names' latest holder is one of the name's
@@ -434,10 +508,11 @@ Status LmdbStore::ForEachUnlinkedDocument(const std::unordered_set<Digest>& link
   return Status::OK();
 }
 
-Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport* report) {
+Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& unreadable,
+                               AuditReport* report) {
   // Only objects whose bytes check out: a corrupt one is a fault already,
   // and reindex would not index it either.
-  std::unordered_set<Digest> faulty;
+  std::unordered_set<Digest> faulty = unreadable;
   for (const auto& f : report->faults) faulty.insert(f.digest);
   std::vector<ObjectInfo> good;
   good.reserve(infos.size());

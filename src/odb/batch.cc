@@ -10,11 +10,22 @@ namespace ki::odb {
 
 Status LmdbBatch::Scan(std::string_view table, std::string_view prefix,
                        const std::function<bool(std::string_view, std::string_view)>& fn) {
+  KI_RETURN_IF_ERROR(FlushFor(table));
   KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
   return ScanTable(txn_, dbi, prefix, fn);
 }
 
-Result<std::optional<ObjectInfo>> LmdbBatch::Stat(const Digest& d) { return store_->StatIn(txn_, d); }
+Result<std::optional<ObjectInfo>> LmdbBatch::Stat(const Digest& d) {
+  if (auto it = pending_.find(d); it != pending_.end()) return std::optional<ObjectInfo>(it->second.info);
+  return store_->StatIn(txn_, d);
+}
+
+Result<bool> LmdbBatch::Has(const Digest& d) {
+  if (pending_.count(d)) return true;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_ASSIGN_OR_RETURN(auto v, txn_.Get(meta, d.raw()));
+  return v.has_value();
+}
 
 Result<std::string> LmdbBatch::Read(const Digest& d) {
   KI_ASSIGN_OR_RETURN(auto info, Stat(d));
@@ -22,8 +33,23 @@ Result<std::string> LmdbBatch::Read(const Digest& d) {
   if (info->size > store_->options().max_object_size) {
     return Status::InvalidInput(d.str() + " is over the limit for an object read whole into memory");
   }
+  if (auto it = pending_.find(d); it != pending_.end()) return store_->DecodeCheckedIn(&txn_, *info, it->second.frame);
   KI_ASSIGN_OR_RETURN(std::string frame, store_->ReadFrameIn(txn_, *info));
-  return store_->DecodeChecked(*info, frame);
+  return store_->DecodeCheckedIn(&txn_, *info, frame);
+}
+
+Status LmdbBatch::FlushPending() {
+  if (pending_.empty()) return Status::OK();
+  KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  for (const auto& [d, p] : pending_) {
+    KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), p.frame.size()));
+    std::memcpy(dst, p.frame.data(), p.frame.size());
+    KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(p.info)));
+  }
+  pending_.clear();
+  pending_bytes_ = 0;
+  return Status::OK();
 }
 
 Result<Manifest> LmdbBatch::ReadManifest(const Digest& d) {
@@ -106,9 +132,7 @@ Result<bool> LmdbBatch::Exists(uint64_t raw_size, const Digest& d) {
     return Status::InvalidInput("object of " + std::to_string(raw_size) + " bytes is over the limit of " +
                                 std::to_string(store_->options().max_object_size));
   }
-  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
-  KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));
-  return existing.has_value();
+  return Has(d);
 }
 
 Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
@@ -121,9 +145,52 @@ Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::strin
   o.kind = kind;
   o.media_type = std::string(media_type);
   o.raw_size = raw.size();
-  o.frame = odb::EncodeFrame(type, kind, media_type, raw, store_->options().zstd_level);
+  o.frame = odb::EncodeFrame(type, kind, media_type, raw, store_->options().zstd_level,
+                             BuiltinDictionaryFor(type, kind, media_type));
   KI_RETURN_IF_ERROR(WriteObject(o));
   return PutResult{d, false};
+}
+
+Status LmdbBatch::EnsureDictionary(uint32_t id) {
+  if (dicts_ensured_.count(id)) return Status::OK();
+  KI_ASSIGN_OR_RETURN(MDB_dbi dicts, Table(kDicts));
+  KI_ASSIGN_OR_RETURN(auto held, txn_.Get(dicts, DictKey(id)));
+  bool have = false;
+  if (held && held->size() == 32) {
+    KI_ASSIGN_OR_RETURN(have, Has(Digest::FromRaw(*held)));
+  }
+  if (!have) {
+    std::shared_ptr<const Dictionary> builtin = BuiltinDictionary(id);
+    if (!builtin) {
+      return Status::InvalidInput("internal: a frame names " + DictionaryName(id) +
+                                  ", which neither the store holds nor this ki has built in");
+    }
+    KI_RETURN_IF_ERROR(PutObject(ObjectType::kBlob, 0, kDictionaryMediaType, builtin->bytes(), builtin->digest()).status());
+    KI_RETURN_IF_ERROR(IndexDictionary(builtin->digest(), builtin->bytes()));
+    // Its object waits with the batch's others (pending_); reads in the
+    // batch of the frames that need it find it in the store's cache.
+    store_->CacheDictionary(builtin);
+  }
+  dicts_ensured_.insert(id);
+  return Status::OK();
+}
+
+Status LmdbBatch::IndexDictionary(const Digest& d, std::string_view raw) {
+  const uint32_t id = DictionaryId(raw);
+  if (id == 0) return Status::OK();
+  KI_ASSIGN_OR_RETURN(MDB_dbi dicts, Table(kDicts));
+  const std::string key = DictKey(id);
+  KI_ASSIGN_OR_RETURN(auto held, txn_.Get(dicts, key));
+  // Of two dictionaries with one ID the smaller digest is filed, whatever
+  // the order they came in: the table stays a function of the objects.
+  if (held && held->size() == 32) {
+    const Digest other = Digest::FromRaw(*held);
+    if (other == d || other < d) {
+      KI_ASSIGN_OR_RETURN(bool other_held, Has(other));
+      if (other_held) return Status::OK();
+    }
+  }
+  return PutKV(dicts, key, d.raw());
 }
 
 Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view media_type,
@@ -172,7 +239,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   std::optional<Digest> hashed_first;
   if (direct && !expected) {
     KI_ASSIGN_OR_RETURN(hashed_first, odb::HashMapped(*map, where));
-    KI_ASSIGN_OR_RETURN(auto held, txn_.Get(meta, hashed_first->raw()));
+    KI_ASSIGN_OR_RETURN(bool held, Has(*hashed_first));
     if (held) {
       map.reset();
       KI_ASSIGN_OR_RETURN(FileStat now, in.Stat());
@@ -211,7 +278,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
                               " it was checked to be; nothing was stored");
   }
   const Digest& d = s.digest;
-  KI_ASSIGN_OR_RETURN(auto existing, txn_.Get(meta, d.raw()));
+  KI_ASSIGN_OR_RETURN(bool existing, Has(d));
   if (existing) return PutResult{d, true};  // not rewritten; `file` removes its temporary
   const std::string header = odb::EncodeFrameHeader(ObjectType::kBlob, 0, media_type, size, false);
   const uint64_t frame_size = s.smaller ? s.written : header.size() + size;
@@ -287,6 +354,11 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
 Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
   const Digest& d = o.digest;
   const std::string& frame = o.frame;
+  if (frame.size() > 4 && uint8_t(frame[4]) == kFrameVersionDict) {
+    // A frame is never written without the dictionary it names.
+    KI_ASSIGN_OR_RETURN(auto h, ParseFrameHeader(frame, d.str()));
+    KI_RETURN_IF_ERROR(EnsureDictionary(h.dict_id));
+  }
   ObjectInfo info;
   info.digest = d;
   info.type = o.type;
@@ -314,14 +386,15 @@ Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
     // perhaps before its directory was synced. The index must not name a
     // file whose name a crash could still take away.
     dirs_to_sync_.insert(dir);
+    KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
   } else {
+    // Held back, and written in digest order with the batch's others.
     info.location = Location::kIndex;
-    KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
-    KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), frame.size()));
-    std::memcpy(dst, frame.data(), frame.size());
+    pending_bytes_ += frame.size();
+    pending_.insert_or_assign(d, PendingObject{info, frame});
   }
-  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
   arrived_.push_back(info);
+  if (pending_bytes_ > kPendingLimit) KI_RETURN_IF_ERROR(FlushPending());
   if (o.type == ObjectType::kManifest && index_kind) {
     KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
     KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(o.kind), d), ""));
@@ -526,6 +599,7 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
   arrived_.push_back(info);
+  if (IsDictionary(info)) return IndexDictionary(d, raw);
   if (h.type != ObjectType::kManifest) return Status::OK();
   KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
   KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(h.kind), d), ""));
@@ -541,6 +615,14 @@ Status LmdbBatch::Commit() {
   KI_RETURN_IF_ERROR(RecordAdded());
   // The derived indexes see everything this batch stored, in its own
   // transaction: they commit with the objects or not at all.
+  KI_RETURN_IF_ERROR(FlushPending());
+  // A dictionary object that arrived by any path (a pull, a put) is filed
+  // under its ID, as reindex files it.
+  for (const ObjectInfo& info : arrived_) {
+    if (!IsDictionary(info)) continue;
+    KI_ASSIGN_OR_RETURN(std::string raw, Read(info.digest));
+    KI_RETURN_IF_ERROR(IndexDictionary(info.digest, raw));
+  }
   arrived_.insert(arrived_.end(), renamed_.begin(), renamed_.end());
   if (!arrived_.empty()) {
     std::vector<ObjectInfo> arrived;

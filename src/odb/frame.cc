@@ -9,11 +9,21 @@
 #include <cstring>
 #include <memory>
 
+#include "odb/dict.h"
+
 namespace ki::odb {
 namespace {
 
 void PutU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+}
+void PutU32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | uint8_t(p[i]);
+  return v;
 }
 uint64_t GetU64(const char* p) {
   uint64_t v = 0;
@@ -49,12 +59,12 @@ void AppendHeaderCheck(std::string& header) { header.append(HeaderCheck(header))
 }  // namespace
 
 std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
-                              bool compressed) {
+                              bool compressed, uint32_t dict_id) {
   std::string out;
   size_t mt = std::min<size_t>(media_type.size(), 0xffff);
-  out.reserve(kFrameHeaderSize + mt);
+  out.reserve(kFrameHeaderSize + mt + kFrameDictIdSize + kFrameHeaderCheckSize);
   out.append(kFrameMagic, 4);
-  out.push_back(char(kFrameVersion));
+  out.push_back(char(dict_id ? kFrameVersionDict : kFrameVersion));
   out.push_back(char(type));
   out.push_back(char(kind));
   out.push_back(compressed ? 1 : 0);  // flags
@@ -62,26 +72,30 @@ std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view me
   out.push_back(char(mt & 0xff));
   out.push_back(char(mt >> 8));
   out.append(media_type.substr(0, mt));
+  if (dict_id) PutU32(out, dict_id);
   AppendHeaderCheck(out);
   return out;
 }
 
 std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_type,
-                        std::string_view raw, int zstd_level) {
-  std::string out = EncodeFrameHeader(type, kind, media_type, raw.size(), false);
+                        std::string_view raw, int zstd_level, const Dictionary* dict) {
+  const ZSTD_CDict* cdict = dict ? dict->cdict(zstd_level) : nullptr;
+  const uint32_t dict_id = cdict ? dict->id() : 0;
+  // The compressed header is the longer one (a dictionary ID); the raw one
+  // replaces it below when compression does not pay.
+  std::string out = EncodeFrameHeader(type, kind, media_type, raw.size(), true, dict_id);
   size_t bound = ZSTD_compressBound(raw.size());
   size_t header = out.size();
   out.resize(header + bound);
-  size_t n = ZSTD_compressCCtx(ThreadCCtx(), out.data() + header, bound, raw.data(), raw.size(),
-                               zstd_level);
+  // With a dictionary zstd writes its ID into its own frame header
+  // (ZSTD_compress_usingCDict: content size and dictionary ID, no checksum).
+  size_t n = cdict ? ZSTD_compress_usingCDict(ThreadCCtx(), out.data() + header, bound, raw.data(), raw.size(), cdict)
+                   : ZSTD_compressCCtx(ThreadCCtx(), out.data() + header, bound, raw.data(), raw.size(), zstd_level);
   if (!ZSTD_isError(n) && n < raw.size()) {
     out.resize(header + n);
-    // The header again, flagged compressed (its check covers the flag).
-    const std::string flagged = EncodeFrameHeader(type, kind, media_type, raw.size(), true);
-    out.replace(0, header, flagged);
   } else {
     // Incompressible (or tiny): keep the bytes as they are.
-    out.resize(header);
+    out = EncodeFrameHeader(type, kind, media_type, raw.size(), false);
     out.append(raw);
   }
   return out;
@@ -92,9 +106,9 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
   const uint8_t version = uint8_t(f[4]);
-  if (version != kFrameVersion && version != kFrameVersionV1) {
+  if (version != kFrameVersion && version != kFrameVersionV1 && version != kFrameVersionDict) {
     return Status::Corruption(where + ": object frame version " + std::to_string(version) +
-                              " is not supported (this ki reads versions 1 and 2)");
+                              " is not supported (this ki reads versions 1, 2 and 3)");
   }
   FrameHeader h;
   h.version = version;
@@ -110,18 +124,47 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
   h.raw_size = GetU64(f.data() + 8);
   size_t mt = uint8_t(f[16]) | size_t(uint8_t(f[17])) << 8;
   const size_t check = version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize;
-  if (kFrameHeaderSize + mt + check > f.size()) return Status::Corruption(where + ": truncated frame header");
-  if (check && HeaderCheck(f.substr(0, kFrameHeaderSize + mt)) != f.substr(kFrameHeaderSize + mt, check)) {
-    return Status::Corruption(where + ": frame header damaged (its check does not match: type, kind, size or "
-                              "media type altered)");
+  const size_t dict = version == kFrameVersionDict ? kFrameDictIdSize : 0;
+  const size_t checked = kFrameHeaderSize + mt + dict;  // the bytes the check covers
+  if (checked + check > f.size()) return Status::Corruption(where + ": truncated frame header");
+  if (check && HeaderCheck(f.substr(0, checked)) != f.substr(checked, check)) {
+    return Status::Corruption(where + ": frame header damaged (its check does not match: type, kind, size, "
+                              "media type or dictionary altered)");
   }
   h.media_type.assign(f.data() + kFrameHeaderSize, mt);
-  h.payload_offset = kFrameHeaderSize + mt + check;
+  if (dict) {
+    h.dict_id = GetU32(f.data() + kFrameHeaderSize + mt);
+    if (h.dict_id == 0 || !h.compressed) {
+      return Status::Corruption(where + ": version 3 frame without a compressed payload or dictionary ID");
+    }
+  }
+  h.payload_offset = checked + check;
   return h;
 }
 
+namespace {
+
+// The dictionary a compressed payload needs, checked against both headers
+// (ours and zstd's) before anything is decoded: nullptr for none.
+Result<const ZSTD_DDict*> PayloadDictionary(std::string_view payload, const FrameHeader& h, const Dictionary* dict,
+                                            const std::string& where) {
+  const unsigned zid = ZSTD_getDictID_fromFrame(payload.data(), payload.size());
+  if (zid != h.dict_id) {
+    return Status::Corruption(where + ": the compressed payload names " +
+                              (zid ? DictionaryName(zid) : std::string("no dictionary")) + ", the frame header " +
+                              (h.dict_id ? DictionaryName(h.dict_id) : std::string("none")));
+  }
+  if (!h.dict_id) return nullptr;
+  if (!dict || dict->id() != h.dict_id) {
+    return Status::Corruption(where + ": compressed with " + DictionaryName(h.dict_id) + ", which was not found");
+  }
+  return dict->ddict();
+}
+
+}  // namespace
+
 Result<std::string> DecodeFrame(std::string_view f, const FrameHeader& h, uint64_t max_size,
-                                const std::string& where) {
+                                const std::string& where, const Dictionary* dict) {
   std::string_view payload = f.substr(h.payload_offset);
   if (h.raw_size > max_size) {
     return Status::Corruption(where + ": frame claims " + std::to_string(h.raw_size) +
@@ -140,8 +183,14 @@ Result<std::string> DecodeFrame(std::string_view f, const FrameHeader& h, uint64
   if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
     return Status::Corruption(where + ": compressed payload does not match the frame header");
   }
+  KI_ASSIGN_OR_RETURN(const ZSTD_DDict* ddict, PayloadDictionary(payload, h, dict, where));
   std::string out(size_t(h.raw_size), '\0');
-  size_t n = ZSTD_decompressDCtx(ThreadDCtx(), out.data(), out.size(), payload.data(), payload.size());
+  size_t n = ddict ? ZSTD_decompress_usingDDict(ThreadDCtx(), out.data(), out.size(), payload.data(), payload.size(),
+                                                ddict)
+                   // No dictionary, explicitly: the thread's context may still
+                   // reference one a streamed read used.
+                   : ZSTD_decompress_usingDict(ThreadDCtx(), out.data(), out.size(), payload.data(), payload.size(),
+                                               nullptr, 0);
   if (ZSTD_isError(n) || n != h.raw_size) {
     return Status::Corruption(where + ": cannot decompress: " +
                               (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output"));
@@ -291,7 +340,9 @@ Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& whe
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
   size_t mt = uint8_t(buf[16]) | size_t(uint8_t(buf[17])) << 8;
-  const size_t rest = mt + (uint8_t(buf[4]) == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize);
+  const uint8_t version = uint8_t(buf[4]);
+  const size_t rest = mt + (version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize) +
+                      (version == kFrameVersionDict ? kFrameDictIdSize : 0);
   buf.resize(kFrameHeaderSize + rest);
   KI_ASSIGN_OR_RETURN(size_t m, ReadFull(file, buf.data() + kFrameHeaderSize, rest));
   buf.resize(kFrameHeaderSize + m);  // short: ParseFrameHeader says truncated
@@ -299,7 +350,7 @@ Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& whe
 }
 
 Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, const std::string& where,
-                                 const ByteSink& out) {
+                                 const ByteSink& out, const Dictionary* dict) {
   Sha256 hash;
   std::string inbuf(kStreamChunk, '\0');
   uint64_t produced = 0;
@@ -321,6 +372,12 @@ Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, con
   }
   ZSTD_DCtx* d = ThreadDCtx();
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  // The dictionary referenced below is not left behind in the thread's
+  // context (it may be freed before the next read).
+  struct Unref {
+    ZSTD_DCtx* d;
+    ~Unref() { ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters); }
+  } unref{d};
   std::string outbuf(ZSTD_DStreamOutSize(), '\0');
   bool first = true, frame_done = false;
   // One call of zstd; true when it filled the output buffer (it may hold
@@ -345,6 +402,11 @@ Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, con
       unsigned long long content = ZSTD_getFrameContentSize(inbuf.data(), n);
       if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
         return Status::Corruption(where + ": compressed payload does not match the frame header");
+      }
+      KI_ASSIGN_OR_RETURN(const ZSTD_DDict* ddict, PayloadDictionary(std::string_view(inbuf.data(), n), h, dict, where));
+      if (ddict) {
+        size_t r = ZSTD_DCtx_refDDict(d, ddict);
+        if (ZSTD_isError(r)) return Status::IOError(where + ": zstd: " + ZstdError(r));
       }
       first = false;
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "ki/dictionary.h"
 #include "ki/digest.h"
 #include "ki/env.h"
 #include "ki/manifest.h"
@@ -27,8 +28,20 @@ inline constexpr char kFrameMagic[4] = {'K', 'I', 'O', 'B'};
 // index only.
 inline constexpr uint8_t kFrameVersion = 2;
 inline constexpr uint8_t kFrameVersionV1 = 1;
-inline constexpr size_t kFrameHeaderSize = 4 + 1 + 1 + 1 + 1 + 8 + 2;  // + media type (+ check) + payload
+// Version 3 is version 2 with a dictionary ID after the media type: the
+// payload is a zstd frame compressed with that dictionary (src/odb/dict.h).
+// Written only for such frames; every other frame is still version 2.
+inline constexpr uint8_t kFrameVersionDict = 3;
+inline constexpr size_t kFrameHeaderSize = 4 + 1 + 1 + 1 + 1 + 8 + 2;  // + media type (+ dict-id) (+ check) + payload
 inline constexpr size_t kFrameHeaderCheckSize = 4;
+inline constexpr size_t kFrameDictIdSize = 4;
+
+// A zstd dictionary's object: kDictionaryMediaType, IsDictionary (public,
+// in ki/dictionary.h: ki ls and a collector need them).
+using ki::IsDictionary;
+using ki::kDictionaryMediaType;
+
+class Dictionary;
 
 struct FrameHeader {
   ObjectType type = ObjectType::kBlob;
@@ -36,17 +49,19 @@ struct FrameHeader {
   bool compressed = false;
   uint64_t raw_size = 0;
   std::string media_type;
+  uint32_t dict_id = 0;      // version 3: the zstd dictionary the payload needs
   size_t payload_offset = 0;
   uint8_t version = kFrameVersion;  // 1: no header check
 };
 
-// Encodes raw bytes into a frame (zstd when it saves space).
+// Encodes raw bytes into a frame (zstd when it saves space), with `dict`
+// when given (a version 3 frame).
 std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_type,
-                        std::string_view raw, int zstd_level);
+                        std::string_view raw, int zstd_level, const Dictionary* dict = nullptr);
 
 // The bytes of a frame before its payload, as EncodeFrame writes them.
 std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
-                              bool compressed);
+                              bool compressed, uint32_t dict_id = 0);
 
 // Where a streamed frame's pieces go (a file being written, standard output).
 using ByteSink = std::function<Status(std::string_view)>;
@@ -87,15 +102,19 @@ Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& whe
 // raw_size before a byte is decoded, the length is exact) plus: nothing
 // may follow the zstd frame. A failed check is Corruption, found when the
 // bytes before it have already gone to `out`.
+// A version 3 frame needs its dictionary (`dict`, whose ID must be the
+// header's dict_id); a missing one is Corruption.
 Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, const std::string& where,
-                                 const ByteSink& out);
+                                 const ByteSink& out, const Dictionary* dict = nullptr);
 
 // Parses and bounds-checks a frame header. `where` names it in errors.
 Result<FrameHeader> ParseFrameHeader(std::string_view frame, const std::string& where);
 
 // Decodes a frame to raw bytes; raw_size is checked against max_size before
-// allocating, and the decompressed length must equal raw_size exactly.
+// allocating, and the decompressed length must equal raw_size exactly. A
+// version 3 frame needs `dict`, as DecodeFrameStream does; the zstd frame's
+// own dictionary ID must be the header's (and none for other versions).
 Result<std::string> DecodeFrame(std::string_view frame, const FrameHeader& h, uint64_t max_size,
-                                const std::string& where);
+                                const std::string& where, const Dictionary* dict = nullptr);
 
 }  // namespace ki::odb

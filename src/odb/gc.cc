@@ -112,8 +112,8 @@ constexpr std::string_view kCompactPrefix = "gc-compact-";
 
 // Tables the store itself keeps (tables.h).
 const std::vector<std::string_view>& StoreTables() {
-  static const std::vector<std::string_view> t = {kObjects, kMeta,     kKinds,   kRefs, kAbsent, kNames,
-                                                  kBareNames, kNamesOf, kNameSet, kDocs, kTags,   kAdded};
+  static const std::vector<std::string_view> t = {kObjects,   kMeta,    kKinds,   kRefs, kDicts, kAbsent, kNames,
+                                                  kBareNames, kNamesOf, kNameSet, kDocs, kTags,  kAdded};
   return t;
 }
 
@@ -190,6 +190,9 @@ class Collector {
     auto root = [&](const Digest& d, std::string why) { roots.emplace_back(d, std::move(why)); };
     KI_RETURN_IF_ERROR(store_->ForEachObject([&](const ObjectInfo& info) {
       infos_.push_back(info);
+      // Frames name their zstd dictionary by ID, not by a reference the
+      // walk follows: every dictionary is kept (ki/dictionary.h).
+      if (IsDictionary(info)) root(info.digest, "zstd dictionary");
       for (GcReferences* refs : Registry())
         if (refs->IsRoot(info)) root(info.digest, "root (" + Describe(info) + ")");
       return true;

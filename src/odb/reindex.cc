@@ -9,7 +9,7 @@ Result<AuditReport> LmdbStore::Reindex() {
   auto* batch = static_cast<LmdbBatch*>(batch_base.get());
   // The store's own derived tables, and every derived index's: Commit
   // hands the indexes every object indexed below (all of them).
-  std::vector<std::string_view> derived = {kMeta, kKinds, kRefs};
+  std::vector<std::string_view> derived = {kMeta, kKinds, kRefs, kDicts};
   for (DerivedIndex* index : DerivedIndexes())
     for (auto t : index->Tables()) derived.push_back(t);
   for (std::string_view t : derived) {
@@ -17,11 +17,20 @@ Result<AuditReport> LmdbStore::Reindex() {
     KI_RETURN_IF_ERROR(batch->txn().Drop(dbi));
   }
   std::vector<std::string> problems;
+  // The dictionary a frame needs: filed already (dictionaries are indexed
+  // first), or built into ki and stored again here.
+  auto dictionary_for = [&](const FrameHeader& h, const std::string& where) -> Result<std::shared_ptr<const Dictionary>> {
+    if (!h.dict_id) return std::shared_ptr<const Dictionary>();
+    if (BuiltinDictionary(h.dict_id)) KI_RETURN_IF_ERROR(batch->EnsureDictionary(h.dict_id));
+    return FrameDictionary(batch->txn(), h.dict_id, where);
+  };
   auto index_one = [&](std::string_view frame, Location loc, const std::string& where,
                        std::optional<Digest> expect) -> Status {
     auto h = odb::ParseFrameHeader(frame, where);
     if (!h.ok()) return problems.push_back(h.status().message()), Status::OK();
-    auto raw = odb::DecodeFrame(frame, *h, opts_.max_object_size, where);
+    auto dict = dictionary_for(*h, where);
+    if (!dict.ok()) return problems.push_back(dict.status().message()), Status::OK();
+    auto raw = odb::DecodeFrame(frame, *h, opts_.max_object_size, where, dict->get());
     if (!raw.ok()) return problems.push_back(raw.status().message()), Status::OK();
     Digest d = Sha256Of(*raw);
     if (expect && d != *expect) {
@@ -40,7 +49,16 @@ Result<AuditReport> LmdbStore::Reindex() {
       frames.emplace_back(Digest::FromRaw(cur.key()), std::string(cur.value()));
       KI_ASSIGN_OR_RETURN(more, cur.Next());
     }
-    for (auto& [d, frame] : frames) KI_RETURN_IF_ERROR(index_one(frame, Location::kIndex, d.str(), d));
+    // Dictionaries first: the frames after them may need them.
+    auto is_dictionary = [](std::string_view frame) {
+      auto h = odb::ParseFrameHeader(frame, "");
+      return h.ok() && h->type == ObjectType::kBlob && h->media_type == kDictionaryMediaType;
+    };
+    for (int pass = 0; pass < 2; ++pass) {
+      for (auto& [d, frame] : frames) {
+        if (is_dictionary(frame) == (pass == 0)) KI_RETURN_IF_ERROR(index_one(frame, Location::kIndex, d.str(), d));
+      }
+    }
   }
   KI_ASSIGN_OR_RETURN(auto fanout, env()->ListDir(ObjectsDir(dir_)));
   for (const auto& sub : fanout) {
@@ -60,8 +78,13 @@ Result<AuditReport> LmdbStore::Reindex() {
         problems.push_back(h.status().message());
         continue;
       }
-      if (h->type == ObjectType::kBlob) {
-        auto got = odb::DecodeFrameStream(*file, *h, path, Discard);
+      if (h->type == ObjectType::kBlob && h->media_type != kDictionaryMediaType) {
+        auto dict = dictionary_for(*h, path);
+        if (!dict.ok()) {
+          problems.push_back(dict.status().message());
+          continue;
+        }
+        auto got = odb::DecodeFrameStream(*file, *h, path, Discard, dict->get());
         if (!got.ok()) {
           problems.push_back(got.status().message());
         } else if (*got != *d) {
@@ -95,7 +118,7 @@ Status LmdbStore::Upgrade() {
   const std::string format = FormatPath(dir_);
   KI_RETURN_IF_ERROR(env()->WriteFileAtomic(format, kFormatLine, Durability::kSync));
   KI_RETURN_IF_ERROR(env()->SyncDir(dir_));
-  format_version_ = 2;
+  format_version_ = 3;
   return Status::OK();
 }
 

@@ -52,9 +52,11 @@ Status LmdbStore::Open(OpenMode mode) {
   KI_ASSIGN_OR_RETURN(std::string fmt, env()->ReadFile(FormatPath(dir_), 4096));
   if (fmt == kFormatLineV1) {
     format_version_ = 1;
+  } else if (fmt == kFormatLineV2) {
+    format_version_ = 2;
   } else if (fmt != kFormatLine) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 2', and upgrades 'ki-store 1')");
+                                "' (this ki reads 'ki-store 3' and 'ki-store 2', and upgrades 'ki-store 1')");
   }
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
@@ -66,8 +68,24 @@ Status LmdbStore::Open(OpenMode mode) {
     KI_ASSIGN_OR_RETURN(lock_, StoreLock::Shared(dir_, read_only_));
   }
   KI_RETURN_IF_ERROR(lmdb_.Open(IndexDir(dir_), opts_.map_size, read_only_));
-  KI_RETURN_IF_ERROR(
-      lmdb_.OpenAllTables({kObjects, kMeta, kKinds, kRefs, kAbsent, kNames, kBareNames, kNamesOf, kNameSet, kDocs, kTags, kAdded}));
+  KI_RETURN_IF_ERROR(lmdb_.OpenAllTables(
+      {kObjects, kMeta, kKinds, kRefs, kDicts, kAbsent, kNames, kBareNames, kNamesOf, kNameSet, kDocs, kTags, kAdded}));
+  if (!read_only_ && format_version_ == 2) {
+    // Format 2 -> 3: frames are read as they are; each derived index
+    // adapts its tables (catalog.cohort drops its copies of the run
+    // entries). FORMAT says 3 before a dictionary frame can be written, so
+    // that a ki reading format 2 refuses the store instead of failing on
+    // frames. Killed before FORMAT is rewritten, the next open does it
+    // again (each step is idempotent).
+    {
+      KI_ASSIGN_OR_RETURN(auto batch, NewBatch());
+      for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 2));
+      KI_RETURN_IF_ERROR(batch->Commit());
+    }
+    KI_RETURN_IF_ERROR(env()->WriteFileAtomic(FormatPath(dir_), kFormatLine, Durability::kSync));
+    KI_RETURN_IF_ERROR(env()->SyncDir(dir_));
+    format_version_ = 3;
+  }
   if (opts_.snapshot_reads) {
     // A writer would not see its own commits through the snapshot.
     if (!read_only_) return Status::InvalidInput("snapshot_reads needs a store opened read-only");
@@ -134,13 +152,75 @@ Result<std::string> LmdbStore::ReadLooseFrame(const ObjectInfo& info) {
   }
 }
 
-Result<std::string> LmdbStore::DecodeChecked(const ObjectInfo& info, std::string_view frame) {
+namespace {
+// What to do about a dictionary a frame needs and the store lacks.
+std::string RestoreHint(uint32_t id) {
+  return BuiltinDictionary(id) ? " (it is built into this ki: ki audit --reindex restores it)"
+                               : " (not built into this ki: the ki that wrote the frame restores it with ki audit "
+                                 "--reindex)";
+}
+}  // namespace
+
+Result<std::shared_ptr<const Dictionary>> LmdbStore::FrameDictionary(uint32_t id, const std::string& where) {
+  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+  return FrameDictionary(*read, id, where);
+}
+
+Result<std::shared_ptr<const Dictionary>> LmdbStore::FrameDictionary(lmdb::Txn& txn, uint32_t id,
+                                                                     const std::string& where) {
+  const std::string name = DictionaryName(id);
+  KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kDicts));
+  std::optional<std::string_view> v;
+  if (dbi) {
+    KI_ASSIGN_OR_RETURN(v, txn.Get(*dbi, DictKey(id)));
+  }
+  if (!v || v->size() != 32) {
+    return Status::Corruption(where + ": compressed with " + name + ", which the store does not hold" + RestoreHint(id));
+  }
+  const Digest d = Digest::FromRaw(*v);
+  {
+    std::lock_guard<std::mutex> lock(dict_mu_);
+    auto it = dicts_.find(id);
+    if (it != dicts_.end() && it->second->digest() == d) return it->second;
+  }
+  auto bad = [&](const std::string& why) {
+    return Status::Corruption(where + ": compressed with " + name + " (" + d.str() + "), " + why + RestoreHint(id));
+  };
+  KI_ASSIGN_OR_RETURN(auto info, StatIn(txn, d));
+  if (!info) return bad("which the store does not hold");
+  auto frame = ReadFrameIn(txn, *info);
+  if (!frame.ok()) return bad("which is damaged: " + frame.status().message());
+  auto h = ParseFrameHeader(*frame, d.str());
+  if (!h.ok()) return bad("which is damaged: " + h.status().message());
+  if (h->dict_id || !FrameAgrees(*h, *info)) return bad("which is damaged: its frame header is not a dictionary's");
+  auto raw = DecodeFrame(*frame, *h, opts_.max_object_size, d.str());
+  if (!raw.ok()) return bad("which is damaged: " + raw.status().message());
+  if (Sha256Of(*raw) != d) return bad("which is damaged: its content hashes to " + Sha256Of(*raw).str());
+  auto dict = Dictionary::Load(std::move(raw).value(), d.str());
+  if (!dict.ok()) return bad("which is damaged: " + dict.status().message());
+  if ((*dict)->id() != id) return bad("which holds " + DictionaryName((*dict)->id()) + " instead");
+  std::lock_guard<std::mutex> lock(dict_mu_);
+  dicts_[id] = *dict;
+  return *dict;
+}
+
+Result<std::string> LmdbStore::DecodeCheckedIn(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
+                                               uint32_t* dict_fault) {
   std::string where = info.digest.str();
   KI_ASSIGN_OR_RETURN(auto h, odb::ParseFrameHeader(frame, where));
   if (!FrameAgrees(h, info)) {
     return Status::Corruption(where + ": frame header disagrees with the index");
   }
-  KI_ASSIGN_OR_RETURN(std::string raw, odb::DecodeFrame(frame, h, opts_.max_object_size, where));
+  std::shared_ptr<const Dictionary> dict;
+  if (h.dict_id) {
+    auto got = txn ? FrameDictionary(*txn, h.dict_id, where) : FrameDictionary(h.dict_id, where);
+    if (!got.ok()) {
+      if (dict_fault) *dict_fault = h.dict_id;
+      return got.status();
+    }
+    dict = std::move(got).value();
+  }
+  KI_ASSIGN_OR_RETURN(std::string raw, odb::DecodeFrame(frame, h, opts_.max_object_size, where, dict.get()));
   Digest got = Sha256Of(raw);
   if (got != info.digest) {
     return Status::Corruption(where + ": content hashes to " + got.str());
@@ -149,15 +229,17 @@ Result<std::string> LmdbStore::DecodeChecked(const ObjectInfo& info, std::string
 }
 
 Result<std::string> LmdbStore::Read(const Digest& d) {
-  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  // One read transaction for the entry, the frame and its dictionary.
+  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+  KI_ASSIGN_OR_RETURN(auto info, StatIn(*read, d));
   if (!info) return Status::NotFound(d.str() + " is not in the store");
   if (info->size > opts_.max_object_size) {
     return Status::InvalidInput(d.str() + " is " + std::to_string(info->size) + " bytes, over the limit of " +
                                 std::to_string(opts_.max_object_size) +
                                 " for an object read whole into memory (ki cat streams it)");
   }
-  KI_ASSIGN_OR_RETURN(std::string frame, ReadFrame(*info));
-  return DecodeChecked(*info, frame);
+  KI_ASSIGN_OR_RETURN(std::string frame, ReadFrameIn(*read, *info));
+  return DecodeCheckedIn(&*read, *info, frame);
 }
 
 Status LmdbStore::ReadStream(const Digest& d, const std::function<Status(std::string_view)>& out) {
@@ -180,7 +262,11 @@ Status LmdbStore::StreamLoose(const ObjectInfo& info, const std::function<Status
   if (!FrameAgrees(h, info)) {
     return Status::Corruption(where + ": frame header disagrees with the index");
   }
-  KI_ASSIGN_OR_RETURN(Digest got, odb::DecodeFrameStream(**file, h, where, out));
+  std::shared_ptr<const Dictionary> dict;
+  if (h.dict_id) {
+    KI_ASSIGN_OR_RETURN(dict, FrameDictionary(h.dict_id, where));
+  }
+  KI_ASSIGN_OR_RETURN(Digest got, odb::DecodeFrameStream(**file, h, where, out, dict.get()));
   if (got != info.digest) return Status::Corruption(where + ": content hashes to " + got.str());
   return Status::OK();
 }
@@ -188,17 +274,22 @@ Status LmdbStore::StreamLoose(const ObjectInfo& info, const std::function<Status
 Status LmdbStore::CheckUnindexedLoose(const std::string& path, const Digest& d) {
   KI_ASSIGN_OR_RETURN(auto file, env()->NewSequentialFile(path));
   KI_ASSIGN_OR_RETURN(auto h, ReadFrameHeader(*file, path));
-  KI_ASSIGN_OR_RETURN(Digest got, DecodeFrameStream(*file, h, path, Discard));
+  std::shared_ptr<const Dictionary> dict;
+  if (h.dict_id) {
+    KI_ASSIGN_OR_RETURN(dict, FrameDictionary(h.dict_id, path));
+  }
+  KI_ASSIGN_OR_RETURN(Digest got, DecodeFrameStream(*file, h, path, Discard, dict.get()));
   if (got != d) return Status::Corruption(path + ": content hashes to " + got.str());
   return Status::OK();
 }
 
 Result<Manifest> LmdbStore::ReadManifest(const Digest& d) {
-  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+  KI_ASSIGN_OR_RETURN(auto info, StatIn(*read, d));
   if (!info) return Status::NotFound(d.str() + " is not in the store");
   if (info->type != ObjectType::kManifest) return Status::InvalidInput(d.str() + " is a blob, not a manifest");
-  KI_ASSIGN_OR_RETURN(std::string frame, ReadFrame(*info));
-  KI_ASSIGN_OR_RETURN(std::string raw, DecodeChecked(*info, frame));
+  KI_ASSIGN_OR_RETURN(std::string frame, ReadFrameIn(*read, *info));
+  KI_ASSIGN_OR_RETURN(std::string raw, DecodeCheckedIn(&*read, *info, frame));
   // The bytes were validated when stored and have just been re-hashed.
   auto m = ManifestFromStored(raw, d);
   if (!m.ok()) return Status::Corruption(m.status().message());
@@ -320,7 +411,8 @@ EncodedManifest LmdbStore::EncodeManifest(const Manifest& m, std::optional<std::
   e.object.media_type = "application/vnd.kernelindex.manifest+json";
   e.object.raw_size = m.canonical.size();
   e.object.frame = odb::EncodeFrame(ObjectType::kManifest, uint8_t(m.kind), e.object.media_type, m.canonical,
-                                    opts_.zstd_level);
+                                    opts_.zstd_level,
+                                    BuiltinDictionaryFor(ObjectType::kManifest, uint8_t(m.kind), e.object.media_type));
   e.references = ExtractReferences(m);
   if (document) {
     EncodedObject& d = e.document.emplace();
@@ -328,7 +420,8 @@ EncodedManifest LmdbStore::EncodeManifest(const Manifest& m, std::optional<std::
     d.type = ObjectType::kBlob;
     d.media_type = std::string(document_media_type);
     d.raw_size = document->size();
-    d.frame = odb::EncodeFrame(ObjectType::kBlob, 0, document_media_type, *document, opts_.zstd_level);
+    d.frame = odb::EncodeFrame(ObjectType::kBlob, 0, document_media_type, *document, opts_.zstd_level,
+                               BuiltinDictionaryFor(ObjectType::kBlob, 0, document_media_type));
   }
   return e;
 }

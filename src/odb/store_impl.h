@@ -11,6 +11,8 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "index/lmdb.h"
+#include "odb/dict.h"
 #include "odb/frame.h"
 #include "odb/store_lock.h"
 #include "odb/tables.h"
@@ -84,14 +87,17 @@ class LmdbBatch final : public Batch {
   Status PointName(Kind kind, std::string_view name, const Digest& target);
   Status RecordAbsent(const AbsentInfo& info) override;
   Status Put(std::string_view table, std::string_view key, std::string_view value) override {
+    KI_RETURN_IF_ERROR(FlushFor(table));
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
     return PutKV(dbi, key, value);
   }
   Status Delete(std::string_view table, std::string_view key) override {
+    KI_RETURN_IF_ERROR(FlushFor(table));
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
     return DelKV(dbi, key);
   }
   Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override {
+    KI_RETURN_IF_ERROR(FlushFor(table));
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
     KI_ASSIGN_OR_RETURN(auto v, txn_.Get(dbi, key));
     if (!v) return std::optional<std::string>();
@@ -99,20 +105,26 @@ class LmdbBatch final : public Batch {
   }
   Status Scan(std::string_view table, std::string_view prefix,
               const std::function<bool(std::string_view, std::string_view)>& fn) override;
-  Result<bool> Has(const Digest& d) override {
-    KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
-    KI_ASSIGN_OR_RETURN(auto v, txn_.Get(meta, d.raw()));
-    return v.has_value();
-  }
+  Result<bool> Has(const Digest& d) override;
   Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
   Result<std::string> Read(const Digest& d) override;
   Result<Manifest> ReadManifest(const Digest& d) override;
   Status DropTable(std::string_view table) override {
+    KI_RETURN_IF_ERROR(FlushFor(table));
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
     last_.erase(dbi);
     return txn_.Drop(dbi);
   }
   Status Commit() override;
+
+  // Makes sure the store holds the dictionary with this ID before a frame
+  // that names it is written: a built-in one is stored (once per batch) if
+  // the store does not hold it. An ID neither held nor built in is
+  // InvalidInput.
+  Status EnsureDictionary(uint32_t id);
+  // Files a dictionary object under its ID in `dicts` (the smallest digest
+  // of several with one ID); bytes that are not a dictionary are not filed.
+  Status IndexDictionary(const Digest& d, std::string_view raw);
 
   // Used by Reindex(): the frame is already on disk.
   Status IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc, uint64_t stored_size,
@@ -163,6 +175,23 @@ class LmdbBatch final : public Batch {
   // Manifests held before that this batch gave a new name (RecordName).
   std::vector<ObjectInfo> renamed_;
   std::unordered_set<Digest> named_;
+  std::unordered_set<uint32_t> dicts_ensured_;
+  // New objects kept in LMDB, held back (until Commit, a use of their
+  // tables by name, or kPendingLimit bytes) and then written in digest
+  // order: a batch's objects, in whatever order they were put, then fill
+  // LMDB's pages instead of splitting them (an import puts its facts
+  // objects after its manifests). Reads in the batch see them.
+  struct PendingObject {
+    ObjectInfo info;
+    std::string frame;
+  };
+  static constexpr size_t kPendingLimit = 256 << 20;
+  std::map<Digest, PendingObject> pending_;
+  size_t pending_bytes_ = 0;
+  Status FlushPending();
+  Status FlushFor(std::string_view table) {
+    return table == kObjects || table == kMeta ? FlushPending() : Status::OK();
+  }
   bool committed_ = false;
 };
 
@@ -209,8 +238,27 @@ class LmdbStore final : public Store {
   Result<std::string> ReadFrameIn(lmdb::Txn& txn, const ObjectInfo& info);
   Result<std::string> ReadLooseFrame(const ObjectInfo& info);
 
-  // Decodes a frame and checks that it is what the index says it is.
-  Result<std::string> DecodeChecked(const ObjectInfo& info, std::string_view frame);
+  // Decodes a frame and checks that it is what the index says it is. A
+  // dictionary the frame needs is read through `txn` (nullptr: a read
+  // transaction of its own); when that is what failed, *dict_fault is set
+  // to its ID.
+  Result<std::string> DecodeChecked(const ObjectInfo& info, std::string_view frame, uint32_t* dict_fault = nullptr) {
+    return DecodeCheckedIn(nullptr, info, frame, dict_fault);
+  }
+  Result<std::string> DecodeCheckedIn(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
+                                      uint32_t* dict_fault = nullptr);
+
+  // The dictionary with this ID, as the store holds it (`dicts`, then the
+  // object, re-hashed): Corruption naming it when the store does not hold
+  // it or its bytes are damaged; `where` names the frame that needs it.
+  // Cached per store: reads run on several threads.
+  Result<std::shared_ptr<const Dictionary>> FrameDictionary(lmdb::Txn& txn, uint32_t id, const std::string& where);
+  Result<std::shared_ptr<const Dictionary>> FrameDictionary(uint32_t id, const std::string& where);
+  // A dictionary whose object a batch is storing (the same bytes).
+  void CacheDictionary(std::shared_ptr<const Dictionary> d) {
+    std::lock_guard<std::mutex> lock(dict_mu_);
+    dicts_[d->id()] = std::move(d);
+  }
 
   Result<std::string> Read(const Digest& d) override;
 
@@ -280,11 +328,15 @@ class LmdbStore final : public Store {
   // Killed at any point, the store stays format 1 (or is already 2) and
   // the next open upgrades it again; nothing is lost.
   Status Upgrade();
-  Status CheckDerived(const std::vector<ObjectInfo>& infos, AuditReport* report);
+  // `unreadable`: objects that are faults already (left out, as reindex
+  // leaves them out).
+  Status CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& unreadable,
+                      AuditReport* report);
   // What the store's own derived tables must hold, gathered by Audit as it
-  // reads every manifest.
+  // reads every manifest (and dictionary).
   struct ExpectedTables {
     std::unordered_set<std::string> kinds, refs;
+    std::map<uint32_t, Digest> dicts;
   };
   Status CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                           AuditReport* report);
@@ -296,16 +348,19 @@ class LmdbStore final : public Store {
 
  private:
   // Checks one object: bytes re-hashed, frame agrees with the index.
-  CheckEntry Check(const ObjectInfo& info, std::string* raw_out);
+  // *dict_fault: as DecodeChecked sets it.
+  CheckEntry Check(const ObjectInfo& info, std::string* raw_out, uint32_t* dict_fault = nullptr);
 
   std::string dir_;
   StoreOptions opts_;
   bool read_only_ = true;
-  int format_version_ = 2;
+  int format_version_ = 3;
   // Declared before lmdb_: released only after the environment is closed.
   StoreLock lock_;
   bool callers_lock_ = false;
   lmdb::Environment lmdb_;
+  std::mutex dict_mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<const Dictionary>> dicts_;
   // StoreOptions::snapshot_reads; declared after lmdb_ so that it ends first.
   lmdb::Txn snapshot_;
   std::thread::id snapshot_thread_;

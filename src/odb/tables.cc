@@ -7,18 +7,37 @@
 
 namespace ki::odb {
 
-// meta value: type u8, kind u8, location u8, reserved u8, size u64 LE,
-// stored_size u64 LE, media type bytes (rest of the value).
+namespace {
+// Media types most objects have, by a number that stands for them in a meta
+// value (docs/format.md, "Index"): never renumber, never reuse.
+constexpr std::string_view kMediaTypeCodes[] = {
+    "",  // 0: the media type follows as text
+    "application/vnd.kernelindex.manifest+json",
+    "application/vnd.kernelindex.document+json",
+    "application/vnd.kernelindex.document+yaml",
+    "application/vnd.ki.catalog.facts.v1+json",
+    "application/vnd.ki.catalog.import.v1+json",
+    "application/vnd.ki.zstd-dictionary",
+    "application/vnd.dsse.envelope.v1+json",
+};
+constexpr size_t kMediaTypeCodeCount = sizeof(kMediaTypeCodes) / sizeof(kMediaTypeCodes[0]);
+}  // namespace
+
+// meta value: type u8, kind u8, location u8, media type code u8, size u64
+// LE, stored_size u64 LE, then (code 0) the media type's bytes.
 std::string PackMeta(const ObjectInfo& info) {
+  uint8_t code = 0;
+  for (size_t i = 1; i < kMediaTypeCodeCount; ++i)
+    if (info.media_type == kMediaTypeCodes[i]) code = uint8_t(i);
   std::string v;
-  v.reserve(20 + info.media_type.size());
+  v.reserve(20 + (code ? 0 : info.media_type.size()));
   v.push_back(char(info.type));
   v.push_back(char(info.kind ? uint8_t(*info.kind) : 0));
   v.push_back(char(info.location));
-  v.push_back(0);
+  v.push_back(char(code));
   for (uint64_t x : {info.size, info.stored_size})
     for (int i = 0; i < 8; ++i) v.push_back(char((x >> (8 * i)) & 0xff));
-  v.append(info.media_type);
+  if (!code) v.append(info.media_type);
   return v;
 }
 
@@ -34,7 +53,13 @@ bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out) {
     for (int i = 7; i >= 0; --i) xs[j] = (xs[j] << 8) | uint8_t(v[4 + 8 * j + i]);
   out->size = xs[0];
   out->stored_size = xs[1];
-  out->media_type.assign(v.substr(20));
+  const uint8_t code = uint8_t(v[3]);
+  if (code == 0) {
+    out->media_type.assign(v.substr(20));
+  } else {
+    if (code >= kMediaTypeCodeCount || v.size() != 20) return false;
+    out->media_type.assign(kMediaTypeCodes[code]);
+  }
   return true;
 }
 
@@ -42,6 +67,19 @@ std::string KindKey(Kind k, const Digest& d) {
   std::string key(1, char(uint8_t(k)));
   key.append(d.raw());
   return key;
+}
+
+std::string DictKey(uint32_t id) {
+  std::string key(4, '\0');
+  for (int i = 0; i < 4; ++i) key[i] = char((id >> (8 * (3 - i))) & 0xff);
+  return key;
+}
+
+uint32_t DictKeyId(std::string_view key) {
+  if (key.size() != 4) return 0;
+  uint32_t id = 0;
+  for (char c : key) id = (id << 8) | uint8_t(c);
+  return id;
 }
 
 std::string NameKey(Kind k, std::string_view name) {

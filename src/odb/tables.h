@@ -17,6 +17,9 @@ inline constexpr std::string_view kObjects = "objects";
 inline constexpr std::string_view kMeta = "meta";    // digest -> packed ObjectInfo
 inline constexpr std::string_view kKinds = "kinds";  // kind byte + digest -> ""
 inline constexpr std::string_view kRefs = "refs";    // target + referrer + field -> ""
+// zstd dictionary ID (4 bytes, big-endian) -> digest of the dictionary
+// object holding it (of several with one ID, the smallest digest).
+inline constexpr std::string_view kDicts = "dicts";
 // Facts not recoverable from object bytes (kept by Reindex()).
 inline constexpr std::string_view kAbsent = "absent";        // digest -> JSON {mediaType,size,uri}
 inline constexpr std::string_view kNames = "names";          // "Kind/name" -> digest
@@ -39,6 +42,8 @@ bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out);
 // ---- keys: every key of the tables above is built here
 
 std::string KindKey(Kind k, const Digest& d);              // kinds
+std::string DictKey(uint32_t id);                          // dicts
+uint32_t DictKeyId(std::string_view key);                  // 0 when not a dicts key
 std::string NameKey(Kind k, std::string_view name);        // names: "Kind/name"
 // nameset: "Kind/name" + digest. metadata.name is at most 200 characters
 // (the KernelIndex schemas), so the key is far below LMDB's limit.
@@ -59,8 +64,13 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // ---- paths: every path inside a store directory is built here
 
 // FORMAT's contents. Format 2 (2026-12): catalog facts are objects and every
-// catalog table is derived. A format-1 store is upgraded when it is opened.
-inline constexpr std::string_view kFormatLine = "ki-store 2\n";
+// catalog table is derived. Format 3: frames may be compressed with a zstd
+// dictionary (frame version 3), which a ki that reads format 2 cannot
+// decode, so it must refuse the store instead. A format-1 store is upgraded
+// when it is opened; a format-2 one when it is opened for writing (nothing
+// to convert: its frames stay as they are).
+inline constexpr std::string_view kFormatLine = "ki-store 3\n";
+inline constexpr std::string_view kFormatLineV2 = "ki-store 2\n";
 inline constexpr std::string_view kFormatLineV1 = "ki-store 1\n";
 std::string FormatPath(const std::string& store_dir);  // FORMAT
 std::string IndexDir(const std::string& store_dir);    // index/ (LMDB's data.mdb, lock.mdb)

@@ -1,5 +1,11 @@
 #include "odb/frame.h"
 
+#include <zdict.h>
+#include <set>
+
+#include "ki/embedded.h"
+#include "odb/dict.h"
+#include "testutil/string_file.h"
 #include "testutil/testutil.h"
 
 namespace ki::odb {
@@ -85,6 +91,154 @@ TEST(Frame, VersionOneFramesAreRead) {
   auto back = DecodeFrame(v1, *h, 1 << 20, "t");
   ASSERT_OK(back);
   EXPECT_EQ(*back, "hello");
+}
+
+// ---- version 3: frames compressed with a zstd dictionary
+
+// Small JSON documents alike in their field names and differing in values,
+// as manifests of one kind are.
+std::string Sample(int i) {
+  return "{\"apiVersion\":\"kernelindex.org/v1alpha1\",\"kind\":\"BenchmarkRun\",\"spec\":{\"implementationDigest\":"
+         "\"sha256:" + Sha256Of(std::to_string(i)).hex() + "\",\"measurement\":{\"unit\":\"us\",\"median\":" +
+         std::to_string(10 + i % 97) + "." + std::to_string(i % 10) + ",\"samples\":" + std::to_string(100 + i) +
+         "},\"status\":\"" + (i % 3 ? "published" : "draft") + "\"}}";
+}
+
+std::shared_ptr<const Dictionary> TrainedDictionary(int seed) {
+  std::string samples;
+  std::vector<size_t> sizes;
+  for (int i = 0; i < 400; ++i) {
+    std::string s = Sample(i * 7 + seed);
+    samples += s;
+    sizes.push_back(s.size());
+  }
+  std::string dict(4096, '\0');
+  size_t n = ZDICT_trainFromBuffer(dict.data(), dict.size(), samples.data(), sizes.data(), unsigned(sizes.size()));
+  EXPECT_FALSE(ZDICT_isError(n)) << ZDICT_getErrorName(n);
+  dict.resize(ZDICT_isError(n) ? 0 : n);
+  auto d = Dictionary::Load(dict, "trained");
+  EXPECT_OK(d);
+  return d.ok() ? *d : nullptr;
+}
+
+TEST(FrameDict, RoundTripAndSmallerThanPlain) {
+  auto dict = TrainedDictionary(0);
+  ASSERT_NE(dict, nullptr);
+  EXPECT_NE(dict->id(), 0u);
+  const std::string raw = Sample(100001);
+  const std::string plain = EncodeFrame(ObjectType::kManifest, 8, "m", raw, 3);
+  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", raw, 3, dict.get());
+  EXPECT_LT(f.size() + 40, plain.size()) << "a dictionary frame " << f.size() << ", plain " << plain.size();
+  auto h = ParseFrameHeader(f, "t");
+  ASSERT_OK(h);
+  EXPECT_EQ(h->version, kFrameVersionDict);
+  EXPECT_EQ(h->dict_id, dict->id());
+  EXPECT_TRUE(h->compressed);
+  auto back = DecodeFrame(f, *h, 1 << 20, "t", dict.get());
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, raw);
+  // Streamed too; then a plain frame on the same thread decodes without
+  // the dictionary the stream used.
+  test::StringFile file(f);
+  auto sh = ReadFrameHeader(file, "t");
+  ASSERT_OK(sh);
+  EXPECT_EQ(sh->dict_id, dict->id());
+  std::string streamed;
+  auto got = DecodeFrameStream(file, *sh, "t", [&](std::string_view b) {
+    streamed.append(b);
+    return Status::OK();
+  }, dict.get());
+  ASSERT_OK(got);
+  EXPECT_EQ(*got, Sha256Of(raw));
+  EXPECT_EQ(streamed, raw);
+  auto ph = ParseFrameHeader(plain, "t");
+  ASSERT_OK(ph);
+  EXPECT_EQ(ph->version, kFrameVersion);  // no dictionary: still version 2
+  auto plain_back = DecodeFrame(plain, *ph, 1 << 20, "t");
+  ASSERT_OK(plain_back);
+  EXPECT_EQ(*plain_back, raw);
+}
+
+TEST(FrameDict, MissingOrWrongDictionaryIsCorruptionNamingIt) {
+  auto dict = TrainedDictionary(0);
+  auto other = TrainedDictionary(3);
+  ASSERT_NE(dict, nullptr);
+  ASSERT_NE(other, nullptr);
+  ASSERT_NE(dict->id(), other->id());
+  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", Sample(5), 3, dict.get());
+  auto h = ParseFrameHeader(f, "t");
+  ASSERT_OK(h);
+  for (const Dictionary* given : {static_cast<const Dictionary*>(nullptr), other.get()}) {
+    auto r = DecodeFrame(f, *h, 1 << 20, "t", given);
+    ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(DictionaryName(dict->id())), std::string::npos) << r.status().message();
+    test::StringFile file(f);
+    auto sh = ReadFrameHeader(file, "t");
+    ASSERT_OK(sh);
+    auto s = DecodeFrameStream(file, *sh, "t", [](std::string_view) { return Status::OK(); }, given);
+    EXPECT_TRUE(s.status().IsCorruption()) << s.status().ToString();
+  }
+}
+
+// The header check covers the dictionary ID: a flipped bit there, or in any
+// other header byte, is corruption before anything is decoded. A frame
+// whose header and check were both rewritten to name another dictionary
+// is still refused: zstd's own frame header names the one it was made with.
+TEST(FrameDict, FlippedDictionaryIdOrHeaderByteIsCorruption) {
+  auto dict = TrainedDictionary(0);
+  ASSERT_NE(dict, nullptr);
+  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", Sample(9), 3, dict.get());
+  const size_t id_at = kFrameHeaderSize + 1;  // media type "m"
+  const size_t header = id_at + kFrameDictIdSize + kFrameHeaderCheckSize;
+  for (size_t i = 4; i < header; ++i) {
+    for (uint8_t bit : {0x01, 0x10, 0x80}) {
+      std::string bad = f;
+      bad[i] = char(uint8_t(bad[i]) ^ bit);
+      auto h = ParseFrameHeader(bad, "t");
+      EXPECT_TRUE(h.status().IsCorruption()) << "byte " << i << " bit " << int(bit);
+    }
+  }
+  std::string forged = f;
+  forged[id_at] = char(uint8_t(forged[id_at]) ^ 0x01);
+  forged.replace(id_at + kFrameDictIdSize, kFrameHeaderCheckSize,
+                 Sha256Of(forged.substr(0, id_at + kFrameDictIdSize)).raw().substr(0, 4));
+  auto h = ParseFrameHeader(forged, "t");
+  ASSERT_OK(h);
+  auto r = DecodeFrame(forged, *h, 1 << 20, "t", dict.get());
+  ASSERT_TRUE(r.status().IsCorruption());
+  EXPECT_NE(r.status().message().find("names"), std::string::npos) << r.status().message();
+  // A version 2 frame whose zstd payload names a dictionary is refused too.
+  std::string v2 = f;
+  v2[4] = char(kFrameVersion);
+  v2.erase(id_at, kFrameDictIdSize);
+  v2.replace(id_at, kFrameHeaderCheckSize, Sha256Of(v2.substr(0, id_at)).raw().substr(0, 4));
+  auto h2 = ParseFrameHeader(v2, "t");
+  ASSERT_OK(h2);
+  EXPECT_TRUE(DecodeFrame(v2, *h2, 1 << 20, "t", dict.get()).status().IsCorruption());
+}
+
+// Every built-in dictionary file is used for something, loads, and has an
+// ID of zstd's unreserved range; none has another's ID.
+TEST(FrameDict, BuiltinDictionariesLoad) {
+  size_t n = 0;
+  const EmbeddedFile* files = ki_embedded_dictionaries(&n);
+  size_t dicts = 0;
+  std::set<uint32_t> ids;
+  for (size_t i = 0; i < n; ++i) {
+    std::string name = files[i].name;
+    if (name.size() < 6 || name.substr(name.size() - 6) != ".zdict") continue;
+    dicts++;
+    const uint32_t id = DictionaryId(std::string_view(files[i].data, files[i].size));
+    EXPECT_GE(id, 32768u) << name;
+    EXPECT_LT(id, 1u << 31) << name;
+    EXPECT_TRUE(ids.insert(id).second) << name;
+    ASSERT_NE(BuiltinDictionary(id), nullptr) << name << " does not load or names no use";
+  }
+  EXPECT_GE(dicts, 3u);
+  const Dictionary* run = BuiltinDictionaryFor(ObjectType::kManifest, 8, "application/vnd.kernelindex.manifest+json");
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(BuiltinDictionaryFor(ObjectType::kBlob, 0, kDictionaryMediaType), nullptr);
+  EXPECT_EQ(BuiltinDictionaryFor(ObjectType::kBlob, 0, "text/plain"), nullptr);
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include "index/lmdb.h"
 #include "ki/ingest.h"
 #include "ki/manifest.h"
+#include "odb/dict.h"
+#include "odb/frame.h"
 #include "odb/tables.h"
 #include "testutil/fault_env.h"
 #include "testutil/string_file.h"
@@ -635,7 +637,7 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
   ASSERT_OK(clean);
   ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
   for (std::string_view table : {odb::kKinds, odb::kRefs, odb::kNamesOf, odb::kNameSet, odb::kBareNames, odb::kDocs,
-                                 odb::kMeta}) {
+                                 odb::kMeta, odb::kDicts}) {
     SCOPED_TRACE(std::string(table));
     auto kv = first_key(table);
     ASSERT_TRUE(kv.has_value());
@@ -671,6 +673,116 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
     ASSERT_TRUE(back->has_value());
     EXPECT_EQ(**back, kv->second);
   }
+}
+
+// Frames compressed with a zstd dictionary (frame version 3): the batch
+// that writes the first one stores its dictionary; a dictionary that is
+// lost or damaged is a fault that names it (once, with the number of
+// objects that need it), every read of such an object says which
+// dictionary it lacks, and reindex stores the built-in dictionary again.
+TEST_F(SeedTest, ALostOrDamagedDictionaryIsANamedFaultAndReindexRestoresIt) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  const Digest run = *Digest::Parse("sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f");
+  const std::string canonical = *store_->Read(run);
+  std::vector<ObjectInfo> dicts;
+  ASSERT_OK(store_->ForEachObject([&](const ObjectInfo& info) {
+    if (odb::IsDictionary(info)) dicts.push_back(info);
+    return true;
+  }));
+  ASSERT_FALSE(dicts.empty()) << "the seed's frames use built-in dictionaries";
+  {
+    auto frame = store_->Get(odb::kObjects, run.raw());
+    ASSERT_OK(frame);
+    ASSERT_TRUE(frame->has_value());
+    ASSERT_EQ(uint8_t((**frame)[4]), odb::kFrameVersionDict) << "the run's frame is compressed with a dictionary";
+  }
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  // The run's dictionary: the one its frame names.
+  auto h = odb::ParseFrameHeader(**store_->Get(odb::kObjects, run.raw()), "run");
+  ASSERT_OK(h);
+  auto filed = store_->Get(odb::kDicts, odb::DictKey(h->dict_id));
+  ASSERT_OK(filed);
+  ASSERT_TRUE(filed->has_value());
+  const Digest dict = Digest::FromRaw(**filed);
+  const std::string name = odb::DictionaryName(h->dict_id);
+  for (const char* damage : {"lost", "damaged"}) {
+    SCOPED_TRACE(damage);
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      if (std::string(damage) == "lost") {
+        ASSERT_OK((*b)->Delete(odb::kObjects, dict.raw()));
+        ASSERT_OK((*b)->Delete(odb::kMeta, dict.raw()));
+      } else {
+        // In LMDB, or loose (this fixture's loose threshold is 4 KiB).
+        auto frame = store_->Get(odb::kObjects, dict.raw());
+        ASSERT_OK(frame);
+        const std::string loose = odb::LoosePath(dir_.Join(".ki"), dict);
+        std::string bad = frame->has_value() ? **frame : test::ReadFileOrDie(loose);
+        bad[bad.size() / 2] ^= 0x04;
+        if (frame->has_value()) {
+          ASSERT_OK((*b)->Put(odb::kObjects, dict.raw(), bad));
+        } else {
+          std::filesystem::permissions(loose, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+          test::WriteFileOrDie(loose, bad);
+        }
+      }
+      ASSERT_OK((*b)->Commit());
+    }
+    Reopen();  // a fresh store: nothing cached from before the damage
+    auto r = store_->Read(run);
+    ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("reindex restores it"), std::string::npos) << r.status().message();
+    auto verify = store_->Verify(run);
+    ASSERT_OK(verify);
+    EXPECT_TRUE(verify->HasFaults());
+    auto audit = store_->Audit();
+    ASSERT_OK(audit);
+    auto named = std::find_if(audit->faults.begin(), audit->faults.end(),
+                              [&](const CheckEntry& e) { return e.what == name; });
+    ASSERT_NE(named, audit->faults.end()) << audit->faults.front().what << ": " << audit->faults.front().detail;
+    EXPECT_EQ(named->digest, dict);
+    EXPECT_NE(named->detail.find("cannot be read"), std::string::npos) << named->detail;
+    EXPECT_NE(named->detail.find(std::string(damage) == "lost" ? "does not hold" : "damaged"), std::string::npos)
+        << named->detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+    Reopen();
+    auto back = store_->Read(run);
+    ASSERT_OK(back);
+    EXPECT_EQ(*back, canonical);
+    EXPECT_OK(store_->Read(dict).status());
+  }
+}
+
+// A reindex rebuilds `dicts` from the dictionary objects alone.
+TEST_F(SeedTest, ReindexRebuildsTheDictionaryTable) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  std::map<std::string, std::string> before;
+  ASSERT_OK(store_->Scan(odb::kDicts, "", [&](std::string_view k, std::string_view v) {
+    before.emplace(std::string(k), std::string(v));
+    return true;
+  }));
+  ASSERT_FALSE(before.empty());
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->DropTable(odb::kDicts));
+    ASSERT_OK((*b)->Commit());
+  }
+  auto reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+  std::map<std::string, std::string> after;
+  ASSERT_OK(store_->Scan(odb::kDicts, "", [&](std::string_view k, std::string_view v) {
+    after.emplace(std::string(k), std::string(v));
+    return true;
+  }));
+  EXPECT_EQ(after, before);
 }
 
 // metadata is editorial: several manifests may carry one name (the

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ki/catalog.h"
+#include "ki/dictionary.h"
 #include "ki/ingest.h"
 #include "ki/remote.h"
 #include "ki/sign.h"
@@ -214,7 +215,10 @@ TEST_P(ConformanceTest, CopyThroughTheOtherKindKeepsEveryDigest) {
   Store* c = NewStore();
   ASSERT_OK(Pull(*c, last.url(), {run_.str()}, Opts()));
   std::vector<Digest> objs;
-  ASSERT_OK(src_->ForEachObject([&](const ObjectInfo& i) { return objs.push_back(i.digest), true; }));
+  ASSERT_OK(src_->ForEachObject([&](const ObjectInfo& i) {
+    if (!IsDictionary(i)) objs.push_back(i.digest);  // the store's own: not carried
+    return true;
+  }));
   size_t same = 0;
   for (const Digest& d : objs) {
     auto x = c->Stat(d);
