@@ -19,13 +19,14 @@ Dictionary::~Dictionary() {
   for (auto& [level, c] : cdicts_) ZSTD_freeCDict(c);
 }
 
-Result<std::shared_ptr<const Dictionary>> Dictionary::Load(std::string bytes, const std::string& where) {
+Result<std::shared_ptr<const Dictionary>> Dictionary::Load(std::string bytes, const std::string& where,
+                                                          const Digest* digest) {
   const uint32_t id = DictionaryId(bytes);
   if (id == 0) return Status::InvalidInput(where + ": not a zstd dictionary (no dictionary ID in its header)");
   std::shared_ptr<Dictionary> d(new Dictionary());
   d->bytes_ = std::move(bytes);
   d->id_ = id;
-  d->digest_ = Sha256Of(d->bytes_);
+  d->digest_ = digest ? *digest : Sha256Of(d->bytes_);
   // By reference: the bytes live as long as the DDict (both are ours).
   d->ddict_ = ZSTD_createDDict_byReference(d->bytes_.data(), d->bytes_.size());
   if (!d->ddict_) return Status::InvalidInput(where + ": zstd cannot load it as a dictionary");

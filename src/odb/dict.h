@@ -34,8 +34,11 @@ class Dictionary {
   Dictionary& operator=(const Dictionary&) = delete;
 
   // `bytes` must be a zstd dictionary with an ID (ZDICT's format): else
-  // InvalidInput naming `where`.
-  static Result<std::shared_ptr<const Dictionary>> Load(std::string bytes, const std::string& where);
+  // InvalidInput naming `where`. `digest`: what the caller knows the bytes
+  // to be (not checked here: see LmdbStore::CheckDictionary), else they
+  // are hashed.
+  static Result<std::shared_ptr<const Dictionary>> Load(std::string bytes, const std::string& where,
+                                                        const Digest* digest = nullptr);
 
   uint32_t id() const { return id_; }
   const Digest& digest() const { return digest_; }  // SHA-256 of bytes(): the object's digest

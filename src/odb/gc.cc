@@ -433,7 +433,7 @@ Result<GcReport> CollectGarbage(std::unique_ptr<Store> store, const GcOptions& o
     auto own = std::make_unique<odb::LmdbStore>(dir, sopts);
     own->UseCallersLock();
     KI_RETURN_IF_ERROR(own->Open(OpenMode::kReadWrite));
-    if (own->format_version() != 2) return Status::InvalidInput(dir + ": upgrade the store first (open it with ki)");
+    if (own->format_version() != 3) return Status::InvalidInput(dir + ": upgrade the store first (open it with ki)");
     odb::Collector c(own.get(), opts, &report);
     KI_RETURN_IF_ERROR(c.CheckTables());
     KI_RETURN_IF_ERROR(c.Mark());

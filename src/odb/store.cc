@@ -195,13 +195,26 @@ Result<std::shared_ptr<const Dictionary>> LmdbStore::FrameDictionary(lmdb::Txn& 
   if (h->dict_id || !FrameAgrees(*h, *info)) return bad("which is damaged: its frame header is not a dictionary's");
   auto raw = DecodeFrame(*frame, *h, opts_.max_object_size, d.str());
   if (!raw.ok()) return bad("which is damaged: " + raw.status().message());
-  if (Sha256Of(*raw) != d) return bad("which is damaged: its content hashes to " + Sha256Of(*raw).str());
-  auto dict = Dictionary::Load(std::move(raw).value(), d.str());
+  // Not hashed here (a third of a dictionary's load): a wrong dictionary
+  // cannot give an object's bytes, whose own hash is checked; when that
+  // check fails, CheckDictionary says whether the dictionary is to blame.
+  auto dict = Dictionary::Load(std::move(raw).value(), d.str(), &d);
   if (!dict.ok()) return bad("which is damaged: " + dict.status().message());
   if ((*dict)->id() != id) return bad("which holds " + DictionaryName((*dict)->id()) + " instead");
   std::lock_guard<std::mutex> lock(dict_mu_);
   dicts_[id] = *dict;
   return *dict;
+}
+
+Status LmdbStore::CheckDictionary(const Dictionary& dict, const std::string& where) {
+  const Digest got = Sha256Of(dict.bytes());
+  if (got == dict.digest()) return Status::OK();
+  {
+    std::lock_guard<std::mutex> lock(dict_mu_);
+    if (auto it = dicts_.find(dict.id()); it != dicts_.end() && it->second.get() == &dict) dicts_.erase(it);
+  }
+  return Status::Corruption(where + ": compressed with " + DictionaryName(dict.id()) + " (" + dict.digest().str() +
+                            "), which is damaged: its content hashes to " + got.str() + RestoreHint(dict.id()));
 }
 
 Result<std::string> LmdbStore::DecodeCheckedIn(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
@@ -220,12 +233,19 @@ Result<std::string> LmdbStore::DecodeCheckedIn(lmdb::Txn* txn, const ObjectInfo&
     }
     dict = std::move(got).value();
   }
-  KI_ASSIGN_OR_RETURN(std::string raw, odb::DecodeFrame(frame, h, opts_.max_object_size, where, dict.get()));
-  Digest got = Sha256Of(raw);
-  if (got != info.digest) {
-    return Status::Corruption(where + ": content hashes to " + got.str());
-  }
-  return raw;
+  auto blame = [&](Status s) -> Status {
+    // A damaged dictionary, rather than the frame, when it is one.
+    if (!dict) return s;
+    Status d = CheckDictionary(*dict, where);
+    if (d.ok()) return s;
+    if (dict_fault) *dict_fault = h.dict_id;
+    return d;
+  };
+  auto raw = odb::DecodeFrame(frame, h, opts_.max_object_size, where, dict.get());
+  if (!raw.ok()) return blame(raw.status());
+  Digest got = Sha256Of(*raw);
+  if (got != info.digest) return blame(Status::Corruption(where + ": content hashes to " + got.str()));
+  return std::move(raw).value();
 }
 
 Result<std::string> LmdbStore::Read(const Digest& d) {
@@ -264,7 +284,9 @@ Status LmdbStore::StreamLoose(const ObjectInfo& info, const std::function<Status
   }
   std::shared_ptr<const Dictionary> dict;
   if (h.dict_id) {
+    // Checked before any byte goes out, which a later blame could not undo.
     KI_ASSIGN_OR_RETURN(dict, FrameDictionary(h.dict_id, where));
+    KI_RETURN_IF_ERROR(CheckDictionary(*dict, where));
   }
   KI_ASSIGN_OR_RETURN(Digest got, odb::DecodeFrameStream(**file, h, where, out, dict.get()));
   if (got != info.digest) return Status::Corruption(where + ": content hashes to " + got.str());

@@ -254,6 +254,9 @@ class LmdbStore final : public Store {
   // Cached per store: reads run on several threads.
   Result<std::shared_ptr<const Dictionary>> FrameDictionary(lmdb::Txn& txn, uint32_t id, const std::string& where);
   Result<std::shared_ptr<const Dictionary>> FrameDictionary(uint32_t id, const std::string& where);
+  // Corruption naming the dictionary when its bytes do not hash to its
+  // digest (and it leaves the cache).
+  Status CheckDictionary(const Dictionary& dict, const std::string& where);
   // A dictionary whose object a batch is storing (the same bytes).
   void CacheDictionary(std::shared_ptr<const Dictionary> d) {
     std::lock_guard<std::mutex> lock(dict_mu_);
