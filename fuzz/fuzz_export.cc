@@ -4,39 +4,21 @@
 // text or an error, never a crash, an escaped exception, or memory beyond
 // the limits. (The import's manifest rebuilding is reached through
 // fuzz_manifest; the whole import needs a store, which this build leaves
-// out to keep the instrumented build small.)
-#include <unistd.h>
-
-#include <cstdlib>
+// out to keep the instrumented build small.) The input reaches the reader
+// through an in-memory Env, not a file written per execution.
 #include <string>
 
 #include "fuzz.h"
 #include "ki/catalog.h"
-#include "ki/env.h"
 #include "ki/json.h"
-
-namespace {
-
-// Made once and never destroyed (the atexit handler still needs it).
-const std::string& Dir() {
-  static const std::string* dir = [] {
-    char tmpl[] = "/tmp/ki-fuzz-export-XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (!d) ki::fuzz::Die("mkdtemp");
-    auto* s = new std::string(d);
-    std::atexit([] { (void)ki::Env::Default()->RemoveTree(Dir()); });
-    return s;
-  }();
-  return *dir;
-}
-
-}  // namespace
+#include "memory_env.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ki;
-  const std::string file = Dir() + "/export.jsonl";
-  if (!Env::Default()->WriteFileAtomic(file, fuzz::Bytes(data, size), Durability::kNone).ok()) return 0;
-  auto text = catalog::ReadExport(file);
+  static fuzz::MemoryEnv* env = new fuzz::MemoryEnv;  // never destroyed: no exit-time order to mind
+  const std::string file = "fuzz/export.jsonl";
+  env->Put(file, std::string(fuzz::Bytes(data, size)));
+  auto text = catalog::ReadExport(file, env);
   if (!text.ok()) {
     KI_FUZZ_CHECK(text.status().IsInvalidInput() || text.status().IsIOError(), text.status().message());
     return 0;

@@ -358,7 +358,11 @@ const char kLacking[] = "missing: the objects give this entry (ki audit --reinde
 Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                                    AuditReport* report) {
   // kinds and refs: functions of the manifests.
-  for (auto [table, keys] : {std::pair{kKinds, &want.kinds}, std::pair{kRefs, &want.refs}}) {
+  for (auto entry : {std::pair{kKinds, &want.kinds}, std::pair{kRefs, &want.refs}}) {
+    // Not a structured binding: clang 14 (the fuzz build's) cannot capture
+    // one in the lambdas below.
+    const auto table = entry.first;
+    const auto keys = entry.second;
     TableDiff diff(table, report);
     std::unordered_set<std::string> seen;
     auto label = [&](std::string_view k) {
@@ -522,7 +526,11 @@ Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::
   for (DerivedIndex* index : DerivedIndexes()) {
     ShadowBatch shadow(this, index->Tables());
     KI_RETURN_IF_ERROR(index->Update(shadow, good));
-    for (const auto& [table, want] : shadow.tables()) {
+    for (const auto& entry : shadow.tables()) {
+      // Named references, not a structured binding: clang 14 (the fuzz
+      // build's) cannot capture a binding in the lambdas below.
+      const auto& table = entry.first;
+      const auto& want = entry.second;
       size_t shown = 0, more = 0;
       auto fault = [&](std::string_view key, std::string detail) {
         if (shown >= kShownPerTable) return void(more++);
