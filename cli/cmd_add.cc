@@ -79,6 +79,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     // that their size is not bounded by memory.
     constexpr uint64_t kStreamAbove = 1 << 20;
     std::vector<AddInput> inputs;
+    // The process's Env, which the store opened below uses too.
     Env* env = Env::Default();
     for (const auto& f : o->files) {
       AddInput in;

@@ -41,6 +41,7 @@ Result<std::vector<std::string>> ReadRefList(const std::string& from) {
     ss << std::cin.rdbuf();
     text = ss.str();
   } else {
+    // The CLI is the process: its own files go through the process's Env.
     KI_ASSIGN_OR_RETURN(text, Env::Default()->ReadFile(from, 64ull << 20));
   }
   std::vector<std::string> out;

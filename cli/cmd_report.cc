@@ -54,7 +54,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     report::ReportOptions opts;
     opts.refs = o->refs;
     if (const char* p = std::getenv("KI_CHARTJS"); p && *p) opts.chartjs_path = p;
-    // This binary's digest: a rebuilt ki renders every page again.
+    // This binary's digest: a rebuilt ki renders every page again. (The
+    // process's Env: the file is the process's own.)
     if (auto exe = Env::Default()->ReadFile("/proc/self/exe", 1ull << 30); exe.ok()) {
       Sha256 h;
       h.Update(*exe);

@@ -68,6 +68,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       // One limit for a file and a pipe: an endless pipe fails at 1 MiB
       // instead of filling memory.
       constexpr uint64_t kMaxEnvelope = 1 << 20;
+      // The CLI is the process: its own files go through the process's Env.
       if (o->envelope == "-") {
         KI_ASSIGN_OR_RETURN(bytes, ReadAll(*Env::Default()->StandardInput(), "standard input", kMaxEnvelope));
       } else {

@@ -10,6 +10,7 @@ namespace {
 // PUBKEY is the `ed25519:...` text itself, `-` for a line on stdin, or a
 // file holding that line (what `ki key export NAME > FILE` writes).
 Result<PublicKey> ReadPublicKeyArg(const std::string& arg) {
+  // The CLI is the process: its own files go through the process's Env.
   std::string text = arg;
   if (arg == "-") {
     std::getline(std::cin, text);

@@ -138,6 +138,7 @@ std::string HelpPage(CLI::App& app) {
 }
 
 Result<int> WriteManPages(CLI::App& root, const std::string& dir) {
+  // The CLI is the process: its own files go through the process's Env.
   Env* env = Env::Default();
   KI_RETURN_IF_ERROR(env->CreateDirs(dir));
   KI_RETURN_IF_ERROR(env->WriteFileAtomic(dir + "/ki.1", Page(root, "ki", "ki"), Durability::kNone));

@@ -58,6 +58,8 @@ Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) 
   std::string ki_dir;
   if (!dir.empty()) {
     // --store names the directory holding .ki, or the .ki directory itself.
+    // The process's Env, the one every store the CLI opens uses (StoreOptions'
+    // null env): the CLI chooses no other.
     Env* env = Env::Default();
     if (env->IsDirectory(dir + "/.ki")) {
       ki_dir = dir + "/.ki";

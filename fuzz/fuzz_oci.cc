@@ -1,34 +1,31 @@
 // OCI documents from a remote (src/remote/mapping.cc): image manifests,
 // image indexes (bundle indexes), pack manifests, bundle parts and referrer
-// manifests; and a layout's index.json (src/remote/layout.cc). Any bytes
-// give a checked value or an error, never a crash or an escaped exception.
-#include <unistd.h>
-
-#include <cstdlib>
+// manifests; and a layout's index.json (src/remote/layout.cc), read through
+// an in-memory Env (no file written per execution). Any bytes give a
+// checked value or an error, never a crash or an escaped exception.
 #include <string>
 
 #include "fuzz.h"
 #include "ki/env.h"
+#include "memory_env.h"
 #include "remote/mapping.h"
 #include "remote/target.h"
 
 namespace {
 
-// A layout whose index.json is the input, in a directory made once.
-// Made once and never destroyed (the atexit handler still needs it).
-const std::string& LayoutDir() {
-  static const std::string* dir = [] {
-    char tmpl[] = "/tmp/ki-fuzz-oci-XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (!d) ki::fuzz::Die("mkdtemp");
-    auto* s = new std::string(d);
-    ki::Env* env = ki::Env::Default();
-    (void)env->CreateDirs(*s + "/blobs/sha256");
-    (void)env->WriteFileAtomic(*s + "/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}", ki::Durability::kNone);
-    std::atexit([] { (void)ki::Env::Default()->RemoveTree(LayoutDir()); });
-    return s;
+// A layout whose index.json is the input.
+constexpr const char* kLayout = "/fuzz/layout";
+
+ki::fuzz::MemoryEnv* LayoutEnv() {
+  static ki::fuzz::MemoryEnv* env = [] {  // never destroyed: no exit-time order to mind
+    auto* e = new ki::fuzz::MemoryEnv;
+    e->AddDir(kLayout);
+    e->AddDir(std::string(kLayout) + "/blobs");
+    e->AddDir(std::string(kLayout) + "/blobs/sha256");
+    e->Put(std::string(kLayout) + "/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
+    return e;
   }();
-  return *dir;
+  return env;
 }
 
 }  // namespace
@@ -47,11 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)ParseBundlePart(bytes, type, opts);
     (void)ParseAttestationManifest(bytes, type, subject, opts);
   }
-  const std::string dir = LayoutDir();
-  if (!Env::Default()->WriteFileAtomic(dir + "/index.json", bytes, Durability::kNone).ok()) return 0;
-  auto url = ParseRemoteUrl("oci-layout:" + dir, false);
+  fuzz::MemoryEnv* env = LayoutEnv();
+  env->Put(std::string(kLayout) + "/index.json", std::string(bytes));
+  static const auto url = ParseRemoteUrl(std::string("oci-layout:") + kLayout, false);
   if (!url.ok()) fuzz::Die("layout url", url.status().message());
-  auto target = OpenLayout(*url, opts, Access::kPull);
+  auto target = OpenLayout(*url, opts, Access::kPull, *env);
   if (!target.ok()) return 0;
   auto conn = (*target)->Connect();
   if (!conn.ok()) return 0;

@@ -52,7 +52,7 @@ struct ReportProgress {
 };
 
 struct ReportOptions {
-  Env* env = nullptr;  // nullptr: Env::Default()
+  Env* env = nullptr;  // nullptr: the store's (EnvOf, ki/store_env.h)
   // Groups or runs to show (REFs as `ki rank` takes them: a group key or
   // prefix, or any object REF naming a run); empty: the whole store.
   std::vector<std::string> refs;

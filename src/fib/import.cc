@@ -7,6 +7,7 @@
 
 #include "fib/solutions.h"
 #include "ki/flashinfer.h"
+#include "ki/store_env.h"
 #include "json/fields.h"
 
 namespace ki::fib {
@@ -306,7 +307,9 @@ namespace {
 // The import proper; `at` follows the file (and line) being read, so that a
 // JSON access the checks above missed still names its place.
 Result<ImportReport> ImportDatasetAt(Store& store, const std::string& root, std::string* at) {
-  Env* env = Env::Default();
+  // The dataset's files are read through the store's Env (the directory
+  // walk below is std::filesystem's: Env has no recursive listing).
+  Env* env = &EnvOf(store);
   if (!env->IsDirectory(root)) return Status::NotFound("no flashinfer-bench dataset at " + root);
   ImportReport rep;
   rep.root = root;

@@ -16,6 +16,9 @@ using Json = nlohmann::json;
 // flashinfer-bench's largest workloads files are a few MB.
 constexpr uint64_t kMaxDocumentBytes = 1ull << 30;
 
+// LoadDefinition and LoadWorkloads read a dataset's files for tests and
+// tools that have no store; a store's import reads them through its own Env
+// (src/fib/import.cc).
 Result<std::string> ReadFile(const std::string& path) { return Env::Default()->ReadFile(path, kMaxDocumentBytes); }
 
 Result<Json> Parse(std::string_view text, std::string_view source) {

@@ -132,7 +132,9 @@ Environment CaptureHostEnvironment() {
   Environment e;
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) e.host = host;
-  // An unreadable cpuinfo leaves both empty: recorded as unknown.
+  // An unreadable cpuinfo leaves both empty: recorded as unknown. The
+  // process's Env, as for /proc/meminfo (runner.cc): a fact of the machine;
+  // tests fake it through ReadCpuInfo's Env.
   if (auto cpu = ReadCpuInfo(*Env::Default()); cpu.ok()) {
     e.cpu_model = std::move(cpu->model_name);
     e.cpu_vendor = std::move(cpu->vendor_id);

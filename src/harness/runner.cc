@@ -568,7 +568,9 @@ RunResult RunWorkload(const ki_kernel& kernel, const Definition& def, const Work
   r.minimum_bytes = MinimumBytes(def, *axes);
   const std::string who = "workload " + (workload.uuid.empty() ? std::string("(no uuid)") : workload.uuid);
   // An unreadable /proc/meminfo leaves the host unchecked: the run child
-  // still contains what follows.
+  // still contains what follows. Read through the process's Env: it is a
+  // fact of the machine, not a file ki writes, and the tests that fake it
+  // call AvailableHostMemory with an Env of their own.
   if (auto avail = AvailableHostMemory(*Env::Default()); avail.ok() && need->host_bytes > *avail) {
     Fail(&r, RunStatus::kInsufficientMemory,
          who + " needs " + FormatBytes(need->host_bytes) + " of host memory (" + need->host_parts +

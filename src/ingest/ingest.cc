@@ -7,6 +7,8 @@
 #include <memory>
 #include <thread>
 
+#include "ki/store_env.h"
+
 namespace ki {
 namespace {
 
@@ -262,7 +264,8 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
       std::string mt = in.media_type.empty() ? GuessMediaType(in.source) : in.media_type;
       PutResult r;
       if (in.stream) {
-        Env* env = Env::Default();
+        // Read through the store's Env, as the store writes its copy.
+        Env* env = &EnvOf(store);
         std::unique_ptr<SequentialFile> file;
         if (in.source == "-") {
           file = env->StandardInput();

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "json/fields.h"
+#include "ki/store_env.h"
 #include "odb/store_impl.h"
 
 namespace ki::odb {
@@ -575,6 +576,13 @@ Result<std::string> Store::Discover(const std::string& start) {
     p = p.parent_path();
   }
   return Status::IOError("no ki store here or in any parent directory (run `ki init`, or pass --store)");
+}
+
+// LmdbStore is the one Store there is; anything else (none today) has no
+// Env of its own to give, and gets the process's.
+Env& EnvOf(const Store& store) {
+  if (const auto* s = dynamic_cast<const odb::LmdbStore*>(&store)) return *s->env();
+  return *Env::Default();
 }
 
 }  // namespace ki

@@ -6,6 +6,7 @@
 #include "ki/json.h"
 #include "ki/remote.h"
 #include "remote/http.h"
+#include "remote/target.h"
 #include "remote/state.h"
 
 namespace ki {
@@ -244,7 +245,11 @@ Result<Credentials> CredentialsFromDockerConfig(std::string_view config_json, st
   return c;
 }
 
-Result<Credentials> FindCredentials(std::string_view host) {
+// The public call reads the docker config of the process's user through
+// the process's Env; push and pull go through FindCredentials(env, host).
+Result<Credentials> FindCredentials(std::string_view host) { return remote::FindCredentials(*Env::Default(), host); }
+
+Result<Credentials> remote::FindCredentials(Env& env_ref, std::string_view host) {
   const char* user = std::getenv("KI_REGISTRY_USER");
   const char* pass = std::getenv("KI_REGISTRY_PASSWORD");
   if ((user && *user) || (pass && *pass)) return Credentials{user ? user : "", pass ? pass : ""};
@@ -254,7 +259,7 @@ Result<Credentials> FindCredentials(std::string_view host) {
   } else if (const char* home = std::getenv("HOME"); home && *home) {
     path = std::string(home) + "/.docker/config.json";
   }
-  Env* env = Env::Default();
+  Env* env = &env_ref;
   if (path.empty() || !env->Exists(path)) return Credentials{};
   KI_ASSIGN_OR_RETURN(std::string text, env->ReadFile(path, 1 << 20));
   auto c = CredentialsFromDockerConfig(text, host);

@@ -53,7 +53,8 @@ class LayoutConn final : public Conn {
 
 class LayoutTarget final : public Target {
  public:
-  LayoutTarget(RemoteUrl url, TransferOptions opts) : url_(std::move(url)), opts_(std::move(opts)), env_(Env::Default()) {}
+  LayoutTarget(RemoteUrl url, TransferOptions opts, Env& env)
+      : url_(std::move(url)), opts_(std::move(opts)), env_(&env) {}
 
   Status Init(Access access) {
     const std::string& dir = url_.dir;
@@ -371,8 +372,9 @@ Status LayoutConn::PutManifest(std::string_view ref, std::string_view bytes, std
 
 }  // namespace
 
-Result<std::unique_ptr<Target>> OpenLayout(const RemoteUrl& url, const TransferOptions& opts, Access access) {
-  auto t = std::make_unique<LayoutTarget>(url, opts);
+Result<std::unique_ptr<Target>> OpenLayout(const RemoteUrl& url, const TransferOptions& opts, Access access,
+                                           Env& env) {
+  auto t = std::make_unique<LayoutTarget>(url, opts, env);
   KI_RETURN_IF_ERROR(t->Init(access));
   return std::unique_ptr<Target>(std::move(t));
 }

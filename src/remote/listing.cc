@@ -191,7 +191,8 @@ Result<std::optional<BundleToc>> ReadBundleToc(Conn& conn, std::string_view ref,
 namespace ki {
 
 Result<RemoteListing> ListRemote(const RemoteUrl& url, const TransferOptions& opts, bool bundle_roots) {
-  KI_ASSIGN_OR_RETURN(auto target, remote::OpenTarget(url, opts, remote::Access::kPull));
+  // No store: the process's Env reads a layout's files.
+  KI_ASSIGN_OR_RETURN(auto target, remote::OpenTarget(url, opts, remote::Access::kPull, *Env::Default()));
   KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
   KI_ASSIGN_OR_RETURN(RemoteListing out, remote::ReadRemoteListing(*conn, opts, bundle_roots));
   out.http_requests = target->requests();

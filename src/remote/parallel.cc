@@ -10,9 +10,10 @@
 
 namespace ki::remote {
 
-Result<std::unique_ptr<Target>> OpenTarget(const RemoteUrl& url, const TransferOptions& opts, Access access) {
-  if (url.scheme == RemoteUrl::Scheme::kLayout) return OpenLayout(url, opts, access);
-  return OpenRegistry(url, opts, access);
+Result<std::unique_ptr<Target>> OpenTarget(const RemoteUrl& url, const TransferOptions& opts, Access access,
+                                           Env& env) {
+  if (url.scheme == RemoteUrl::Scheme::kLayout) return OpenLayout(url, opts, access, env);
+  return OpenRegistry(url, opts, access, env);
 }
 
 // An exception out of fn (a third-party library that throws on input it

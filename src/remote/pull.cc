@@ -32,6 +32,7 @@
 #include "ki/env.h"
 #include "ki/json.h"
 #include "ki/sign.h"
+#include "ki/store_env.h"
 #include "remote/listing.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
@@ -693,7 +694,7 @@ Status Puller::Hold(size_t i) {
 // bytes after its check). The scratch file goes away on every way out.
 Status Puller::StreamBlob(Conn& c, size_t i) {
   PullItem& p = items_[i];
-  Env* env = Env::Default();
+  Env* env = &EnvOf(store_);
   KI_RETURN_IF_ERROR(env->CreateDirs(store_.path() + "/objects/incoming"));
   std::call_once(swept_, [&] { remote::RemoveStaleScratch(env, store_.path() + "/objects/incoming"); });
   remote::ScratchDownload scratch(env, remote::ScratchPath(store_));
@@ -981,7 +982,7 @@ void Puller::Count() {
 Result<PullReport> Puller::Run(const std::vector<std::string>& refs) {
   refs_ = refs;
   KI_ASSIGN_OR_RETURN(state_, remote::LoadState(store_, url_));
-  KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPull));
+  KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPull, EnvOf(store_)));
   KI_RETURN_IF_ERROR(FetchRefs());
   KI_RETURN_IF_ERROR(ResolveNames());
   KI_RETURN_IF_ERROR(FetchParts());

@@ -27,6 +27,7 @@
 #include "json/fields.h"
 #include "ki/generation.h"
 #include "ki/json.h"
+#include "ki/store_env.h"
 #include "remote/listing.h"
 #include "remote/mapping.h"
 #include "remote/pack.h"
@@ -259,7 +260,7 @@ Result<bool> Pusher::TryUnchanged(const std::vector<std::string>& refs) {
   if (!row || row->generation != generation) return false;
   KI_ASSIGN_OR_RETURN(auto named, ResolveRoots(refs));
   if (UnchangedKey(named) != row->key || named.size() != row->refs.size()) return false;
-  KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush));
+  KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush, EnvOf(store_)));
   KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
   KI_ASSIGN_OR_RETURN(auto now, conn->ResolveTag(opts_.bundle_tag));
   conn.reset();
@@ -782,7 +783,7 @@ Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
   KI_ASSIGN_OR_RETURN(state_, remote::LoadState(store_, url_));
   if (!opts_.use_remote_state) state_.Clear();
   if (!target_) {
-    KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush));
+    KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush, EnvOf(store_)));
   }
   PlanBlobs();
   StartPack();

@@ -96,8 +96,8 @@ class RegistryConn final : public Conn {
 
 class RegistryTarget final : public Target {
  public:
-  RegistryTarget(RemoteUrl url, TransferOptions opts, Access access)
-      : url_(std::move(url)), opts_(std::move(opts)), access_(access) {
+  RegistryTarget(RemoteUrl url, TransferOptions opts, Access access, Env& env)
+      : url_(std::move(url)), opts_(std::move(opts)), access_(access), env_(env) {
     ParseHttpUrl(url_.base() + "/", &origin_);
   }
 
@@ -105,7 +105,7 @@ class RegistryTarget final : public Target {
     if (opts_.credentials) {
       creds_ = *opts_.credentials;
     } else {
-      KI_ASSIGN_OR_RETURN(creds_, FindCredentials(url_.host));
+      KI_ASSIGN_OR_RETURN(creds_, FindCredentials(env_, url_.host));
     }
     return Status::OK();
   }
@@ -214,6 +214,7 @@ class RegistryTarget final : public Target {
   RemoteUrl url_;
   TransferOptions opts_;
   Access access_;
+  Env& env_;
   UrlParts origin_;
   Credentials creds_;
   std::atomic<uint64_t> requests_{0};
@@ -602,8 +603,9 @@ Result<std::optional<std::vector<std::string>>> RegistryConn::ListTags() {
 
 }  // namespace
 
-Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const TransferOptions& opts, Access access) {
-  auto t = std::make_unique<RegistryTarget>(url, opts, access);
+Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const TransferOptions& opts, Access access,
+                                             Env& env) {
+  auto t = std::make_unique<RegistryTarget>(url, opts, access, env);
   KI_RETURN_IF_ERROR(t->Init());
   return std::unique_ptr<Target>(std::move(t));
 }

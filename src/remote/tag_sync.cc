@@ -3,6 +3,7 @@
 
 #include <unordered_map>
 
+#include "ki/store_env.h"
 #include "remote/target.h"
 
 namespace ki {
@@ -71,8 +72,8 @@ Result<std::vector<TagTransfer>> PushTags(Store& store, const RemoteUrl& remote,
   // The remote tag names the image manifest the push wrote for the object:
   // written after it, so a remote tag is always a whole closure.
   KI_ASSIGN_OR_RETURN(auto target, remote.scheme == RemoteUrl::Scheme::kLayout
-                                       ? remote::OpenLayout(remote, opts, remote::Access::kPush)
-                                       : remote::OpenRegistry(remote, opts, remote::Access::kPush));
+                                       ? remote::OpenLayout(remote, opts, remote::Access::kPush, EnvOf(store))
+                                       : remote::OpenRegistry(remote, opts, remote::Access::kPush, EnvOf(store)));
   KI_ASSIGN_OR_RETURN(auto conn, target->Connect());
   std::unordered_map<Digest, Digest> manifest_of;  // root -> its image manifest
   for (const auto& r : rep.refs) manifest_of.emplace(r.root, r.manifest);

@@ -6,8 +6,10 @@ namespace ki {
 
 Result<std::vector<std::string>> ListTags(const RemoteUrl& remote, const TransferOptions& opts) {
   const bool layout = remote.scheme == RemoteUrl::Scheme::kLayout;
-  auto target = layout ? remote::OpenLayout(remote, opts, remote::Access::kPull)
-                       : remote::OpenRegistry(remote, opts, remote::Access::kPull);
+  // No store: the process's Env reads a layout's files.
+  Env& env = *Env::Default();
+  auto target = layout ? remote::OpenLayout(remote, opts, remote::Access::kPull, env)
+                       : remote::OpenRegistry(remote, opts, remote::Access::kPull, env);
   // A layout that does not exist yet holds no tags, as an unknown
   // repository of a registry does.
   if (!target.ok() && layout && target.status().code() == Code::kNotFound) return std::vector<std::string>();

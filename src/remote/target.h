@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ki/digest.h"
+#include "ki/env.h"
 #include "ki/remote.h"
 #include "ki/status.h"
 #include "remote/stream.h"
@@ -97,8 +98,15 @@ enum class Access { kPull, kPush };
 Status RunParallel(Target& target, int parallelism, size_t count,
                    const std::function<Status(Conn&, size_t)>& fn);
 
-Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const TransferOptions& opts, Access access);
-Result<std::unique_ptr<Target>> OpenLayout(const RemoteUrl& url, const TransferOptions& opts, Access access);
+// `env` reads and writes the target's local files: a layout's directory,
+// the docker config a registry's credentials come from. Push and pull pass
+// their store's (EnvOf), so a fault-injection Env reaches them too.
+Result<std::unique_ptr<Target>> OpenRegistry(const RemoteUrl& url, const TransferOptions& opts, Access access,
+                                             Env& env);
+Result<std::unique_ptr<Target>> OpenLayout(const RemoteUrl& url, const TransferOptions& opts, Access access,
+                                           Env& env);
+// FindCredentials (remote.h), its docker config read through `env`.
+Result<Credentials> FindCredentials(Env& env, std::string_view host);
 
 // WWW-Authenticate: `Bearer realm="...",service="...",scope="..."` or `Basic realm=...`.
 struct Challenge {

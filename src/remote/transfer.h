@@ -13,7 +13,8 @@
 
 namespace ki::remote {
 
-Result<std::unique_ptr<Target>> OpenTarget(const RemoteUrl& url, const TransferOptions& opts, Access access);
+Result<std::unique_ptr<Target>> OpenTarget(const RemoteUrl& url, const TransferOptions& opts, Access access,
+                                           Env& env);
 
 // Serialises progress callbacks from the workers.
 class Progress {

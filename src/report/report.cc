@@ -13,6 +13,7 @@
 
 #include "ki/embedded.h"
 #include "ki/evidence.h"
+#include "ki/store_env.h"
 #include "report/inputs.h"
 #include "report/model.h"
 #include "report/pages.h"
@@ -269,7 +270,7 @@ Status PutByInputs(SiteWriter& site, const std::string& page, std::string inputs
 }  // namespace
 
 Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const ReportOptions& opts) {
-  Env* env = opts.env ? opts.env : Env::Default();
+  Env* env = opts.env ? opts.env : &EnvOf(store);
   KI_ASSIGN_OR_RETURN(auto previous, PreviousPages(env, dir));
   KI_ASSIGN_OR_RETURN(std::string chartjs, ReadChartJs(env, opts.chartjs_path));
   auto progress = [&](std::string_view phase, uint64_t done, uint64_t total) {

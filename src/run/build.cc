@@ -80,13 +80,13 @@ std::string Joined(const std::vector<std::string>& v) {
 }  // namespace
 
 namespace internal {
-std::string ToolchainLine(bool cuda) {
+std::string ToolchainLine(Env& env, bool cuda) {
   if (cuda) {
-    std::string line = FirstLineOf({FindNvcc(), "--version"}, "release");
+    std::string line = FirstLineOf(env, {FindNvcc(), "--version"}, "release");
     return line.empty() ? "nvcc (not found)" : line;
   }
   const std::string cxx = EnvOr("CXX", "c++");
-  std::string line = FirstLineOf({cxx, "--version"});
+  std::string line = FirstLineOf(env, {cxx, "--version"});
   return line.empty() ? cxx + " (not found)" : line;
 }
 }  // namespace internal
@@ -97,13 +97,13 @@ Result<BuildResult> Build(Env& env, const std::string& cache_dir, const BuildReq
   std::vector<std::string> flags;
   if (req.language == Language::kCuda) {
     compiler = FindNvcc();
-    out.compiler = internal::FirstLineOf({compiler, "--version"}, "release");
+    out.compiler = internal::FirstLineOf(env, {compiler, "--version"}, "release");
     if (out.compiler.empty()) out.compiler = "nvcc (not found)";
     flags = {"-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC", "-shared", "-cudart", "static"};
     for (const auto& a : req.archs) flags.push_back("-gencode=arch=compute_" + a + ",code=sm_" + a);
   } else {
     compiler = EnvOr("CXX", "c++");
-    out.compiler = internal::FirstLineOf({compiler, "--version"});
+    out.compiler = internal::FirstLineOf(env, {compiler, "--version"});
     if (out.compiler.empty()) out.compiler = compiler + " (not found)";
     flags = {"-std=c++17", "-O2", "-fPIC", "-shared"};
   }
@@ -117,7 +117,7 @@ Result<BuildResult> Build(Env& env, const std::string& cache_dir, const BuildReq
     out.ok = true;
     out.cached = true;
     out.library = lib;
-    out.log = internal::ReadLog(dir + "/build.log", internal::kMaxStoredLogBytes);
+    out.log = internal::ReadLog(env, dir + "/build.log", internal::kMaxStoredLogBytes);
     auto cmd = env.ReadFile(dir + "/command", 1 << 20);
     out.command = cmd.ok() ? *cmd : "";
     return out;
@@ -154,7 +154,7 @@ Result<BuildResult> Build(Env& env, const std::string& cache_dir, const BuildReq
   KI_RETURN_IF_ERROR(env.WriteFileAtomic(tmp + "/command", out.command, Durability::kSync));
   const std::string log_path = tmp + "/build.log";
   KI_ASSIGN_OR_RETURN(internal::ProcessEnd end, internal::RunCommand(argv, log_path, tmp, req.timeout_s));
-  out.log = internal::ReadLog(log_path, internal::kMaxStoredLogBytes);
+  out.log = internal::ReadLog(env, log_path, internal::kMaxStoredLogBytes);
   if (end.timed_out || end.signaled || end.exit_code != 0) {
     out.log += "ki: compiler " + end.Describe() + "\n";
     (void)env.RemoveTree(tmp);  // a failed build is not kept; its log is in `out`

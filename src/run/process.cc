@@ -147,8 +147,8 @@ Result<ProcessEnd> RunForked(const std::function<int()>& fn, const std::string& 
   return ForkLogged(log_path, timeout_s, kMaxChildFileBytes, fn);
 }
 
-std::string ReadLog(const std::string& path, uint64_t keep_bytes) {
-  auto file = Env::Default()->NewSequentialFile(path);
+std::string ReadLog(Env& env, const std::string& path, uint64_t keep_bytes) {
+  auto file = env.NewSequentialFile(path);
   if (!file.ok()) return "";
   const uint64_t half = keep_bytes / 2;
   std::string head, tail;  // the first `half` bytes; what follows, trimmed to its last `half`
@@ -178,13 +178,13 @@ std::string ReadLog(const std::string& path, uint64_t keep_bytes) {
          std::to_string(total) + " ...]\n" + tail;
 }
 
-std::string FirstLineOf(const std::vector<std::string>& argv, const std::string& match) {
+std::string FirstLineOf(Env& env, const std::vector<std::string>& argv, const std::string& match) {
   char tmpl[] = "/tmp/ki-version-XXXXXX";
   int fd = ::mkstemp(tmpl);
   if (fd < 0) return "";
   ::close(fd);
   auto end = RunCommand(argv, tmpl, "", 30);
-  auto text = Env::Default()->ReadFile(tmpl, 1 << 20);
+  auto text = env.ReadFile(tmpl, 1 << 20);
   std::istringstream lines(text.ok() ? *text : std::string());
   std::string out;
   for (std::string s; std::getline(lines, s);) {
@@ -195,7 +195,7 @@ std::string FirstLineOf(const std::vector<std::string>& argv, const std::string&
       break;
     }
   }
-  (void)Env::Default()->RemoveFile(tmpl);
+  (void)env.RemoveFile(tmpl);
   if (!end.ok() || end->exit_code != 0) return "";
   return out;
 }

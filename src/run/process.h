@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ki/env.h"
 #include "ki/status.h"
 
 namespace ki::run::internal {
@@ -41,13 +42,14 @@ Result<ProcessEnd> RunForked(const std::function<int()>& fn, const std::string& 
 // else its first and last keep_bytes / 2 around a line saying how much was
 // left out (the start says what ran, the end how it ended), cut at line
 // ends. Empty when the file cannot be read.
-std::string ReadLog(const std::string& path, uint64_t keep_bytes);
+std::string ReadLog(Env& env, const std::string& path, uint64_t keep_bytes);
 
 // What a build's or a run's log blob keeps of the compiler's or the kernel's
 // output (ReadLog's keep_bytes).
 constexpr uint64_t kMaxStoredLogBytes = 16ull << 20;
 
 // The first line a command prints (e.g. `c++ --version`); empty on failure.
-std::string FirstLineOf(const std::vector<std::string>& argv, const std::string& match = "");
+// The command writes to a temporary file of /tmp itself; `env` reads it.
+std::string FirstLineOf(Env& env, const std::vector<std::string>& argv, const std::string& match = "");
 
 }  // namespace ki::run::internal

@@ -44,8 +44,8 @@ std::string PythonCommand() {
 
 }  // namespace
 
-Result<PythonFacts> FindPython(const std::string& scratch, bool need_triton) {
-  Env* env = Env::Default();
+Result<PythonFacts> FindPython(Env& env_ref, const std::string& scratch, bool need_triton) {
+  Env* env = &env_ref;
   const std::string python = PythonCommand();
   const std::string log = scratch + "/python-probe-" + std::to_string(::getpid()) + ".log";
   (void)env->RemoveFile(log);

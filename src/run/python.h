@@ -26,7 +26,7 @@ struct PythonFacts {
 // python3, no shared libpython beside it, torch not importable (with the
 // import error), triton not importable when `need_triton`. `scratch` is a
 // directory for the probe's output.
-Result<PythonFacts> FindPython(const std::string& scratch, bool need_triton);
+Result<PythonFacts> FindPython(Env& env, const std::string& scratch, bool need_triton);
 
 // How an implementation in Python is called: the file (relative to its
 // sources) and function of its entry point, and its calling style.
@@ -51,6 +51,6 @@ Result<std::string> MaterializeSources(Env& env, const std::string& cache_dir, c
 // version), whatever the implementation's language: the field describes
 // the machine's toolchain, so runs of C-ABI and Python implementations on
 // one machine share an environment (and a comparison group).
-std::string ToolchainLine(bool cuda);
+std::string ToolchainLine(Env& env, bool cuda);
 
 }  // namespace ki::run::internal

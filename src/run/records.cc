@@ -18,8 +18,8 @@
 namespace ki::run::internal {
 namespace {
 
-std::string OsPrettyName() {
-  auto text = Env::Default()->ReadFile("/etc/os-release", 1 << 20);
+std::string OsPrettyName(Env& env) {
+  auto text = env.ReadFile("/etc/os-release", 1 << 20);
   std::istringstream f(text.ok() ? *text : std::string());
   for (std::string line; std::getline(f, line);) {
     if (line.rfind("PRETTY_NAME=", 0) == 0) {
@@ -139,9 +139,9 @@ Result<HarnessSettings> SettingsFromProtocol(const Json& spec) {
   return s;
 }
 
-Json EnvironmentSpec(const Json* h, bool cuda, int device, const std::string& compiler) {
+Json EnvironmentSpec(Env& env, const Json* h, bool cuda, int device, const std::string& compiler) {
   Json hw, sw = Json::object(), settings = Json::object();
-  if (std::string os = OsPrettyName(); !os.empty()) sw["operatingSystem"] = os;
+  if (std::string os = OsPrettyName(env); !os.empty()) sw["operatingSystem"] = os;
   if (std::string k = KernelRelease(); !k.empty()) sw["kernel"] = k;
   if (!compiler.empty()) sw["compiler"] = compiler;
   if (cuda) {
@@ -157,8 +157,8 @@ Json EnvironmentSpec(const Json* h, bool cuda, int device, const std::string& co
       locked = d.value("clocks_locked", "unknown");
     } else {
       // No capture (the kernel crashed or hung first): ask nvidia-smi.
-      std::string line = FirstLineOf({"nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader",
-                                      "-i", std::to_string(device)});
+      std::string line = FirstLineOf(env, {"nvidia-smi", "--query-gpu=name,compute_cap,driver_version",
+                                           "--format=csv,noheader", "-i", std::to_string(device)});
       size_t a = line.find(", "), b = a == std::string::npos ? a : line.find(", ", a + 2);
       if (b != std::string::npos) {
         name = line.substr(0, a);
@@ -183,7 +183,7 @@ Json EnvironmentSpec(const Json* h, bool cuda, int device, const std::string& co
     if (h && h->contains("cpu_vendor")) {
       model = h->value("cpu_model", "");
       vendor_id = h->value("cpu_vendor", "");
-    } else if (auto cpu = harness::ReadCpuInfo(*Env::Default()); cpu.ok()) {
+    } else if (auto cpu = harness::ReadCpuInfo(env); cpu.ok()) {
       model = cpu->model_name;
       vendor_id = cpu->vendor_id;
     }

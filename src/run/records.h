@@ -28,7 +28,7 @@ Result<HarnessSettings> SettingsFromProtocol(const Json& protocol_spec);
 
 // ExecutionEnvironment spec: from the harness's capture when there is one,
 // else from the host (and nvidia-smi for a GPU).
-Json EnvironmentSpec(const Json* harness_environment, bool cuda, int device, const std::string& compiler);
+Json EnvironmentSpec(Env& env, const Json* harness_environment, bool cuda, int device, const std::string& compiler);
 
 // Now, RFC 3339 UTC with milliseconds.
 std::string NowUtc();

@@ -15,6 +15,7 @@
 #include "ki/manifest.h"
 #include "ki/run.h"
 #include "ki/sign.h"
+#include "ki/store_env.h"
 #include "json/fields.h"
 #include "run/process.h"
 #include "run/python.h"
@@ -160,7 +161,7 @@ struct ChildPython {
 // Where the child writes the reference's result (--speedup), beside its own.
 std::string ReferenceResultPath(const std::string& result_path) { return result_path + ".reference"; }
 
-int ChildMain(const std::string& library, const std::string& symbol, const Task& task, const Device& dev,
+int ChildMain(Env& env, const std::string& library, const std::string& symbol, const Task& task, const Device& dev,
               const HarnessSettings& s, uint64_t seed, double timeout_s, const std::string& result_path,
               const ChildPython* py) {
   std::unique_ptr<harness::KernelLibrary> lib;
@@ -214,7 +215,7 @@ int ChildMain(const std::string& library, const std::string& symbol, const Task&
   harness::RunResult r = harness::RunWorkload(*k, task.def, task.workload, opt);
   std::fprintf(stderr, "ki: harness: %s%s%s\n", harness::RunStatusName(r.status), r.message.empty() ? "" : ": ",
                r.message.c_str());
-  if (!Env::Default()->WriteFileAtomic(result_path, harness::ToJson(r), Durability::kNone).ok()) return 5;
+  if (!env.WriteFileAtomic(result_path, harness::ToJson(r), Durability::kNone).ok()) return 5;
   // The definition's reference, timed under the same protocol on the same
   // inputs (the generator is a function of the seed): flashinfer-bench's
   // reference latency. Only after a passing run, as flashinfer-bench
@@ -229,7 +230,7 @@ int ChildMain(const std::string& library, const std::string& symbol, const Task&
     }
     std::fprintf(stderr, "ki: reference: %s%s%s\n", harness::RunStatusName(rr.status),
                  rr.message.empty() ? "" : ": ", rr.message.c_str());
-    if (!Env::Default()->WriteFileAtomic(ReferenceResultPath(result_path), harness::ToJson(rr), Durability::kNone).ok())
+    if (!env.WriteFileAtomic(ReferenceResultPath(result_path), harness::ToJson(rr), Durability::kNone).ok())
       return 5;
   }
   return 0;
@@ -296,7 +297,9 @@ void RemoveLeftovers(Env* env, const std::string& cache) {
 
 Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   RunOutcome out;
-  Env* env = Env::Default();
+  // The run's cache, its child's result and log, its sources: all through
+  // the store's Env (the child is forked, so it has the same one).
+  Env* env = &EnvOf(store);
   Manifest im, wm;
   KI_ASSIGN_OR_RETURN(out.implementation, ResolveKind(store, req.implementation, Kind::kImplementationRevision, &im));
   KI_ASSIGN_OR_RETURN(out.workload, ResolveKind(store, req.workload, Kind::kWorkloadCase, &wm));
@@ -398,7 +401,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   std::optional<internal::PythonFacts> pyfacts;
   ChildPython child_py;
   if (python || req.speedup) {
-    auto f = internal::FindPython(cache + "/runs", *lang == Language::kTriton);
+    auto f = internal::FindPython(*env, cache + "/runs", *lang == Language::kTriton);
     if (!f.ok())  // NotFound (exit 3): what is missing, as for a missing object
       return Status::NotFound("cannot run " + req.implementation + (python ? "" : " with --speedup") + ": " +
                               f.status().message());
@@ -438,7 +441,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     build.cached = true;
     build.key = src->hex();
     build.library = dir;
-    build.compiler = internal::ToolchainLine(dev.cuda);
+    build.compiler = internal::ToolchainLine(*env, dev.cuda);
     build.command = std::string(torch_binding ? "torch extension: " : "python: ") + entry.file + "::" + entry.function + " (" +
                     (entry.destination_passing ? "destination passing" : "returns its outputs") + ")";
   } else {
@@ -488,13 +491,13 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
     // The reference is timed in the same child: it gets a limit of its own.
     const double child_limit = child_py.reference ? 2 * req.timeout_s : req.timeout_s;
     KI_ASSIGN_OR_RETURN(internal::ProcessEnd end,
-                        internal::RunForked([&] { return ChildMain(build.library, symbol, t, dev, settings, req.seed,
+                        internal::RunForked([&] { return ChildMain(*env, build.library, symbol, t, dev, settings, req.seed,
                                                                    req.timeout_s, result_path, cp); },
                                             log_path, child_limit));
     child_end = end.Describe();
     // At most kMaxStoredLogBytes of it, head and tail: a log past the cap was
     // once dropped whole, losing the very output that said what went wrong.
-    const std::string rl = internal::ReadLog(log_path, internal::kMaxStoredLogBytes);
+    const std::string rl = internal::ReadLog(*env, log_path, internal::kMaxStoredLogBytes);
     log += "== run on " + dev.str() + " ==\n" + rl + "ki: child " + child_end + "\n";
     auto rj = env->ReadFile(result_path, 256 << 20);
     if (auto refj = env->ReadFile(ReferenceResultPath(result_path), 256 << 20); refj.ok()) {
@@ -546,7 +549,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
   for (char& c : protocol["metadata"]["name"].get_ref<std::string&>())
     if (c == '_') c = '-';
   const Json* henv = hres.is_object() && hres.contains("environment") ? &hres["environment"] : nullptr;
-  out.environment_spec = internal::EnvironmentSpec(henv, dev.cuda, dev.index, build.compiler);
+  out.environment_spec = internal::EnvironmentSpec(*env, henv, dev.cuda, dev.index, build.compiler);
   if (pyfacts) {
     // torch ran in this process (a Python implementation, or the reference
     // timed beside a C-ABI kernel): its versions are part of the machine's

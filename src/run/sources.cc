@@ -8,6 +8,7 @@
 
 #include "ki/manifest.h"
 #include "ki/run.h"
+#include "ki/store_env.h"
 
 namespace ki::run {
 namespace {
@@ -83,10 +84,13 @@ std::vector<std::string> DefaultCudaArchs() {
   return out;
 }
 
-Result<SourceBundle> CollectSources(const std::string& main, const std::vector<std::string>& extra_units,
-                                    const std::vector<std::string>& include_dirs,
-                                    std::vector<std::string>* unresolved) {
-  Env* env = Env::Default();
+namespace {
+
+// CollectSources, reading through `env` (an added implementation's
+// sources go through its store's).
+Result<SourceBundle> CollectSourcesWith(Env* env, const std::string& main, const std::vector<std::string>& extra_units,
+                                        const std::vector<std::string>& include_dirs,
+                                        std::vector<std::string>* unresolved) {
   SourceBundle b;
   // Where each bundle path came from on disk, to find its neighbours.
   std::map<std::string, fs::path> origin;
@@ -146,6 +150,15 @@ Result<SourceBundle> CollectSources(const std::string& main, const std::vector<s
   return b;
 }
 
+}  // namespace
+
+// The public call has no store: the process's Env reads the files.
+Result<SourceBundle> CollectSources(const std::string& main, const std::vector<std::string>& extra_units,
+                                    const std::vector<std::string>& include_dirs,
+                                    std::vector<std::string>* unresolved) {
+  return CollectSourcesWith(Env::Default(), main, extra_units, include_dirs, unresolved);
+}
+
 Result<std::string> EncodeBundle(const SourceBundle& b, std::string* media_type) {
   if (b.files.size() == 1 && b.units.size() == 1) {
     if (media_type) *media_type = LanguageOfFile(b.main) == Language::kCuda ? "text/x-cuda" : "text/x-c++src";
@@ -191,7 +204,8 @@ Result<AddedImplementation> AddImplementation(Store& store, const Implementation
   KI_ASSIGN_OR_RETURN(Manifest opm, store.ReadManifest(op));
 
   AddedImplementation out;
-  KI_ASSIGN_OR_RETURN(SourceBundle b, CollectSources(o.main, o.extra_units, o.include_dirs, &out.unresolved));
+  KI_ASSIGN_OR_RETURN(SourceBundle b,
+                      CollectSourcesWith(&EnvOf(store), o.main, o.extra_units, o.include_dirs, &out.unresolved));
   std::string media;
   KI_ASSIGN_OR_RETURN(std::string blob, EncodeBundle(b, &media));
 

@@ -439,6 +439,41 @@ TEST_F(StoreTest, AdoptedOrphanLooseFileIsSyncedBeforeTheIndexNamesIt) {
   EXPECT_EQ(*store_->Read(d), big);
 }
 
+// A streamed `ki add` reads its input through the store's Env (it read it
+// through Env::Default(), where a fault-injection Env never reached): a
+// read error part way through the input fails the add with that error, and
+// nothing is stored and no scratch file is left.
+TEST_F(StoreTest, StreamedAddReadsItsInputThroughTheStoresEnv) {
+  const std::string big = RandomText(3 << 20, 31);
+  const std::string input = dir_.Join("input-to-stream.bin");
+  test::WriteFileOrDie(input, big);
+  test::FaultInjectionEnv env;
+  Reopen(&env);
+  const size_t before = CountObjects();
+  env.FailReads("input-to-stream.bin", 1 << 20);
+  AddInput in;
+  in.source = input;
+  in.type = InputType::kBlob;
+  in.stream = true;
+  auto added = AddInputs(*store_, {in});
+  ASSERT_FALSE(added.ok());
+  EXPECT_TRUE(added.status().IsIOError()) << added.status().ToString();
+  EXPECT_NE(added.status().message().find("input-to-stream.bin"), std::string::npos) << added.status().ToString();
+  EXPECT_NE(added.status().message().find("Input/output error"), std::string::npos) << added.status().ToString();
+  EXPECT_EQ(CountObjects(), before);
+  EXPECT_FALSE(store_->Stat(Sha256Of(big))->has_value());
+  std::error_code ec;
+  size_t incoming = 0;
+  for (auto it = std::filesystem::directory_iterator(store_->path() + "/objects/incoming", ec);
+       !ec && it != std::filesystem::directory_iterator(); ++it)
+    ++incoming;
+  EXPECT_EQ(incoming, 0u);
+  env.FailReads("", 0);
+  auto again = AddInputs(*store_, {in});
+  ASSERT_OK(again);
+  EXPECT_EQ(*store_->Read((*again)[0].digest), big);
+}
+
 // A damaged loose object is never adopted (issue 25.3): reindex leaves it
 // out of the index, and audit reports it as a fault, not a note, until a
 // good copy replaces it; a write of the same bytes (PutBlob, or a streamed

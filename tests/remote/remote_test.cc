@@ -1429,6 +1429,48 @@ TEST_F(RemoteTest, LargeBlobDamagedInALayoutStoresNothing) {
   }
 }
 
+// The pull's scratch download and a layout's files go through the store's
+// Env (they went through Env::Default(), out of a fault-injection Env's
+// reach): a scratch download whose commit fails stops the pull with that
+// error (the scratch file's own name, `<pid>-pull-<n>`), nothing stored and
+// no scratch file left; a push to a layout from a store whose Env reports a
+// full disk fails at the layout's first file.
+TEST_F(RemoteTest, PullScratchDownloadAndLayoutFilesGoThroughTheStoresEnv) {
+  using Fault = test::FaultInjectionEnv::CommitFault;
+  test::FaultInjectionEnv src_env, dst_env;
+  StoreOptions so, dso;
+  so.env = &src_env;
+  dso.env = &dst_env;
+  auto src = Store::Init(dir_.Join("fault-src"), so);
+  ASSERT_OK(src);
+  auto dst = Store::Init(dir_.Join("fault-dst"), dso);
+  ASSERT_OK(dst);
+  Digest big = AddLargeBlob(**src, dir_, 3 << 20, false, 6);
+  auto url = ParseRemoteUrl("oci-layout:" + dir_.Join("fault-layout"), false);
+  ASSERT_OK(url);
+
+  src_env.SetWriteBudget(0);
+  auto full = Push(**src, *url, {big.str()}, Opts());
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.status().message().find("No space left on device"), std::string::npos) << full.status().ToString();
+  EXPECT_NE(full.status().message().find("fault-layout"), std::string::npos) << full.status().ToString();
+  src_env.SetWriteBudget(-1);
+  ASSERT_OK(Push(**src, *url, {big.str()}, Opts()));
+
+  dst_env.FailCommits(Fault::kFsync, EIO);
+  auto r = Pull(**dst, *url, {big.str()}, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("-pull-"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("Input/output error"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(CountObjects(**dst), 0u);
+  EXPECT_EQ(IncomingFiles(**dst), 0u);
+  dst_env.FailCommits(Fault::kNone);
+  ASSERT_OK(Pull(**dst, *url, {big.str()}, Opts()));
+  auto got = (*dst)->Stat(big);
+  ASSERT_OK(got);
+  EXPECT_TRUE(got->has_value());
+}
+
 // A stored object damaged where only its content hash can tell (a raw
 // frame, one payload byte flipped): the streamed upload fails before its
 // request completes, so neither remote ends up with the damaged bytes.

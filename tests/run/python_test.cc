@@ -26,7 +26,7 @@ std::optional<PythonFacts> Python(std::string* why) {
   for (const char* c : {set, "python3", "/usr/bin/python3"}) {
     if (!c || !*c) continue;
     ::setenv("KI_PYTHON", c, 1);
-    auto f = FindPython(scratch.string(), false);
+    auto f = FindPython(*Env::Default(), scratch.string(), false);
     if (f.ok()) return *f;
     *why += f.status().message() + "\n";
   }

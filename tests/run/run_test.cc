@@ -422,11 +422,11 @@ TEST(ReadLog, KeepsHeadAndTailOfALogPastTheCap) {
   const std::string path = ::testing::TempDir() + "/ki-readlog-" + std::to_string(::getpid()) + ".log";
   auto write = [&](const std::string& text) { std::ofstream(path, std::ios::binary) << text; };
   write("");
-  EXPECT_EQ(run::internal::ReadLog(path, 1024), "");
+  EXPECT_EQ(run::internal::ReadLog(*Env::Default(), path, 1024), "");
   std::string exact;
   while (exact.size() < 1024) exact += "0123456789abcde\n";
   write(exact);
-  EXPECT_EQ(run::internal::ReadLog(path, 1024), exact) << "at the cap: whole";
+  EXPECT_EQ(run::internal::ReadLog(*Env::Default(), path, 1024), exact) << "at the cap: whole";
   // 200 KiB of numbered 16-byte lines through a 1 KiB cap: the first and the
   // last 512 bytes, cut at line ends, and how much is left out.
   std::string big;
@@ -436,14 +436,14 @@ TEST(ReadLog, KeepsHeadAndTailOfALogPastTheCap) {
     big += line;
   }
   write(big);
-  const std::string kept = run::internal::ReadLog(path, 1024);
+  const std::string kept = run::internal::ReadLog(*Env::Default(), path, 1024);
   EXPECT_EQ(kept.substr(0, 512), big.substr(0, 512));
   EXPECT_EQ(kept.substr(kept.size() - 512), big.substr(big.size() - 512));
   EXPECT_NE(kept.find("[... " + std::to_string(big.size() - 1024) + " bytes of output left out by ki, of " +
                       std::to_string(big.size()) + " ...]\n"),
             std::string::npos)
       << kept.substr(500, 100);
-  EXPECT_EQ(run::internal::ReadLog(path + ".absent", 1024), "");
+  EXPECT_EQ(run::internal::ReadLog(*Env::Default(), path + ".absent", 1024), "");
   std::filesystem::remove(path);
 }
 
