@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <istream>
+#include <optional>
 #include <streambuf>
 #include <string>
 #include <unordered_map>
@@ -97,8 +98,10 @@ bool IsInf(std::string_view s) {
 bool IsNan(std::string_view s) { return s == ".nan" || s == ".NaN" || s == ".NAN"; }
 
 // Integer text (sign handled by the caller for decimals) to Json: int64 or
-// uint64 when it fits, else the nearest double (what a JS parser would keep).
-Json IntegerJson(std::string_view digits, int base, bool negative) {
+// uint64 when it fits, else the nearest double (what a JS parser would keep);
+// nothing when even a double cannot hold it (0x followed by 300 Fs is
+// Infinity, which JSON and canonical JSON have no form for).
+std::optional<Json> IntegerJson(std::string_view digits, int base, bool negative) {
   uint64_t mag = 0;
   auto r = std::from_chars(digits.data(), digits.data() + digits.size(), mag, base);
   if (r.ec == std::errc() && r.ptr == digits.data() + digits.size()) {
@@ -110,6 +113,7 @@ Json IntegerJson(std::string_view digits, int base, bool negative) {
     int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
     d = d * base + v;
   }
+  if (!std::isfinite(d)) return std::nullopt;
   return Json(negative ? -d : d);
 }
 
@@ -228,13 +232,19 @@ class Builder : public YAML::EventHandler {
     }
     if (any || t == "int" || t == "float") {
       std::string_view s(v);
-      if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x') && IsDigits(s.substr(2), s[1] == 'o' ? 8 : 16))
-        return IntegerJson(s.substr(2), s[1] == 'o' ? 8 : 16, false);
+      std::optional<Json> n;
+      if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x') && IsDigits(s.substr(2), s[1] == 'o' ? 8 : 16)) {
+        n = IntegerJson(s.substr(2), s[1] == 'o' ? 8 : 16, false);
+        if (!n) Fail(mark, "integer " + v.substr(0, 40) + (v.size() > 40 ? "..." : "") + " is out of range (Infinity is not allowed)");
+        return std::move(*n);
+      }
       bool neg = !s.empty() && s[0] == '-';
       std::string_view body = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? s.substr(1) : s;
       if (IsDigits(body, 10)) {
         if (t == "float") return FloatJson(mark, s);
-        return IntegerJson(body, 10, neg);
+        n = IntegerJson(body, 10, neg);
+        if (!n) Fail(mark, "integer " + v.substr(0, 40) + (v.size() > 40 ? "..." : "") + " is out of range (Infinity is not allowed)");
+        return std::move(*n);
       }
     }
     if (any || t == "float") {

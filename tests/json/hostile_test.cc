@@ -58,6 +58,27 @@ TEST(YamlAliasBudget, OrdinaryAliasesStillWork) {
 }
 
 // Issue 18 item 6.
+// Found by fuzz_yaml (fuzz/regressions/yaml/hex-integer-past-double-range.yaml):
+// a plain scalar 0x followed by hundreds of hex digits (or a decimal of
+// 400 digits) resolved to the nearest double, Infinity, which no JSON or
+// canonical JSON can hold: the manifest's canonical form then failed far
+// from the input. It is refused where it is read, as `.inf` is.
+TEST(YamlNumbers, IntegersPastADoublesRangeAreRefusedAsInfinityIs) {
+  for (const std::string& big : {"0x" + std::string(300, 'F'), std::string(400, '9'), "-" + std::string(400, '9'),
+                                 "0o" + std::string(400, '7')}) {
+    SCOPED_TRACE(big.substr(0, 8));
+    Status s = YamlErr("n: " + big + "\n");
+    ASSERT_TRUE(s.IsInvalidInput()) << s.ToString();
+    EXPECT_NE(s.message().find("out of range (Infinity is not allowed)"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("in.yaml:1:"), std::string::npos) << s.message();
+  }
+  // Large but finite: the nearest double, as before.
+  auto ok = ParseDocument("n: 0x" + std::string(40, 'F') + "\n", DocFormat::kYaml, "in.yaml");
+  ASSERT_OK(ok);
+  EXPECT_TRUE((*ok)["n"].is_number_float());
+  EXPECT_OK(Canonicalize(*ok).status());
+}
+
 TEST(YamlUtf8, InvalidBytesInScalarsAreRefusedAsJsonRefusesThem) {
   for (std::string bad : {std::string("\xff"), std::string("\xed\xa0\x80"), std::string("\xc0\xaf"),
                           std::string("\xf4\x90\x80\x80"), std::string("ab\xe2\x82")}) {
