@@ -501,8 +501,10 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
   EXPECT_TRUE(clean->faults.empty()) << clean->faults[0].what << ": " << clean->faults[0].detail;
   EXPECT_TRUE(clean->missing.empty()) << clean->missing[0].digest.str() << " " << clean->missing[0].via;
 
-  // One entry of catalog.cohort, copied under a run the store does not hold.
-  std::string key, value;
+  // One member of catalog.cohort (format 3: members only, the entry is
+  // catalog.runs'), copied with its catalog.runs entry under a run the
+  // store does not hold: a missing reference of both tables.
+  std::string key, value, run_value;
   ASSERT_OK(store->Scan(tables::kCohortRuns, "", [&](std::string_view k, std::string_view v) {
     key = k;
     value = v;
@@ -510,6 +512,12 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
   }));
   ASSERT_EQ(key.size(), 64u);
   const Digest cohort = Digest::FromRaw(key.substr(0, 32)), absent = Sha256Of("no such run");
+  {
+    auto v = store->Get(tables::kRuns, key.substr(32));
+    ASSERT_OK(v);
+    ASSERT_TRUE(v->has_value());
+    run_value = **v;
+  }
   // Two catalog.runs entries of other cohorts, one whose cohort is not a
   // string and one whose kind is neither kernel nor serving (a repeated key:
   // the last one counts, as in a parsed document).
@@ -529,6 +537,7 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
     auto batch = store->NewBatch();
     ASSERT_OK(batch);
     ASSERT_OK((*batch)->Put(tables::kCohortRuns, tables::PairKey(cohort, absent), value));
+    ASSERT_OK((*batch)->Put(tables::kRuns, absent.raw(), run_value));
     ASSERT_OK((*batch)->Put(tables::kRanks, std::string("\x01\x02\0", 3), "KIR1"));
     ASSERT_OK((*batch)->Put(tables::kCohorts, cohort.raw(), "{\"kind\":\"kernel\""));
     ASSERT_OK((*batch)->Put(tables::kRuns, runs[0].first, no_cohort.dump()));
@@ -539,10 +548,13 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
   }
   auto found = CheckTables(*store);
   ASSERT_OK(found);
-  ASSERT_EQ(found->missing.size(), 1u);
-  EXPECT_EQ(found->missing[0].state, CheckState::kMissing);
-  EXPECT_EQ(found->missing[0].digest, absent);
-  EXPECT_EQ(found->missing[0].via, "catalog.cohort " + cohort.str() + " run " + absent.str());
+  ASSERT_EQ(found->missing.size(), 2u);
+  for (const auto& m : found->missing) {
+    EXPECT_EQ(m.state, CheckState::kMissing);
+    EXPECT_EQ(m.digest, absent);
+  }
+  EXPECT_EQ(found->missing[0].via, "catalog.runs " + absent.str());
+  EXPECT_EQ(found->missing[1].via, "catalog.cohort " + cohort.str() + " run " + absent.str());
   std::vector<std::string> faults;
   for (const auto& f : found->faults) {
     EXPECT_EQ(f.state, CheckState::kCorrupt);
