@@ -77,6 +77,24 @@ Status AddToFallbackIndex(Conn& conn, const Digest& subject, const Json& desc, c
   return conn.PutManifest(tag, index.dump(), remote::kOciIndexType, nullptr);
 }
 
+// SHA-256 over fields, each prefixed by its length (8 bytes little-endian),
+// so that no two lists of fields hash alike: the keys of remote.state's
+// 'i' and 'u' rows (docs/format.md, "Remote state").
+class FieldHash {
+ public:
+  void Put(std::string_view field) {
+    const uint64_t n = field.size();
+    char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = char(n >> (8 * i));
+    h_.Update(std::string_view(len, 8));
+    h_.Update(field);
+  }
+  Digest Finish() { return h_.Finish(); }
+
+ private:
+  Sha256 h_;
+};
+
 // A bundle's pack (pack.h): every object of `layers` up to kPackEntryMax,
 // in layer order, read (and so re-hashed) from the store.
 Result<std::string> BuildPack(Store& store, const std::vector<Layer>& layers, uint64_t* objects) {
@@ -232,24 +250,17 @@ Result<std::vector<std::pair<std::string, Digest>>> Pusher::ResolveRoots(const s
 }
 
 Digest Pusher::UnchangedKey(const std::vector<std::pair<std::string, Digest>>& named) const {
-  Sha256 h;
-  auto put = [&](std::string_view s) {
-    uint64_t n = s.size();
-    char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = char(n >> (8 * i));
-    h.Update(std::string_view(len, 8));
-    h.Update(s);
-  };
-  put("ki.push-unchanged/1");
-  put(opts_.bundle_tag);
-  put(std::to_string(opts_.bundle_format));
-  put(opts_.use_pack ? "pack" : "no pack");
-  put(std::to_string(opts_.bundle_part_bytes));
-  put(std::to_string(opts_.max_layers));
-  put(opts_.digest_tags ? "digest tags" : "");
+  FieldHash h;
+  h.Put("ki.push-unchanged/1");
+  h.Put(opts_.bundle_tag);
+  h.Put(std::to_string(opts_.bundle_format));
+  h.Put(opts_.use_pack ? "pack" : "no pack");
+  h.Put(std::to_string(opts_.bundle_part_bytes));
+  h.Put(std::to_string(opts_.max_layers));
+  h.Put(opts_.digest_tags ? "digest tags" : "");
   for (const auto& [ref, root] : named) {
-    put(ref);
-    put(root.raw());
+    h.Put(ref);
+    h.Put(root.raw());
   }
   return h.Finish();
 }
@@ -342,34 +353,27 @@ std::vector<std::vector<uint32_t>> Pusher::ClosureIndices() const {
 // object's descriptor and every root's name, kind and closure, each
 // length-prefixed. Equal keys give the same table (remote.state's 'i' row).
 Digest Pusher::BundleKey() const {
-  Sha256 h;
-  auto put = [&](std::string_view s) {
-    uint64_t n = s.size();
-    char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = char(n >> (8 * i));
-    h.Update(std::string_view(len, 8));
-    h.Update(s);
-  };
-  put("ki.toc/1");
+  FieldHash h;
+  h.Put("ki.toc/1");
   for (const Layer& l : all_) {
-    put(l.digest.raw());
-    put(std::to_string(l.size));
-    put(remote::RoleName(l.role));
-    put(l.media_type);
-    put(l.kind ? KindName(*l.kind) : "");
-    put(l.document_of ? l.document_of->raw() : "");
-    put(l.subject ? l.subject->raw() : "");
-    put(l.index_value);
-    put(l.title);
+    h.Put(l.digest.raw());
+    h.Put(std::to_string(l.size));
+    h.Put(remote::RoleName(l.role));
+    h.Put(l.media_type);
+    h.Put(l.kind ? KindName(*l.kind) : "");
+    h.Put(l.document_of ? l.document_of->raw() : "");
+    h.Put(l.subject ? l.subject->raw() : "");
+    h.Put(l.index_value);
+    h.Put(l.title);
   }
   const auto closures = ClosureIndices();
   for (size_t r = 0; r < closures_.size(); ++r) {
-    put(closures_[r].root.raw());
-    put(closures_[r].name);
-    put(closures_[r].root_kind ? KindName(*closures_[r].root_kind) : "");
+    h.Put(closures_[r].root.raw());
+    h.Put(closures_[r].name);
+    h.Put(closures_[r].root_kind ? KindName(*closures_[r].root_kind) : "");
     std::string k;
     for (uint32_t i : closures[r]) k.append(reinterpret_cast<const char*>(&i), 4);
-    put(k);
+    h.Put(k);
   }
   return h.Finish();
 }
