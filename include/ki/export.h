@@ -69,9 +69,11 @@ Result<ExportReport> ExportKernelIndex(Store& store, const ExportOptions& opts,
 
 // The same into FILE, atomically (a scratch file renamed over FILE once
 // everything is written and synced: a failure leaves no FILE, or the old
-// one), zstd-compressed when FILE ends in ".zst".
+// one), zstd-compressed when FILE ends in ".zst". `env` (nullptr: the
+// Env the store was opened with, EnvOf(store)) writes FILE, so a
+// fault-injection Env handed to the store reaches the export too.
 Result<ExportReport> ExportKernelIndexFile(Store& store, const std::string& path, const ExportOptions& opts,
-                                           Env* env = Env::Default());
+                                           Env* env = nullptr);
 
 // One export line: `{"table":T,"row":{...}}` and a newline, its fields in
 // the order they were set (KernelIndex's column order), each value

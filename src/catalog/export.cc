@@ -20,6 +20,7 @@
 #include "json/fields.h"
 #include "ki/catalog.h"
 #include "ki/export.h"
+#include "ki/store_env.h"
 
 namespace ki::catalog {
 
@@ -776,6 +777,7 @@ Result<ExportReport> ExportKernelIndexFile(Store& store, const std::string& path
   }
   // A scratch file beside FILE, renamed over it once synced: a failure at
   // any point leaves FILE as it was (the scratch file is removed).
+  if (env == nullptr) env = &EnvOf(store);
   KI_ASSIGN_OR_RETURN(auto file, env->NewAtomicFile(path));
   KI_RETURN_IF_ERROR(file->Append(text));
   KI_RETURN_IF_ERROR(file->Commit(Durability::kSync));

@@ -168,6 +168,27 @@ TEST(ExportKernelIndex, AFailedWriteLeavesNoPartialFile) {
   for (const auto& n : *names) EXPECT_EQ(n.find(".tmp-"), std::string::npos) << n;
 }
 
+// With no Env named, the export writes through the Env the store was opened
+// with, so a fault-injection Env given to the store reaches FILE too.
+TEST(ExportKernelIndex, WritesThroughTheStoresEnv) {
+  TempDir dir;
+  RegisterGroupIndex();
+  test::FaultInjectionEnv env;
+  StoreOptions o;
+  o.env = &env;
+  auto s = Store::Init(dir.Join("a"), o);
+  ASSERT_OK(s);
+  auto& a = *s;
+  ImportClean(*a, test::ReadFileOrDie(DataPath(kSlice)));
+  env.FailCommits(test::FaultInjectionEnv::CommitFault::kFsync);
+  auto r = ExportKernelIndexFile(*a, dir.Join("x.jsonl"), {});
+  EXPECT_TRUE(r.status().IsIOError()) << test::StatusText(r);
+  EXPECT_FALSE(Env::Default()->Exists(dir.Join("x.jsonl")));
+  env.FailCommits(test::FaultInjectionEnv::CommitFault::kNone);
+  ASSERT_OK(ExportKernelIndexFile(*a, dir.Join("x.jsonl"), {}));
+  EXPECT_TRUE(Env::Default()->Exists(dir.Join("x.jsonl")));
+}
+
 // Runs stored without catalog facts (ki add, ki run) go out as published
 // records: id = the digest's hex, publishedAt = observedAt, reported, not
 // verified, no replications; imported back they rank as they did.
