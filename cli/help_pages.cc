@@ -7,6 +7,7 @@
 #include "ki/env.h"
 #include "ki/remote.h"
 #include "ki/sign.h"
+#include "ki/tag.h"
 
 namespace ki::cli {
 namespace {
@@ -188,6 +189,23 @@ bool TakesRef(const std::string& positional) {
   return kRefs.contains(positional);
 }
 
+// Tags that start with `prefix`, bare or as `tag:NAME` (both are REFs).
+void TagCandidates(Store& store, const std::string& prefix, std::set<std::string>& out) {
+  auto tags = ListTags(store);
+  if (!tags.ok()) return;
+  const std::string tag_prefix(kTagRefPrefix);
+  const bool explicit_tag = prefix.rfind(tag_prefix, 0) == 0;
+  for (const auto& [name, target] : *tags) {
+    if (explicit_tag && (tag_prefix + name).rfind(prefix, 0) == 0) out.insert(tag_prefix + name);
+    else if (!explicit_tag && name.rfind(prefix, 0) == 0) out.insert(name);
+  }
+}
+
+void TagCandidates(const GlobalOptions& g, const std::string& prefix, std::set<std::string>& out) {
+  auto store = OpenStore(g, OpenMode::kReadOnly);
+  if (store.ok()) TagCandidates(**store, prefix, out);
+}
+
 // Names (bare and Kind/name) and digests of the store's objects that start
 // with `prefix`.
 void RefCandidates(const GlobalOptions& g, const std::string& prefix, std::set<std::string>& out) {
@@ -205,6 +223,7 @@ void RefCandidates(const GlobalOptions& g, const std::string& prefix, std::set<s
     }
     return out.size() < 2000;
   });
+  TagCandidates(**store, prefix, out);
 }
 
 void RemoteCandidates(const GlobalOptions& g, const std::string& prefix, std::set<std::string>& out) {
@@ -269,6 +288,7 @@ Result<int> PrintCompletions(CLI::App& root, const std::vector<std::string>& wor
   std::set<std::string> out;
   if (!after_option.empty()) {
     if (after_option == "--key") KeyCandidates(cur, out);
+    else if (path == "tag" && (after_option == "-d" || after_option == "--delete")) TagCandidates(g, cur, out);
     else if (after_option == "--remote") RemoteCandidates(g, cur, out);
     else if ((path != "add" && after_option == "--implementation") || after_option == "--workload" ||
              after_option == "--operation" || after_option == "--protocol")
@@ -293,6 +313,7 @@ Result<int> PrintCompletions(CLI::App& root, const std::vector<std::string>& wor
     const std::string name = o ? o->get_name(true) : "";
     if (name == "remote" || (name == "name" && (path == "remote remove"))) RemoteCandidates(g, cur, out);
     else if (name == "name" && (path == "key export")) KeyCandidates(cur, out);
+    else if (name == "name" && path == "tag") TagCandidates(g, cur, out);  // an existing tag, to move or read
     else if (TakesRef(name)) RefCandidates(g, cur, out);
   }
   for (const auto& c : out) std::cout << c << "\n";

@@ -45,6 +45,12 @@ expect_contains "$(complete_words cat sha256:7d44)" "sha256:7d44d206ad086b4bece3
 [ "$(complete_words key export "")" = alice ] || fail "key export: $(complete_words key export "")"
 [ "$(complete_words key "")" = "$(printf 'export\ngenerate\nlist')" ] || fail "subcommands: $(complete_words key "")"
 [ "$(complete_words --store "$WORK/store" show sol-trace-gqa)" = "$SEED_RUN" ] || fail "with --store"
+# Tags: as refs (bare and tag:NAME), and the tag to remove.
+expect_exit 0 ki tag release-1 "$SEED_RUN"
+expect_contains "$(complete_words show rele)" release-1 "a ref by tag"
+[ "$(complete_words show tag:re)" = tag:release-1 ] || fail "tag:NAME: $(complete_words show tag:re)"
+[ "$(complete_words tag -d r)" = release-1 ] || fail "tag -d: $(complete_words tag -d r)"
+[ "$(complete_words tag rel)" = release-1 ] || fail "tag NAME: $(complete_words tag rel)"
 # A FILE argument: nothing from ki, so the shell completes file names (-o default).
 [ -z "$(complete_words add tests)" ] || fail "file argument gets candidates"
 expect_exit 0 ki __completion zsh _ki
