@@ -119,7 +119,15 @@ bool IsFinal(TaskState s) {
   return s != TaskState::kPending && s != TaskState::kRunning && s != TaskState::kUnknown;
 }
 
-Result<std::vector<JobTask>> ParseSqueue(std::string_view text) {
+namespace {
+
+// squeue's and sacct's `--parsable2`-style output: one task a line,
+// ID|STATE|DETAIL (squeue's REASON, sacct's ExitCode). `tool` and
+// `columns` name them in errors; sacct also lists each job's steps
+// (`123_4.batch`, `123_4.extern`), which are not tasks.
+enum class Steps { kNone, kSkip };
+Result<std::vector<JobTask>> ParsePipeLines(std::string_view text, std::string_view tool, std::string_view columns,
+                                            Steps steps) {
   std::vector<JobTask> out;
   int n = 0;
   for (std::string_view line : Split(text, '\n')) {
@@ -127,28 +135,23 @@ Result<std::vector<JobTask>> ParseSqueue(std::string_view text) {
     line = Trim(line);
     if (line.empty()) continue;
     auto f = Split(line, '|');
-    const std::string where = "squeue output line " + std::to_string(n);
-    if (f.size() < 2) return Status::InvalidInput(where + ": expected JOBID|STATE|REASON");
-    KI_RETURN_IF_ERROR(ParseJobId(Trim(f[0]), where, TaskStateFromSlurm(f[1]), f.size() > 2 ? Trim(f[2]) : "", &out));
+    const std::string where = std::string(tool) + " output line " + std::to_string(n);
+    if (f.size() < 2) return Status::InvalidInput(where + ": expected " + std::string(columns));
+    std::string_view id = Trim(f[0]);
+    if (steps == Steps::kSkip && id.find('.') != std::string_view::npos) continue;
+    KI_RETURN_IF_ERROR(ParseJobId(id, where, TaskStateFromSlurm(f[1]), f.size() > 2 ? Trim(f[2]) : "", &out));
   }
   return out;
 }
 
+}  // namespace
+
+Result<std::vector<JobTask>> ParseSqueue(std::string_view text) {
+  return ParsePipeLines(text, "squeue", "JOBID|STATE|REASON", Steps::kNone);
+}
+
 Result<std::vector<JobTask>> ParseSacct(std::string_view text) {
-  std::vector<JobTask> out;
-  int n = 0;
-  for (std::string_view line : Split(text, '\n')) {
-    ++n;
-    line = Trim(line);
-    if (line.empty()) continue;
-    auto f = Split(line, '|');
-    const std::string where = "sacct output line " + std::to_string(n);
-    if (f.size() < 2) return Status::InvalidInput(where + ": expected JobID|State|ExitCode");
-    std::string_view id = Trim(f[0]);
-    if (id.find('.') != std::string_view::npos) continue;  // a step (batch, extern), not the task
-    KI_RETURN_IF_ERROR(ParseJobId(id, where, TaskStateFromSlurm(f[1]), f.size() > 2 ? Trim(f[2]) : "", &out));
-  }
-  return out;
+  return ParsePipeLines(text, "sacct", "JobID|State|ExitCode", Steps::kSkip);
 }
 
 Result<std::vector<JobTask>> ParseScontrol(std::string_view text) {
