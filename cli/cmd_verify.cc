@@ -6,7 +6,9 @@
 #include <tuple>
 
 #include "command.h"
+#include "store_open.h"
 #include "ki/audit.h"
+#include "ki/index_rebuild.h"
 #include "ki/sign.h"
 
 namespace ki::cli {
@@ -131,13 +133,35 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
   auto summary = std::make_shared<bool>(false);
   sub->add_flag("--summary", *summary, "count faults and missing references by kind instead of listing each");
   return [json, reindex, summary, g]() -> Result<int> {
+    // A damaged index file (empty, truncated, not LMDB) cannot be opened:
+    // --reindex builds a new one from the frames still whole in it first.
+    std::optional<IndexRebuild> rebuilt;
+    if (*reindex) {
+      KI_ASSIGN_OR_RETURN(std::string ki_dir, StoreDirectory(*g));
+      KI_ASSIGN_OR_RETURN(StoreOptions opts, CliStoreOptions(OpenMode::kReadWrite));
+      KI_ASSIGN_OR_RETURN(rebuilt, RebuildDamagedIndex(ki_dir, opts));
+    }
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, *reindex ? OpenMode::kReadWrite : OpenMode::kReadOnly));
     KI_ASSIGN_OR_RETURN(WholeStoreAudit audit, AuditWholeStore(*store, *reindex));
+    if (rebuilt) {
+      audit.store.notes.insert(
+          audit.store.notes.begin(),
+          rebuilt->damage + ": moved to " + rebuilt->moved_to + "; the index was built again from the " +
+              std::to_string(rebuilt->recovered) + " objects found whole in it (" +
+              std::to_string(rebuilt->unreadable) +
+              " more frame headers there began no whole frame: stale bytes of reused pages, or damage) and the "
+              "loose objects. Objects that were in its lost "
+              "pages, and what only the index recorded (tags, records of absent objects, when objects were "
+              "added, other modules' recorded tables), are not in the store now: `ki pull` them from a remote that "
+              "has them, or add or import them again; delete the moved file once the store is whole");
+    }
     const AuditReport& report = audit.store;
     const AttestationAudit& att = audit.attestations;
     AttestationCounts ac;
     for (const auto& a : att.reports) ac.Add(a);
-    const bool faults = audit.HasFaults();
+    // A rebuilt index is a fault found, however clean the store is now:
+    // what was lost with the damaged pages is not known.
+    const bool faults = audit.HasFaults() || rebuilt.has_value();
     if (*json) {
       Json faults_j = Json::array(), missing = Json::array(), atts = Json::array();
       for (const auto& e : report.faults) faults_j.push_back(EntryJson(e));

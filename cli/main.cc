@@ -8,6 +8,7 @@
 #include <map>
 
 #include "command.h"
+#include "store_open.h"
 #include "help_pages.h"
 #include "usage.h"
 #include "ki/human.h"
@@ -50,27 +51,22 @@ int RegisterShowJsonField(ShowJsonField fn) {
 }
 const std::vector<ShowJsonField>& ShowJsonFields() { return JsonFieldRegistry(); }
 
-Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) {
+Result<std::string> StoreDirectory(const GlobalOptions& g) {
   std::string dir = g.store;
   if (dir.empty()) {
     if (const char* e = std::getenv("KI_STORE"); e && *e) dir = e;
   }
-  std::string ki_dir;
-  if (!dir.empty()) {
-    // --store names the directory holding .ki, or the .ki directory itself.
-    // The process's Env, the one every store the CLI opens uses (StoreOptions'
-    // null env): the CLI chooses no other.
-    Env* env = Env::Default();
-    if (env->IsDirectory(dir + "/.ki")) {
-      ki_dir = dir + "/.ki";
-    } else if (env->Exists(dir + "/FORMAT")) {
-      ki_dir = dir;
-    } else {
-      return Status::IOError("no ki store at " + dir + " (run `ki init " + dir + "`)");
-    }
-  } else {
-    KI_ASSIGN_OR_RETURN(ki_dir, Store::Discover("."));
-  }
+  if (dir.empty()) return Store::Discover(".");
+  // --store names the directory holding .ki, or the .ki directory itself.
+  // The process's Env, the one every store the CLI opens uses (StoreOptions'
+  // null env): the CLI chooses no other.
+  Env* env = Env::Default();
+  if (env->IsDirectory(dir + "/.ki")) return dir + "/.ki";
+  if (env->Exists(dir + "/FORMAT")) return dir;
+  return Status::IOError("no ki store at " + dir + " (run `ki init " + dir + "`)");
+}
+
+Result<StoreOptions> CliStoreOptions(OpenMode mode) {
   KI_ASSIGN_OR_RETURN(StoreOptions opts, StoreOptionsFromEnvironment());
   // Every store ki writes keeps its comparison groups and its attestation
   // index (derived indexes).
@@ -79,6 +75,12 @@ Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) 
   // A command that only reads shows one state of the store, even while
   // another ki commits (a run beside its rank from the same commit).
   opts.snapshot_reads = mode == OpenMode::kReadOnly;
+  return opts;
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode) {
+  KI_ASSIGN_OR_RETURN(std::string ki_dir, StoreDirectory(g));
+  KI_ASSIGN_OR_RETURN(StoreOptions opts, CliStoreOptions(mode));
   return Store::Open(ki_dir, mode, opts);
 }
 

@@ -41,14 +41,22 @@ namespace {
 
 // What to run. data.mdb holds the index and the frames of small objects
 // (format.md, "Where object bytes live"), so a damaged one loses more than
-// derived tables: a copy is the remedy, reindex only a partial one.
+// derived tables: reindex recovers the frames still whole in it, a copy or
+// a remote the rest.
+constexpr std::string_view kRemedy = "; it holds the index and the objects kept in it (those of at most 64 KiB)";
+
 std::string Repair(const std::string& file) {
-  return "; it holds the index and the objects kept in it (those of at most 64 KiB): restore it from a copy "
-         "of the store, or move it aside, run `ki audit --reindex` to rebuild the index from the loose "
-         "objects, and `ki pull` the rest from a remote that has them (" + file + ")";
+  return std::string(kRemedy) +
+         ": run `ki audit --reindex`, which moves it aside and builds the index again from the objects still "
+         "whole in it and the loose ones, then `ki pull` what is missing from a remote that has it; or restore "
+         "it from a copy of the store (" + file + ")";
 }
 
 }  // namespace
+
+std::string_view WithoutRemedy(std::string_view message) {
+  return message.substr(0, message.find(kRemedy));
+}
 
 // LMDB reads pages straight from its memory map: a page past the end of the
 // file (a truncated data.mdb) is a SIGBUS, not an error it could return. So

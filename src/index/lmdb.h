@@ -21,6 +21,11 @@ namespace ki::lmdb {
 
 Status MdbStatus(std::string_view op, int rc);
 
+// The message of a damaged index file's Corruption (Environment::Open)
+// without the remedy it ends with: what is wrong, for a caller that has
+// applied the remedy.
+std::string_view WithoutRemedy(std::string_view message);
+
 // LMDB refuses keys longer than MDB_MAXKEYSIZE (511 bytes in the default
 // build; Environment::Open checks mdb_env_get_maxkeysize against this).
 inline constexpr size_t kMaxKeyBytes = 511;

@@ -76,34 +76,7 @@ echo data >blob.txt
 expect_exit 4 ki add --blob --media-type '' blob.txt
 expect_contains "$ERR" "media type ''" "18.6: empty media type refused"
 
-# ---- 25.1: a truncated or empty data.mdb: no SIGBUS, a fault with the fix.
-ki init s251 >/dev/null
-"$KI_BIN" --store s251 import kernelindex "$SLICE" >/dev/null 2>&1 || fail "25.1: the slice did not import"
-"$KI_BIN" --store s251 ls >ls-before.txt || fail "25.1: ls before"
-cp s251/.ki/index/data.mdb data.mdb.good
-truncate -s 16384 s251/.ki/index/data.mdb
-for cmd in "ls" "audit" "audit --reindex" "cat $SEED_RUN_DIGEST" "show BenchmarkRun"; do
-  # shellcheck disable=SC2086
-  expect_exit 1 ki --store s251 $cmd
-  expect_contains "$ERR" "data.mdb: the file has 16384 bytes, but its pages in use end at" "25.1: $cmd names the damage"
-  expect_contains "$ERR" "restore it from a copy of the store" "25.1: $cmd says what to run"
-done
-: >s251/.ki/index/data.mdb
-expect_exit 1 ki --store s251 ls
-expect_contains "$ERR" "data.mdb: the file is empty" "25.1: empty data.mdb"
-printf 'not an lmdb file, not at all, but long enough to hold two meta pages?%.0s' $(seq 200) >s251/.ki/index/data.mdb
-expect_exit 1 ki --store s251 ls
-expect_contains "$ERR" "restore it from a copy" "25.1: not an LMDB file"
-# The remedies the message names: a copy brings back everything ...
-cp data.mdb.good s251/.ki/index/data.mdb
-"$KI_BIN" --store s251 ls >ls-after.txt || fail "25.1: ls after restoring the copy"
-cmp -s ls-before.txt ls-after.txt || fail "25.1: ls after restoring the copy differs from before"
-expect_exit 0 ki --store s251 audit
-# ... and moving it aside and reindexing gives a working store again.
-truncate -s 16384 s251/.ki/index/data.mdb
-mv s251/.ki/index/data.mdb s251/data.mdb.damaged
-expect_exit 0 ki --store s251 audit --reindex
-expect_exit 0 ki --store s251 ls
+# ---- 25.1: a damaged data.mdb: store_index_damage.sh.
 
 # ---- 25.4: two concurrent imports into a fresh store both succeed.
 for trial in 1 2 3 4 5; do

@@ -1,0 +1,201 @@
+// Rebuilding a damaged index file (ki/index_rebuild.h): the frames found
+// whole in the damaged data.mdb go into a new one; the caller reindexes.
+#include "ki/index_rebuild.h"
+
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <unordered_set>
+
+#include "odb/store_impl.h"
+
+namespace ki {
+
+namespace {
+
+constexpr std::string_view kRebuildPrefix = "rebuild-";
+
+// "20261201T204512Z": the damaged file's new name, one per rebuild.
+std::string UtcStamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+// Whether the index in `index_dir` opens; the Corruption that says why when
+// the file is damaged, any other failure as it is.
+Status ProbeIndex(const std::string& index_dir, uint64_t map_size) {
+  lmdb::Environment env;
+  return env.Open(index_dir, map_size, /*read_only=*/true);
+}
+
+// Reads a damaged data.mdb as plain bytes and puts every whole frame found
+// in it into `txn`'s objects table under the digest its content hashes to.
+class FrameSalvage {
+ public:
+  FrameSalvage(lmdb::Txn& txn, MDB_dbi objects, const StoreOptions& opts, IndexRebuild* out)
+      : txn_(txn), objects_(objects), opts_(opts), out_(out) {}
+
+  Status Scan(SequentialFile& file, const std::string& name) {
+    name_ = name;
+    // Frames kept in LMDB are at most loose_threshold bytes; a frame whose
+    // header starts within that distance of a block's end waits for the
+    // next block.
+    const size_t max_frame = size_t(opts_.loose_threshold);
+    constexpr size_t kBlock = 8 << 20;
+    std::string buf;
+    uint64_t base = 0;  // file offset of buf[0]
+    bool eof = false;
+    while (!eof) {
+      const size_t have = buf.size();
+      buf.resize(have + kBlock);
+      KI_ASSIGN_OR_RETURN(size_t n, file.Read(buf.data() + have, kBlock));
+      buf.resize(have + n);
+      out_->scanned_bytes += n;
+      eof = n == 0;
+      const size_t limit = eof ? buf.size() : (buf.size() > max_frame ? buf.size() - max_frame : 0);
+      size_t pos = 0;
+      while (pos < limit) {
+        const void* hit = ::memmem(buf.data() + pos, buf.size() - pos, odb::kFrameMagic, 4);
+        if (!hit) {
+          pos = limit;
+          break;
+        }
+        const size_t at = static_cast<const char*>(hit) - buf.data();
+        if (at >= limit) {
+          pos = limit;
+          break;
+        }
+        KI_ASSIGN_OR_RETURN(size_t used, TryFrame(std::string_view(buf).substr(at), base + at, max_frame));
+        pos = at + (used ? used : 1);
+      }
+      buf.erase(0, pos);
+      base += pos;
+    }
+    // Frames that need a dictionary found later in the file.
+    std::vector<std::pair<uint64_t, std::string>> pending;
+    pending.swap(pending_);
+    for (auto& [offset, frame] : pending) KI_RETURN_IF_ERROR(TryFrame(frame, offset, max_frame, true).status());
+    return Status::OK();
+  }
+
+ private:
+  // The length of the frame at the start of `f` when it is one (0 when
+  // not), stored when it is whole.
+  Result<size_t> TryFrame(std::string_view f, uint64_t offset, size_t max_frame, bool last_try = false) {
+    const std::string where = name_ + " at byte " + std::to_string(offset);
+    auto h = odb::ParseFrameHeader(f.substr(0, std::min(f.size(), max_frame)), where);
+    if (!h.ok()) return size_t(0);  // four bytes that only look like a magic, or a damaged header
+    std::string_view payload = f.substr(h->payload_offset);
+    size_t len;
+    if (h->compressed) {
+      len = ZSTD_findFrameCompressedSize(payload.data(), std::min(payload.size(), max_frame));
+      if (ZSTD_isError(len)) return Unreadable();
+    } else {
+      if (h->raw_size > max_frame) return Unreadable();
+      len = size_t(h->raw_size);
+    }
+    const size_t total = h->payload_offset + len;
+    if (total > f.size() || total > max_frame) return Unreadable();  // cut off by the file's end
+    const std::string_view frame = f.substr(0, total);
+    std::shared_ptr<const odb::Dictionary> dict;
+    if (h->dict_id) {
+      if (auto it = found_dicts_.find(h->dict_id); it != found_dicts_.end()) dict = it->second;
+      if (!dict) dict = odb::BuiltinDictionary(h->dict_id);
+      if (!dict) {
+        if (last_try) return Unreadable();
+        pending_.emplace_back(offset, std::string(frame));
+        return total;
+      }
+    }
+    auto raw = odb::DecodeFrame(frame, *h, opts_.max_object_size, where, dict.get());
+    if (!raw.ok()) return Unreadable();
+    const Digest d = Sha256Of(*raw);
+    if (seen_.insert(d).second) {
+      KI_RETURN_IF_ERROR(txn_.Put(objects_, d.raw(), frame));
+      ++out_->recovered;
+    }
+    if (h->type == ObjectType::kBlob && h->media_type == odb::kDictionaryMediaType) {
+      auto loaded = odb::Dictionary::Load(std::move(raw).value(), where, &d);
+      if (loaded.ok()) found_dicts_.emplace((*loaded)->id(), *loaded);
+    }
+    return total;
+  }
+
+  Result<size_t> Unreadable() {
+    ++out_->unreadable;
+    return size_t(0);
+  }
+
+  lmdb::Txn& txn_;
+  MDB_dbi objects_;
+  const StoreOptions& opts_;
+  IndexRebuild* out_;
+  std::string name_;
+  std::unordered_set<Digest> seen_;
+  std::map<uint32_t, std::shared_ptr<const odb::Dictionary>> found_dicts_;
+  std::vector<std::pair<uint64_t, std::string>> pending_;
+};
+
+}  // namespace
+
+Result<std::optional<IndexRebuild>> RebuildDamagedIndex(const std::string& ki_dir, const StoreOptions& in_opts) {
+  StoreOptions opts = in_opts;
+  Env* env = opts.env ? opts.env : Env::Default();
+  opts.env = env;
+  const std::string index_dir = odb::IndexDir(ki_dir);
+  const std::string data = index_dir + "/data.mdb";
+  // Not a store, or one whose index was never created: the open says so.
+  if (!env->Exists(odb::FormatPath(ki_dir)) || !env->Exists(data)) return std::optional<IndexRebuild>();
+  if (Status s = ProbeIndex(index_dir, opts.map_size); s.ok() || !s.IsCorruption()) {
+    if (!s.ok()) return s;
+    return std::optional<IndexRebuild>();
+  }
+  // No other process may have the file open while it is replaced (as ki gc):
+  // one that had mapped it would read the new file's pages through its old
+  // view, and LMDB resets lock.mdb only when the first opener comes.
+  KI_ASSIGN_OR_RETURN(odb::StoreLock lock, odb::StoreLock::Exclusive(ki_dir, nullptr));
+  Status probe = ProbeIndex(index_dir, opts.map_size);
+  if (probe.ok()) return std::optional<IndexRebuild>();  // rebuilt meanwhile by another ki
+  if (!probe.IsCorruption()) return probe;
+  IndexRebuild out;
+  out.damage = std::string(lmdb::WithoutRemedy(probe.message()));
+  KI_ASSIGN_OR_RETURN(auto names, env->ListDir(index_dir));
+  for (const auto& n : names)
+    if (n.rfind(kRebuildPrefix, 0) == 0) KI_RETURN_IF_ERROR(env->RemoveTree(index_dir + "/" + n));
+  const std::string scratch = index_dir + "/" + std::string(kRebuildPrefix) + std::to_string(::getpid());
+  KI_RETURN_IF_ERROR(env->CreateDirs(scratch));
+  {
+    lmdb::Environment fresh;
+    KI_RETURN_IF_ERROR(fresh.Open(scratch, opts.map_size, /*read_only=*/false));
+    KI_RETURN_IF_ERROR(fresh.OpenAllTables({odb::kObjects}));
+    KI_ASSIGN_OR_RETURN(lmdb::Txn txn, fresh.BeginWrite());
+    KI_ASSIGN_OR_RETURN(auto objects, fresh.Table(txn, odb::kObjects));
+    if (!objects) return Status::IOError("index " + scratch + ": the objects table was not created");
+    // Read through the Env, never mapped: the file is shorter than what
+    // it claims, and a mapping would fault past its end.
+    KI_ASSIGN_OR_RETURN(auto file, env->NewSequentialFile(data));
+    FrameSalvage salvage(txn, *objects, opts, &out);
+    KI_RETURN_IF_ERROR(salvage.Scan(*file, data));
+    KI_RETURN_IF_ERROR(txn.Commit());
+  }  // closed before it is renamed
+  KI_RETURN_IF_ERROR(env->SyncFile(scratch + "/data.mdb"));
+  out.moved_to = data + ".damaged-" + UtcStamp();
+  KI_RETURN_IF_ERROR(env->Rename(data, out.moved_to));
+  // Env has no link(): between these two renames index/ has no data.mdb
+  // (killed there, the next open would start an empty index beside the
+  // damaged file and the scratch one, both kept), so the second follows at
+  // once and the directory is synced after both.
+  KI_RETURN_IF_ERROR(env->Rename(scratch + "/data.mdb", data));
+  KI_RETURN_IF_ERROR(env->SyncDir(index_dir));
+  (void)env->RemoveTree(scratch);
+  return std::optional<IndexRebuild>(std::move(out));
+}
+
+}  // namespace ki
