@@ -1,6 +1,5 @@
 // ki push REMOTE REF... [--insecure] [--jobs N] [--bundle TAG [--no-pack]] [--digest-tags] [--recheck] [--buffer-mib N] [--json]
 #include <iostream>
-#include <unordered_set>
 
 #include "ki/tag_sync.h"
 #include "transfer_args.h"
@@ -51,22 +50,6 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       for (const auto& t : sent) std::cout << "tag\t" << t.name << "\t" << t.remote_tag << "\t" << t.object.str() << "\n";
       if (o->t.refs.empty()) return 0;
     }
-    if (o->all) {
-      // Every object but the documents: those travel as their manifests'
-      // documents (a document sent as a root of its own would arrive as a
-      // plain blob, unlinked, and its manifest without its name).
-      // A document no manifest links (a second name's) is a root like any blob.
-      std::unordered_set<Digest> linked;
-      KI_RETURN_IF_ERROR(s.store->Scan("docs", "", [&](std::string_view, std::string_view v) {
-        if (v.size() == 32) linked.insert(Digest::FromRaw(v));
-        return true;
-      }));
-      KI_RETURN_IF_ERROR(s.store->ForEachObject([&](const ObjectInfo& info) {
-        if (!linked.count(info.digest)) o->t.refs.push_back(info.digest.str());
-        return true;
-      }));
-      if (o->t.refs.empty()) return Status::NotFound("the store holds no objects to push");
-    }
     TransferOptions& opts = s.opts;
     opts.digest_tags = o->digest_tags;
     opts.bundle_tag = o->bundle;
@@ -74,7 +57,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     opts.use_pack = !o->no_pack;
     opts.push_jobs = o->t.jobs;
     opts.push_buffer_bytes = o->t.buffer_mib << 20;
-    KI_ASSIGN_OR_RETURN(PushReport rep, Push(*s.store, s.url, o->t.refs, opts));
+    KI_ASSIGN_OR_RETURN(PushReport rep,
+                        o->all ? PushAll(*s.store, s.url, opts) : Push(*s.store, s.url, o->t.refs, opts));
     for (const auto& w : rep.warnings) std::cerr << "ki: warning: " << w << "\n";
     if (o->t.json) {
       Json refs = Json::array();

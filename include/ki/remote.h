@@ -383,6 +383,15 @@ Result<RemoteEntry> ResolveOnRemote(const RemoteListing& listing, std::string_vi
 Result<PushReport> Push(Store& store, const RemoteUrl& remote, const std::vector<std::string>& refs,
                         const TransferOptions& opts = {});
 
+// Every object of the store as one bundle under opts.bundle_tag (which
+// must be set): `ki push --bundle TAG --all`, so that a clone answers what
+// this store answers. Each object is a root but the documents a manifest
+// links (they travel as their manifests' documents). While nothing was
+// committed to the store since the last such push to this registry and
+// the tag still names that bundle, the store is not scanned: one HEAD.
+// NotFound when the store holds no objects.
+Result<PushReport> PushAll(Store& store, const RemoteUrl& remote, const TransferOptions& opts);
+
 // Every tag of the remote (a registry's tags/list, every page; a layout's
 // index.json), so that a caller asking about many tags (ki fleet: which
 // runs have results) asks once. A repository that does not exist yet has

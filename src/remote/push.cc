@@ -129,7 +129,11 @@ class Pusher {
   Pusher(const Pusher&) = delete;
   Pusher& operator=(const Pusher&) = delete;
 
+  using Named = std::vector<std::pair<std::string, Digest>>;  // (ref as named, root)
+
   Result<PushReport> Run(const std::vector<std::string>& refs);
+  // Every object as a root of the bundle (PushAll).
+  Result<PushReport> RunAll();
 
  private:
   struct Item {
@@ -144,16 +148,21 @@ class Pusher {
   std::vector<std::vector<uint32_t>> ClosureIndices() const;
   Digest BundleKey() const;
   Status BuildToc();
+  Status CheckBundleTag() const;
   // Each ref resolved, in order, a root named twice kept once.
-  Result<std::vector<std::pair<std::string, Digest>>> ResolveRoots(const std::vector<std::string>& refs);
+  Result<Named> ResolveRoots(const std::vector<std::string>& refs);
+  // PushAll's roots: every object but the documents a manifest links.
+  Result<Named> AllRoots();
+  Result<PushReport> RunNamed(const Named& named);
   // What decides a bundle besides the objects (remote.state's 'u' row):
-  // the refs as named, their roots, and the options that shape it.
-  Digest UnchangedKey(const std::vector<std::pair<std::string, Digest>>& named) const;
+  // whether it is every object, the refs as named, their roots, and the
+  // options that shape it.
+  Digest UnchangedKey(const Named& named) const;
   // The bundle pushed last, while nothing was committed to the store since
   // and its tag still names it: the report such a push would give, from
   // remote.state's 'u' row, after one HEAD. False: push as usual.
-  Result<bool> TryUnchanged(const std::vector<std::string>& refs);
-  Status CollectClosures(const std::vector<std::string>& refs);
+  Result<bool> TryUnchanged(const Named& named);
+  Status CollectClosures(const Named& named);
   Status PlanBundle();
   void PlanBlobs();
   void StartPack();
@@ -207,6 +216,8 @@ class Pusher {
   remote::RemoteState state_;
   remote::StateUpdate learnt_;
   Digest unchanged_key_;                   // UnchangedKey of this push's refs
+  bool every_object_ = false;              // PushAll
+  bool tried_unchanged_ = false;           // TryUnchanged asked already (one HEAD a push)
   std::optional<uint64_t> start_generation_;  // the store's, before any closure was read
   std::unique_ptr<Target> target_;
 
@@ -239,8 +250,8 @@ class Pusher {
   std::jthread packer_;
 };
 
-Result<std::vector<std::pair<std::string, Digest>>> Pusher::ResolveRoots(const std::vector<std::string>& refs) {
-  std::vector<std::pair<std::string, Digest>> out;
+Result<Pusher::Named> Pusher::ResolveRoots(const std::vector<std::string>& refs) {
+  Named out;
   std::unordered_set<Digest> roots;
   for (const auto& ref : refs) {
     KI_ASSIGN_OR_RETURN(Digest root, store_.Resolve(ref));
@@ -249,9 +260,29 @@ Result<std::vector<std::pair<std::string, Digest>>> Pusher::ResolveRoots(const s
   return out;
 }
 
-Digest Pusher::UnchangedKey(const std::vector<std::pair<std::string, Digest>>& named) const {
+Result<Pusher::Named> Pusher::AllRoots() {
+  // Documents travel as their manifests' documents: sent as roots of
+  // their own they would arrive as plain blobs, unlinked, and their
+  // manifests without their names. A document no manifest links (a second
+  // name's) is a root like any blob. The store's `docs` table maps each
+  // manifest to its document (docs/format.md, "Index").
+  std::unordered_set<Digest> linked;
+  KI_RETURN_IF_ERROR(store_.Scan("docs", "", [&](std::string_view, std::string_view v) {
+    if (v.size() == 32) linked.insert(Digest::FromRaw(v));
+    return true;
+  }));
+  Named out;
+  KI_RETURN_IF_ERROR(store_.ForEachObject([&](const ObjectInfo& info) {
+    if (!linked.count(info.digest)) out.emplace_back(info.digest.str(), info.digest);
+    return true;
+  }));
+  return out;
+}
+
+Digest Pusher::UnchangedKey(const Named& named) const {
   FieldHash h;
-  h.Put("ki.push-unchanged/1");
+  h.Put("ki.push-unchanged/2");
+  h.Put(every_object_ ? "every object" : "refs");
   h.Put(opts_.bundle_tag);
   h.Put(std::to_string(opts_.bundle_format));
   h.Put(opts_.use_pack ? "pack" : "no pack");
@@ -265,11 +296,11 @@ Digest Pusher::UnchangedKey(const std::vector<std::pair<std::string, Digest>>& n
   return h.Finish();
 }
 
-Result<bool> Pusher::TryUnchanged(const std::vector<std::string>& refs) {
+Result<bool> Pusher::TryUnchanged(const Named& named) {
+  tried_unchanged_ = true;
   KI_ASSIGN_OR_RETURN(uint64_t generation, StoreGeneration(store_));
   KI_ASSIGN_OR_RETURN(auto row, remote::LoadUnchanged(store_, url_, opts_.bundle_tag));
   if (!row || row->generation != generation) return false;
-  KI_ASSIGN_OR_RETURN(auto named, ResolveRoots(refs));
   if (UnchangedKey(named) != row->key || named.size() != row->refs.size()) return false;
   KI_ASSIGN_OR_RETURN(target_, remote::OpenTarget(url_, opts_, remote::Access::kPush, EnvOf(store_)));
   KI_ASSIGN_OR_RETURN(auto conn, target_->Connect());
@@ -293,9 +324,8 @@ Result<bool> Pusher::TryUnchanged(const std::vector<std::string>& refs) {
   return true;
 }
 
-Status Pusher::CollectClosures(const std::vector<std::string>& refs) {
+Status Pusher::CollectClosures(const Named& named) {
   remote::ClosureCache cache;
-  KI_ASSIGN_OR_RETURN(auto named, ResolveRoots(refs));
   unchanged_key_ = UnchangedKey(named);
   for (const auto& [ref, root] : named) {
     KI_ASSIGN_OR_RETURN(Closure c, remote::CollectClosure(store_, root, ref, &cache));
@@ -772,17 +802,49 @@ Status Pusher::WriteListing() {
   return remote::UpdateListing(*conn, std::move(rows), opts_);
 }
 
-Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
+Status Pusher::CheckBundleTag() const {
   if (bundle() && !IsValidTag(opts_.bundle_tag)) {
     return Status::Usage("'" + opts_.bundle_tag + "' is not a valid OCI tag");
   }
-  if (bundle() && opts_.use_remote_state && url_.scheme == RemoteUrl::Scheme::kRegistry) {
-    KI_ASSIGN_OR_RETURN(bool unchanged, TryUnchanged(refs));
+  return Status::OK();
+}
+
+Result<PushReport> Pusher::Run(const std::vector<std::string>& refs) {
+  KI_RETURN_IF_ERROR(CheckBundleTag());
+  KI_ASSIGN_OR_RETURN(Named named, ResolveRoots(refs));
+  return RunNamed(named);
+}
+
+Result<PushReport> Pusher::RunAll() {
+  if (!bundle()) return Status::Usage("pushing every object needs a bundle tag (--bundle TAG)");
+  KI_RETURN_IF_ERROR(CheckBundleTag());
+  every_object_ = true;
+  // Unchanged since the last such push: the 'u' row's roots are the
+  // store's, and the store is not scanned at all.
+  if (opts_.use_remote_state && url_.scheme == RemoteUrl::Scheme::kRegistry) {
+    KI_ASSIGN_OR_RETURN(uint64_t generation, StoreGeneration(store_));
+    KI_ASSIGN_OR_RETURN(auto row, remote::LoadUnchanged(store_, url_, opts_.bundle_tag));
+    if (row && row->generation == generation) {
+      Named named;
+      for (const auto& r : row->refs) named.emplace_back(r.ref.empty() ? r.root.str() : r.ref, r.root);
+      KI_ASSIGN_OR_RETURN(bool unchanged, TryUnchanged(named));
+      if (unchanged) return std::move(report_);
+      report_ = PushReport();
+    }
+  }
+  KI_ASSIGN_OR_RETURN(Named named, AllRoots());
+  if (named.empty()) return Status::NotFound("the store holds no objects to push");
+  return RunNamed(named);
+}
+
+Result<PushReport> Pusher::RunNamed(const Named& named) {
+  if (bundle() && opts_.use_remote_state && url_.scheme == RemoteUrl::Scheme::kRegistry && !tried_unchanged_) {
+    KI_ASSIGN_OR_RETURN(bool unchanged, TryUnchanged(named));
     if (unchanged) return std::move(report_);
     report_ = PushReport();
   }
   KI_ASSIGN_OR_RETURN(start_generation_, StoreGeneration(store_));
-  KI_RETURN_IF_ERROR(CollectClosures(refs));
+  KI_RETURN_IF_ERROR(CollectClosures(named));
   KI_RETURN_IF_ERROR(PlanBundle());
   KI_ASSIGN_OR_RETURN(state_, remote::LoadState(store_, url_));
   if (!opts_.use_remote_state) state_.Clear();
@@ -847,6 +909,11 @@ Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<st
                         const TransferOptions& opts) {
   Pusher pusher(store, url, opts);
   return pusher.Run(refs);
+}
+
+Result<PushReport> PushAll(Store& store, const RemoteUrl& url, const TransferOptions& opts) {
+  Pusher pusher(store, url, opts);
+  return pusher.RunAll();
 }
 
 }  // namespace ki

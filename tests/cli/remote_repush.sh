@@ -89,6 +89,25 @@ PY
 push >"$TMP/signed2.json" || fail "re-push after signing"
 [ "$(requests "$TMP/signed2.json")" = 1 ] || fail "then unchanged again: $(requests "$TMP/signed2.json") requests"
 
+# --all: every object as a root. Unchanged since the last --all push:
+# one request, and the store is not scanned; a push of some refs under
+# the same tag is another bundle, so --all goes the full way after it.
+S push team --bundle everything --all --json >"$TMP/all.json" || fail "push --all"
+[ "$(requests "$TMP/all.json")" -gt 3 ] || fail "the first --all push wrote the bundle"
+S push team --bundle everything --all --json >"$TMP/all2.json" || fail "push --all again"
+[ "$(requests "$TMP/all2.json")" = 1 ] || fail "an unchanged --all re-push is one request: $(requests "$TMP/all2.json")"
+python3 - "$TMP/all.json" "$TMP/all2.json" <<'PY' || fail "the --all short cut reports the bundle, nothing sent: $(cat "$TMP/all2.json")"
+import json, sys
+full, short = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert len(full["refs"]) > 10 and len(short["refs"]) == len(full["refs"]), (len(full["refs"]), len(short["refs"]))
+assert {r["manifest"] for r in short["refs"]} == {full["refs"][0]["manifest"]}, "the same bundle index"
+assert sorted(r["root"] for r in short["refs"]) == sorted(r["root"] for r in full["refs"])
+assert all(r["sent"] == 0 and r["skipped"] == r["objects"] for r in short["refs"])
+PY
+S push team --bundle everything --json "$FIRST" >"$TMP/one.json" || fail "push one ref under the --all tag"
+S push team --bundle everything --all --json >"$TMP/all3.json" || fail "push --all after a push of one ref"
+[ "$(requests "$TMP/all3.json")" -gt 1 ] || fail "--all after another bundle under its tag goes the full way"
+
 # The tag moved: another store pushes its own bundle under it; the short
 # cut's HEAD sees it and the full push writes the tag back.
 "$KI" init "$TMP/other" >/dev/null
