@@ -78,17 +78,7 @@ expect_contains "$ERR" "media type ''" "18.6: empty media type refused"
 
 # ---- 25.1: a damaged data.mdb: store_index_damage.sh.
 
-# ---- 25.4: two concurrent imports into a fresh store both succeed.
-for trial in 1 2 3 4 5; do
-  ki init c$trial >/dev/null
-  "$KI_BIN" --store c$trial import kernelindex "$SLICE" >/dev/null 2>c$trial.a.err &
-  a=$!
-  "$KI_BIN" --store c$trial import kernelindex "$SLICE" >/dev/null 2>c$trial.b.err &
-  b=$!
-  wait $a || fail "25.4 trial $trial: the first import failed: $(grep error c$trial.a.err)"
-  wait $b || fail "25.4 trial $trial: the second import failed: $(grep error c$trial.b.err)"
-  expect_exit 0 ki --store c$trial audit
-done
+# ---- 25.4: concurrent writers: store_concurrent.sh.
 
 # ---- 18.8: a write that fails on a full disk gives back the space it took.
 # A file size limit stands in for the full disk: data.mdb may not grow past

@@ -1048,6 +1048,43 @@ TEST(PosixEnv, AtomicFileModeAndNoReplace) {
   ::umask(old_mask);
 }
 
+// Issue 25.4: two imports into a fresh store, one failing with "LMDB cursor:
+// Invalid argument". The mechanism, made deterministic: another process
+// creates a table after this one opened the store; this one begins a write
+// batch, reads that table (a read transaction beside the batch, which opens
+// the table's handle), then writes it. A handle opened in a transaction
+// that began after the batch's is not valid in the batch (LMDB checks the
+// handle against the tables the transaction knew when it began: EINVAL),
+// so every existing table's handle is opened before a write transaction
+// begins (lmdb::Environment::BeginWrite).
+TEST_F(StoreTest, WriteToATableAnotherProcessCreatedAfterOpen) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child must not return into the test runner.
+    auto w = Store::Open(dir_.Join(".ki"), OpenMode::kReadWrite);
+    if (!w.ok()) ::_exit(2);
+    auto b = (*w)->NewBatch();
+    if (!b.ok() || !(*b)->Put("test.elsewhere", "from the child", "1").ok() || !(*b)->Commit().ok()) ::_exit(3);
+    ::_exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  ASSERT_EQ(WEXITSTATUS(wstatus), 0);
+
+  auto batch = store_->NewBatch();
+  ASSERT_OK(batch);
+  auto seen = store_->Get("test.elsewhere", "from the child");
+  ASSERT_OK(seen);
+  EXPECT_EQ(seen->value_or(""), "1");
+  ASSERT_OK((*batch)->Put("test.elsewhere", "from the parent", "2"));
+  ASSERT_OK((*batch)->Commit());
+  auto mine = store_->Get("test.elsewhere", "from the parent");
+  ASSERT_OK(mine);
+  EXPECT_EQ(mine->value_or(""), "2");
+}
+
 // A snapshot store reads one commit: what another process commits after it
 // opened is not seen on the opening thread, and is seen on other threads and
 // by a store opened later. (LMDB allows one environment per process and
