@@ -37,43 +37,90 @@ Result<std::optional<ObjectInfo>> ShadowBatch::Stat(const Digest& d) { return st
 Result<std::string> ShadowBatch::Read(const Digest& d) { return store_->Read(d); }
 Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) { return store_->ReadManifest(d); }
 
+namespace {
+
+// What the user runs about a damaged object (issue 25.3): the same bytes
+// written again replace it (a batch re-hashes a held copy before it skips
+// it as held); a pull fetches only what the index lacks, so it needs the
+// object out of the index first, which reindex does.
+constexpr char kReplaceHint[] =
+    "; replace it from a good copy: ki add of the same bytes (which writes it anew), or ki audit --reindex "
+    "(which takes it out of the index) and then ki pull from a remote that holds it";
+// A frame whose own header check passes (version 2 or 3) but that the
+// index entry disagrees with: the entry is what is wrong.
+constexpr char kEntryHint[] = "; the frame's own header check passes, so the index entry is wrong: ki audit --reindex "
+                              "rewrites it";
+
+// The frame version of a frame's first bytes (0 when unreadable).
+uint8_t FrameVersionOf(std::string_view frame) {
+  return frame.size() > 4 && std::string_view(frame.data(), 4) == std::string_view(kFrameMagic, 4) ? uint8_t(frame[4])
+                                                                                                  : 0;
+}
+
+}  // namespace
+
 CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out, uint32_t* dict_fault) {
   CheckEntry e;
   e.digest = info.digest;
   e.what = Describe(info);
+  uint32_t dict = 0;
+  uint8_t version = 0;
+  uint64_t stored = 0;
+  Status s;
   if (info.location == Location::kLoose && ((info.type == ObjectType::kBlob && !IsDictionary(info)) || !raw_out)) {
     // Nobody needs the bytes: re-hashed as they are read, whatever their
     // size. (A dictionary's are: audit reads its ID; it is small.)
-    Status s = StreamLoose(info, Discard);
-    if (!s.ok()) {
-      e.state = CheckState::kCorrupt;
-      e.detail = s.message();
-      // Which dictionary, if that is what failed: the header says.
-      if (dict_fault) {
-        auto file = env()->NewSequentialFile(LoosePath(dir_, info.digest));
-        if (file.ok()) {
-          auto h = ReadFrameHeader(**file, info.digest.str());
-          if (h.ok() && h->dict_id && s.message().find(DictionaryName(h->dict_id)) != std::string::npos) {
-            *dict_fault = h->dict_id;
-          }
+    s = StreamLoose(info, Discard);
+    const std::string path = LoosePath(dir_, info.digest);
+    auto file = env()->NewSequentialFile(path);
+    if (file.ok()) {
+      char head[5];
+      auto n = (*file)->Read(head, sizeof head);
+      if (n.ok()) version = FrameVersionOf(std::string_view(head, *n));
+      auto st = (*file)->Stat();
+      if (st.ok()) stored = st->size;
+      if (!s.ok()) {
+        // Which dictionary, if that is what failed: the header says.
+        auto again = env()->NewSequentialFile(path);
+        auto h = again.ok() ? ReadFrameHeader(**again, info.digest.str()) : Result<FrameHeader>(again.status());
+        if (h.ok() && h->dict_id && s.message().find(DictionaryName(h->dict_id)) != std::string::npos) {
+          dict = h->dict_id;
         }
       }
     }
-    return e;
+  } else {
+    auto frame = ReadFrame(info);
+    if (!frame.ok()) {
+      s = frame.status();
+    } else {
+      version = FrameVersionOf(*frame);
+      stored = frame->size();
+      auto raw = DecodeChecked(info, *frame, &dict);
+      if (!raw.ok()) {
+        s = raw.status();
+      } else if (raw_out) {
+        *raw_out = std::move(raw).value();
+      }
+    }
   }
-  auto frame = ReadFrame(info);
-  if (!frame.ok()) {
+  if (s.ok() && stored != info.stored_size) {
+    // Every byte of the index entry is compared: the frame is sound (it
+    // re-hashed), so the entry's stored size is what is wrong.
     e.state = CheckState::kCorrupt;
-    e.detail = frame.status().message();
+    e.detail = info.digest.str() + ": the index entry says " + std::to_string(info.stored_size) +
+               " stored bytes, the frame has " + std::to_string(stored) + "; ki audit --reindex rewrites it";
     return e;
   }
-  auto raw = DecodeChecked(info, *frame, dict_fault);
-  if (!raw.ok()) {
-    e.state = CheckState::kCorrupt;
-    e.detail = raw.status().message();
-    return e;
+  if (s.ok()) return e;
+  e.state = CheckState::kCorrupt;
+  e.detail = s.message();
+  if (dict) {
+    if (dict_fault) *dict_fault = dict;  // the dictionary's fault says what to run
+  } else if (version >= kFrameVersion && s.message().find("frame header disagrees with the index") != std::string::npos) {
+    e.detail += kEntryHint;
+  } else {
+    e.detail += kReplaceHint;
   }
-  if (raw_out) *raw_out = std::move(raw).value();
   return e;
 }
 
@@ -221,18 +268,38 @@ Result<AuditReport> LmdbStore::Audit() {
     for (auto& o : f.objects) report.faults.push_back(std::move(o));
   }
   // 2. The other way: frames in LMDB and loose files must be indexed.
-  KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view) {
+  std::vector<std::pair<Digest, std::string>> unindexed_frames;
+  KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view v) {
     Digest d = Digest::FromRaw(k);
-    if (!indexed.count(d) || loose_indexed.count(d)) {
-      CheckEntry e;
-      e.digest = d;
-      e.state = CheckState::kCorrupt;
-      e.what = "frame";
-      e.detail = "object bytes in the index database without an index entry";
-      report.faults.push_back(std::move(e));
-    }
+    if (!indexed.count(d) || loose_indexed.count(d)) unindexed_frames.emplace_back(d, std::string(v));
     return true;
   }));
+  for (const auto& [d, frame] : unindexed_frames) {
+    // A frame and its index entry are written in one transaction, so a
+    // frame without one is damage, never an interrupted write: of the
+    // index entry (the frame is sound: reindex indexes it) or of the frame
+    // (reindex left it out: a good copy must replace it).
+    CheckEntry e;
+    e.digest = d;
+    e.state = CheckState::kCorrupt;
+    e.what = "frame";
+    auto h = ParseFrameHeader(frame, d.str());
+    if (h.ok()) e.what = h->type == ObjectType::kManifest && h->kind ? std::string(KindName(Kind(h->kind))) + " frame"
+                                                                    : "blob " + h->media_type + " frame";
+    Status s = CheckUnindexedFrame(frame, d);
+    if (loose_indexed.count(d)) {
+      e.detail = "object bytes in the index database, but the index entry says the object is a loose file; "
+                 "ki audit --reindex re-reads both";
+    } else if (s.ok()) {
+      e.detail = "object bytes in the index database without an index entry; they hold what their key says: "
+                 "ki audit --reindex indexes them";
+    } else {
+      e.detail = s.message() + "; damaged object bytes in the index database, not indexed, so ki cat and ki show do "
+                 "not find the object. Replace it from a good copy: ki pull from a remote that holds it, or ki add "
+                 "of the same bytes";
+    }
+    report.faults.push_back(std::move(e));
+  }
   KI_ASSIGN_OR_RETURN(auto fanout, env()->ListDir(ObjectsDir(dir_)));
   for (const auto& sub : fanout) {
     KI_ASSIGN_OR_RETURN(auto files, env()->ListDir(ObjectsDir(dir_) + "/" + sub));

@@ -132,7 +132,29 @@ Result<bool> LmdbBatch::Exists(uint64_t raw_size, const Digest& d) {
     return Status::InvalidInput("object of " + std::to_string(raw_size) + " bytes is over the limit of " +
                                 std::to_string(store_->options().max_object_size));
   }
-  return Has(d);
+  return HeldIntact(d);
+}
+
+Result<bool> LmdbBatch::HeldIntact(const Digest& d) {
+  if (pending_.count(d)) return true;
+  auto info = store_->StatIn(txn_, d);
+  if (!info.ok()) {
+    if (info.status().IsCorruption()) return false;  // a malformed index entry: rewritten
+    return info.status();
+  }
+  if (!*info) return false;
+  // Re-hashed: a few microseconds for an object kept in LMDB (64 KiB at
+  // most), a read of the file for a loose one (docs/cli.md, ki add).
+  Status s;
+  if ((*info)->location == Location::kLoose) {
+    s = store_->StreamLoose(**info, Discard);
+  } else {
+    auto frame = store_->ReadFrameIn(txn_, **info);
+    s = frame.ok() ? store_->DecodeCheckedIn(&txn_, **info, *frame).status() : frame.status();
+  }
+  if (s.ok()) return true;
+  if (s.IsCorruption()) return false;  // damaged: these bytes replace it
+  return s;
 }
 
 Result<PutResult> LmdbBatch::PutObject(ObjectType type, uint8_t kind, std::string_view media_type,
@@ -157,7 +179,8 @@ Status LmdbBatch::EnsureDictionary(uint32_t id) {
   KI_ASSIGN_OR_RETURN(auto held, txn_.Get(dicts, DictKey(id)));
   bool have = false;
   if (held && held->size() == 32) {
-    KI_ASSIGN_OR_RETURN(have, Has(Digest::FromRaw(*held)));
+    // Held and intact: a damaged dictionary is stored again from ki's own copy.
+    KI_ASSIGN_OR_RETURN(have, HeldIntact(Digest::FromRaw(*held)));
   }
   if (!have) {
     std::shared_ptr<const Dictionary> builtin = BuiltinDictionary(id);
@@ -203,7 +226,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   KI_ASSIGN_OR_RETURN(FileStat st, in.Stat());
   if (st.directory) return Status::InvalidInput(where + " is a directory");
   if (expected) {
-    KI_ASSIGN_OR_RETURN(bool held, Has(*expected));
+    KI_ASSIGN_OR_RETURN(bool held, HeldIntact(*expected));
     if (held) return PutResult{*expected, true};
   }
   // The frame is compressed over the input mapped whole (EncodeFrameStream
@@ -239,7 +262,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   std::optional<Digest> hashed_first;
   if (direct && !expected) {
     KI_ASSIGN_OR_RETURN(hashed_first, odb::HashMapped(*map, where));
-    KI_ASSIGN_OR_RETURN(bool held, Has(*hashed_first));
+    KI_ASSIGN_OR_RETURN(bool held, HeldIntact(*hashed_first));
     if (held) {
       map.reset();
       KI_ASSIGN_OR_RETURN(FileStat now, in.Stat());
@@ -278,7 +301,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
                               " it was checked to be; nothing was stored");
   }
   const Digest& d = s.digest;
-  KI_ASSIGN_OR_RETURN(bool existing, Has(d));
+  KI_ASSIGN_OR_RETURN(bool existing, hashed_first ? Result<bool>(false) : HeldIntact(d));
   if (existing) return PutResult{d, true};  // not rewritten; `file` removes its temporary
   const std::string header = odb::EncodeFrameHeader(ObjectType::kBlob, 0, media_type, size, false);
   const uint64_t frame_size = s.smaller ? s.written : header.size() + size;

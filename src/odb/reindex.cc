@@ -103,7 +103,14 @@ Result<AuditReport> LmdbStore::Reindex() {
   KI_RETURN_IF_ERROR(batch->Commit());
   KI_RETURN_IF_ERROR(RecordDocumentNames());
   KI_ASSIGN_OR_RETURN(AuditReport report, Audit());
-  for (auto& p : problems) report.notes.push_back("not indexed: " + p);
+  // Each is also a fault of the audit above (a frame or loose file that
+  // nothing indexes and that does not hold what its name says), which
+  // stays until a good copy replaces it: reindex never adopts damage.
+  for (auto& p : problems) {
+    report.notes.push_back("not indexed: " + p +
+                           " (a fault until a good copy replaces it: ki pull from a remote that holds it, or ki add "
+                           "of the same bytes)");
+  }
   return report;
 }
 

@@ -306,6 +306,19 @@ Status LmdbStore::CheckUnindexedLoose(const std::string& path, const Digest& d) 
   return Status::OK();
 }
 
+Status LmdbStore::CheckUnindexedFrame(std::string_view frame, const Digest& d) {
+  const std::string where = d.str();
+  KI_ASSIGN_OR_RETURN(auto h, ParseFrameHeader(frame, where));
+  std::shared_ptr<const Dictionary> dict;
+  if (h.dict_id) {
+    KI_ASSIGN_OR_RETURN(dict, FrameDictionary(h.dict_id, where));
+  }
+  KI_ASSIGN_OR_RETURN(std::string raw, DecodeFrame(frame, h, opts_.max_object_size, where, dict.get()));
+  const Digest got = Sha256Of(raw);
+  if (got != d) return Status::Corruption(where + ": content hashes to " + got.str());
+  return Status::OK();
+}
+
 Result<Manifest> LmdbStore::ReadManifest(const Digest& d) {
   KI_ASSIGN_OR_RETURN(auto read, BeginRead());
   KI_ASSIGN_OR_RETURN(auto info, StatIn(*read, d));

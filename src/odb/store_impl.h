@@ -153,8 +153,12 @@ class LmdbBatch final : public Batch {
     if (slot) slot->assign(key);
     else slot.emplace(key);
   }
-  // Checks the size and whether the object is stored; false: write it.
+  // Checks the size and whether the object is stored intact; false: write it.
   Result<bool> Exists(uint64_t raw_size, const Digest& d);
+  // Whether the store holds the object and its stored copy checks out
+  // (re-hashed). A damaged copy is false, so that the same bytes, written
+  // again (ki add, ki pull), replace it instead of being skipped as held.
+  Result<bool> HeldIntact(const Digest& d);
   Status WriteObject(const EncodedObject& o, bool index_kind = true);
   // The `added` entries of the objects this batch indexed (arrived_).
   Status RecordAdded();
@@ -272,6 +276,8 @@ class LmdbStore final : public Store {
   // of the object's good bytes replaces it, and until then audit reports
   // it as a fault.
   Status CheckUnindexedLoose(const std::string& path, const Digest& d);
+  // The same for a frame kept in LMDB that no index entry names.
+  Status CheckUnindexedFrame(std::string_view frame, const Digest& d);
 
   // A loose object's frame decoded and checked as it is read: the header
   // against the index before any byte goes out, the content hash at the end.

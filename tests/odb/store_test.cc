@@ -517,6 +517,89 @@ TEST_F(StoreTest, DamagedLooseObjectStaysAFaultUntilAGoodCopyReplacesIt) {
   }
 }
 
+// A damaged object that is still indexed (no reindex yet), kept in LMDB or
+// loose, by a plain write or a streamed one: audit's fault says what to
+// run, and writing the same bytes again replaces the damaged copy instead
+// of skipping it as held (it was "existed", and the fault stayed). After a
+// reindex, a damaged frame kept in LMDB is a fault that says what to run
+// too (it said only "object bytes in the index database without an index
+// entry"), and the same bytes written again make the store clean.
+TEST_F(StoreTest, DamagedIndexedObjectIsReplacedByTheSameBytes) {
+  for (bool loose : {false, true}) {
+    for (bool streamed : {false, true}) {
+      for (bool reindexed : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "loose " << loose << " streamed " << streamed << " reindexed " << reindexed);
+        Reopen();
+        const std::string bytes = RandomText(loose ? 70000 : 900, 30 + 4 * loose + 2 * streamed + reindexed);
+        const Digest d = PutBlob(bytes);
+        auto info = store_->Stat(d);
+        ASSERT_OK(info);
+        ASSERT_EQ((*info)->location, loose ? Location::kLoose : Location::kIndex);
+        if (loose) {
+          const std::string path = odb::LoosePath(store_->path(), d);
+          std::string frame = test::ReadFileOrDie(path);
+          frame[frame.size() / 2] ^= 0x20;
+          ::chmod(path.c_str(), 0644);
+          test::WriteFileOrDie(path, frame);
+        } else {
+          auto frame = store_->Get(odb::kObjects, d.raw());
+          ASSERT_OK(frame);
+          std::string bad = **frame;
+          bad[bad.size() / 2] ^= 0x20;
+          auto b = store_->NewBatch();
+          ASSERT_OK(b);
+          ASSERT_OK((*b)->Put(odb::kObjects, d.raw(), bad));
+          ASSERT_OK((*b)->Commit());
+        }
+        if (reindexed) {
+          auto r = store_->Reindex();
+          ASSERT_OK(r);
+          ASSERT_FALSE(r->notes.empty());
+          EXPECT_NE(r->notes.front().find("a fault until a good copy replaces it"), std::string::npos)
+              << r->notes.front();
+        }
+        auto damaged = store_->Audit();
+        ASSERT_OK(damaged);
+        ASSERT_EQ(damaged->faults.size(), 1u);
+        const CheckEntry& f = damaged->faults[0];
+        EXPECT_EQ(f.digest, d);
+        EXPECT_NE(f.detail.find("ki add of the same bytes"), std::string::npos) << f.detail;
+        EXPECT_NE(f.detail.find("ki pull"), std::string::npos) << f.detail;
+        if (!loose && reindexed) {
+          EXPECT_EQ(f.what, "blob text/plain frame");
+        }
+        EXPECT_FALSE(store_->Read(d).ok());
+
+        auto b = store_->NewBatch();
+        ASSERT_OK(b);
+        Result<PutResult> put = Status::OK();
+        if (streamed) {
+          test::StringFile in(bytes);
+          put = (*b)->PutBlobStream(in, "text/plain", "again.txt");
+        } else {
+          put = (*b)->PutBlob(bytes, "text/plain");
+        }
+        ASSERT_OK(put);
+        EXPECT_FALSE(put->existed) << "a damaged copy is not a held object";
+        ASSERT_OK((*b)->Commit());
+        auto read = store_->Read(d);
+        ASSERT_OK(read);
+        EXPECT_EQ(*read, bytes);
+        auto clean = store_->Audit();
+        ASSERT_OK(clean);
+        EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+        EXPECT_TRUE(clean->notes.empty()) << clean->notes.front();
+        // Held and intact now: the next write of it is "existed" again.
+        auto again = store_->NewBatch();
+        ASSERT_OK(again);
+        auto third = (*again)->PutBlob(bytes, "text/plain");
+        ASSERT_OK(third);
+        EXPECT_TRUE(third->existed);
+      }
+    }
+  }
+}
+
 // ki init on a full disk: FORMAT's write, fsync or rename, or the store
 // directory's fsync fails; the error is an IOError and init run again
 // (the disk writable) makes a store that works.
