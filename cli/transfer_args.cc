@@ -77,10 +77,10 @@ void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, i
                   "seconds below --low-speed-limit before a request is aborted" + dflt(t.low_speed_time_s))
       ->check(CLI::Range(1L, 86400L));
   sub->add_option("--timeout", t.deadline_s,
-                  "seconds a request may take, plus 1 s per --min-rate bytes it carries; 0: no deadline" +
+                  "seconds a request may take, plus 1 s per --min-rate bytes it has moved; 0: no deadline" +
                       dflt(t.deadline_s))
       ->check(CLI::Range(0L, 1L << 30));
-  sub->add_option("--min-rate", t.min_rate, "bytes/s that --timeout's deadline allows for a request's body" + dflt(t.min_rate))
+  sub->add_option("--min-rate", t.min_rate, "bytes/s a request must average once its --timeout seconds are spent" + dflt(t.min_rate))
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub->add_flag("--json", args->json, "print a JSON report");
   sub->add_flag("-v,--verbose", args->verbose, "a line per ref even where a summary stands for many");

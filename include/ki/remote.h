@@ -183,11 +183,13 @@ struct TransferTimeouts {
   // any working link and far above a drip.
   long low_speed_bytes = 1024;
   long low_speed_time_s = 30;
-  // Aborted when the whole request takes longer than deadline_s plus one
-  // second per min_rate bytes it may carry (an upload's length; for a
-  // download, the most it may receive: a blob's announced size, a
-  // manifest's cap), so a server that keeps just above the low-speed limit
-  // still ends. 0: no deadline.
+  // Aborted when the request has run longer than deadline_s plus one
+  // second per min_rate bytes it has moved so far (checked while it runs:
+  // a size the server announces earns nothing), and at the latest after
+  // deadline_s plus one second per min_rate bytes it may carry (an
+  // upload's length; for a download, the most it may receive: a blob's
+  // announced size, a manifest's cap). So a server that keeps just above
+  // the low-speed limit still ends, after about deadline_s. 0: no deadline.
   long deadline_s = 300;
   uint64_t min_rate = 64 << 10;
   int attempts = 2;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -140,6 +141,34 @@ bool IsTlsFailure(CURLcode rc) {
 
 size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 
+// The deadline as the request runs (RequestDeadline over the bytes moved
+// so far, not the bytes it may carry): CURLOPT_TIMEOUT alone is fixed when
+// the request starts, from a size the server announced, so a server that
+// keeps just above the low-speed limit into a body announced as GBs was
+// given hours per attempt. Here each second past deadline_s must be paid
+// for by min_rate bytes that actually moved, either way.
+struct Pace {
+  const HttpLimits* limits;
+  std::chrono::steady_clock::time_point started;
+  bool over = false;   // aborted here
+  long allowed = 0;    // the deadline it was past, in seconds
+  uint64_t moved = 0;  // bytes moved by then
+  double elapsed = 0;
+};
+
+int OnProgress(void* user, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t ulnow) {
+  auto* p = static_cast<Pace*>(user);
+  const uint64_t moved = uint64_t(std::max<curl_off_t>(0, dlnow)) + uint64_t(std::max<curl_off_t>(0, ulnow));
+  const long allowed = RequestDeadline(*p->limits, moved);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->started).count();
+  if (allowed <= 0 || elapsed <= double(allowed)) return 0;
+  p->over = true;
+  p->allowed = allowed;
+  p->moved = moved;
+  p->elapsed = elapsed;
+  return 1;  // aborts the transfer (CURLE_ABORTED_BY_CALLBACK)
+}
+
 }  // namespace
 
 std::string HttpClient::TlsDiagnosis(const std::string& url, const std::string& detail) {
@@ -237,8 +266,17 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   const uint64_t carried = req.upload ? req.upload_size : !req.body.empty() ? req.body.size()
                            : req.method == "HEAD"                         ? 0
                                                                           : req.max_body;
+  // Two deadlines: the most this request may take (CURLOPT_TIMEOUT, from
+  // what it may carry), and, checked about once a second while it runs,
+  // the one its bytes moved so far have earned (Pace).
   const long deadline = RequestDeadline(limits_, carried);
   api_->easy_setopt(h, CURLOPT_TIMEOUT, deadline);
+  Pace pace{&limits_, std::chrono::steady_clock::now()};
+  if (limits_.deadline_s > 0) {
+    api_->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    api_->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    api_->easy_setopt(h, CURLOPT_XFERINFODATA, &pace);
+  }
   char curl_error[CURL_ERROR_SIZE] = "";
   api_->easy_setopt(h, CURLOPT_ERRORBUFFER, curl_error);
   api_->easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
@@ -279,6 +317,7 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   }
   api_->easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
   const auto started = std::chrono::steady_clock::now();
+  pace.started = started;
   CURLcode rc = api_->easy_perform(h);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   api_->slist_free_all(hdrs);
@@ -292,6 +331,16 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   if (sink.over_limit) {
     return Status::Corruption(where + ": response body is larger than the limit of " +
                               std::to_string(req.max_body) + " bytes");
+  }
+  if (pace.over) {
+    *transport = Transport::kTimedOut;
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", pace.elapsed);
+    return Status::IOError(where + ": " + std::to_string(pace.moved) + " bytes in " + secs +
+                           " s, past the deadline of " +
+                           std::to_string(pace.allowed) + " s that they earn (" + std::to_string(limits_.deadline_s) +
+                           " s plus 1 s per " + std::to_string(limits_.min_rate) +
+                           " bytes moved): the server sends too slowly (--timeout, --min-rate)");
   }
   if (rc == CURLE_OPERATION_TIMEDOUT) {
     *transport = Transport::kTimedOut;

@@ -54,8 +54,10 @@ enum class Transport { kOk, kRetryable, kTimedOut, kFatal, kPermanent };
 
 // Every request is bounded in time (remote.h, TransferTimeouts).
 using HttpLimits = TransferTimeouts;
-// The deadline of a request that may carry `bytes`, in seconds (0: none):
-// deadline_s plus one second per min_rate bytes.
+// The deadline of a request that has moved (or, for the most it may take,
+// may carry) `bytes`, in seconds (0: none): deadline_s plus one second per
+// min_rate bytes. Perform checks both: the first while the request runs,
+// the second as curl's fixed timeout.
 long RequestDeadline(const HttpLimits& limits, uint64_t bytes);
 
 class HttpClient {

@@ -9,6 +9,9 @@ switches how it answers pulls afterwards:
   drip-manifest       GET manifest: 2 bytes every 0.5 s
   stall-blob          GET blob: the first 1,000 bytes, then nothing (open)
   crawl-blob          GET blob: 4 bytes a second into its full Content-Length
+  trickle-blob        GET blob: 512 bytes every 0.1 s (5 KiB/s: above the
+                      low-speed limit, far below --min-rate) into its full
+                      Content-Length
   wrong-digest        GET blob: the right length, one byte changed
   short-body          GET blob: Content-Length of the blob, half of it, close
   long-body           GET blob: the blob and more bytes than announced
@@ -217,6 +220,8 @@ class Registry(Quiet):
                 return self.paced(200, blob, headers, 1000, 0.01, stop_after=1000)
             if mode == "crawl-blob":
                 return self.paced(200, blob, headers, 4, 1.0)
+            if mode == "trickle-blob":
+                return self.paced(200, blob, headers, 512, 0.1)
             if mode == "wrong-digest":
                 return self.reply(200, blob[:-1] + bytes([blob[-1] ^ 1]), headers)
             if mode == "short-body":

@@ -70,6 +70,15 @@ hostile drip-manifest "$SMALL" 5 "stayed below 1024 bytes/s for 1 s" 9
 expect_contains "$ERR" "gave up after 2 attempts" "drip: tried twice"
 hostile stall-blob "$BIG" 5 "stayed below 1024 bytes/s for 1 s" 9
 hostile crawl-blob "$BIG" 5 "stayed below 1024 bytes/s for 1 s" 9
+# 5 KiB/s into a blob announced as 4 MiB: above the low-speed limit, so
+# only the deadline ends it. That deadline is earned by the bytes that
+# moved (2 s plus 1 s per 64 KiB: about 2.2 s here), not granted for the
+# size the server announced (2 s + 64 s per attempt, and 5 KiB/s into an
+# announced 4 GiB was 18 h per attempt).
+LIMITS=(--low-speed-time 1 --timeout 2)
+hostile trickle-blob "$BIG" 5 "past the deadline of 2 s that they earn (2 s plus 1 s per 65536 bytes moved)" 12
+expect_contains "$ERR" "gave up after 2 attempts" "trickle: tried twice"
+LIMITS=(--low-speed-time 1 --timeout 3 --min-rate 1000000000)
 # Lies about the bytes: exit 1, at once.
 hostile wrong-digest "$SMALL" 1 "hash to" 5
 hostile wrong-digest "$BIG" 1 "received bytes that hash to" 5
