@@ -103,6 +103,18 @@ class LayoutTarget final : public Target {
     KI_ASSIGN_OR_RETURN(auto f, OpenLayoutFile(path));
     return ReadAll(*f, path, max_bytes);
   }
+  // A blob file of `size` bytes (its descriptor's), opened as above: a file
+  // of another size is refused from its fstat, before a byte is read (and
+  // every read stays bounded by `size`, since the file may grow meanwhile).
+  Result<std::unique_ptr<SequentialFile>> OpenBlobFile(const Digest& d, uint64_t size) {
+    KI_ASSIGN_OR_RETURN(auto f, OpenLayoutFile(BlobPath(d)));
+    KI_ASSIGN_OR_RETURN(FileStat st, f->Stat());
+    if (st.size != size) {
+      return Status::Corruption("blob " + d.str() + " in " + url_.str() + " has " + std::to_string(st.size) +
+                                " bytes, its descriptor announces " + std::to_string(size) + " (" + BlobPath(d) + ")");
+    }
+    return f;
+  }
 
   // `blobs` and `blobs/sha256` are directories of the layout, not links
   // (created for a push where absent; a pull of a layout without them
@@ -235,11 +247,16 @@ class LayoutTarget final : public Target {
   bool dirty_ = false;
 };
 
+// Only a regular file of the right size counts: a link, a FIFO or anything
+// else at a blob's name is replaced by the push (the blob file is renamed
+// over it, which replaces the link itself and never writes where it
+// points), not taken for the blob.
 Result<bool> LayoutConn::HasBlob(const Digest& d, uint64_t size) {
   std::string path = t_->BlobPath(d);
-  if (!t_->env_->Exists(path)) return false;
-  KI_ASSIGN_OR_RETURN(uint64_t have, t_->env_->FileSize(path));
-  return have == size;
+  auto f = t_->OpenLayoutFile(path);
+  if (!f.ok()) return false;  // absent, or to be replaced; a failing write then says why
+  KI_ASSIGN_OR_RETURN(FileStat st, (*f)->Stat());
+  return st.regular && st.size == size;
 }
 
 Status LayoutConn::PutBlob(const Digest& d, std::string_view bytes) {
@@ -251,7 +268,8 @@ Result<std::string> LayoutConn::GetBlob(const Digest& d, uint64_t size) {
     return Status::InvalidInput("blob " + d.str() + " is announced at " + std::to_string(size) +
                                 " bytes, over the limit of " + std::to_string(t_->opts_.max_blob_size));
   }
-  auto bytes = t_->ReadLayoutFile(t_->BlobPath(d), size);
+  KI_ASSIGN_OR_RETURN(auto file, t_->OpenBlobFile(d, size));
+  auto bytes = ReadAll(*file, t_->BlobPath(d), size);
   if (!bytes.ok()) {
     if (bytes.status().IsInvalidInput()) {
       return Status::Corruption("blob " + d.str() + " in " + t_->url_.str() + " is larger than announced");
@@ -292,7 +310,7 @@ Status LayoutConn::PutBlobFrom(const Digest& d, uint64_t size, BlobSource& src) 
 
 Status LayoutConn::GetBlobTo(const Digest& d, uint64_t size, BlobSink& sink) {
   const std::string what = "blob " + d.str() + " in " + t_->url_.str();
-  KI_ASSIGN_OR_RETURN(auto file, t_->OpenLayoutFile(t_->BlobPath(d)));
+  KI_ASSIGN_OR_RETURN(auto file, t_->OpenBlobFile(d, size));
   CheckedSink checked(sink);
   KI_RETURN_IF_ERROR(checked.Restart());
   std::string buf(kStreamPiece, '\0');

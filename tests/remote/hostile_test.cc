@@ -425,7 +425,7 @@ TEST_F(LayoutHostileTest, DescriptorSizesInIndexJsonAreChecked) {
     const char* name;
     Json size;  // null: removed
     Code code;
-    const char* message;
+    std::string message;
   };
   std::vector<Case> cases = {
       {"10 GB", Json(10000000000ull), Code::kInvalidInput, "`size` 10000000000 is over the manifest limit"},
@@ -434,8 +434,9 @@ TEST_F(LayoutHostileTest, DescriptorSizesInIndexJsonAreChecked) {
       {"1.5", Json(1.5), Code::kInvalidInput, "`size` is a number 1.5, not an integer"},
       {"2^63", Json(uint64_t(1) << 63), Code::kInvalidInput, "past the image-spec's int64"},
       {"missing", Json(), Code::kInvalidInput, "no `size`"},
-      {"one byte short", Json(real - 1), Code::kCorruption, "larger than announced"},
-      {"one byte long", Json(real + 1), Code::kCorruption, "the manifest announces"},
+      // Refused from the file's fstat, before it is read.
+      {"one byte short", Json(real - 1), Code::kCorruption, "bytes, its descriptor announces " + std::to_string(real - 1)},
+      {"one byte long", Json(real + 1), Code::kCorruption, "bytes, its descriptor announces " + std::to_string(real + 1)},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -1414,8 +1414,9 @@ TEST_F(RemoteTest, LargeBlobDamagedInALayoutStoresNothing) {
   std::string good = test::ReadFileOrDie(path);
   std::filesystem::permissions(path, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
   for (const auto& [bytes, message] : std::vector<std::pair<std::string, std::string>>{
-           {good + "x", "larger than announced"},
-           {good.substr(0, good.size() - 1), "received 3145727 bytes"},
+           // A file of another size is refused from its fstat, before it is read.
+           {good + "x", "has 3145729 bytes, its descriptor announces 3145728"},
+           {good.substr(0, good.size() - 1), "has 3145727 bytes, its descriptor announces 3145728"},
            {std::string(good).replace(100, 1, good[100] == 'a' ? "b" : "a"), "received bytes that hash to"}}) {
     SCOPED_TRACE(message);
     test::WriteFileOrDie(path, bytes);
