@@ -3,7 +3,8 @@
 //
 // index/data.mdb that is empty, not an LMDB file, or shorter than the pages
 // its meta page says are in use cannot be opened (reading it through LMDB's
-// map would end the process with SIGBUS). The objects are the truth and the
+// map would end the process with SIGBUS); one with a damaged page opens but
+// does not read whole (a child process reads every page to find out). The objects are the truth and the
 // derived tables come from them, but data.mdb also holds the frames of the
 // small objects. So the damaged file is not trusted as LMDB at all: it is
 // read front to back as plain bytes, and every whole ki frame found in it
@@ -37,7 +38,8 @@ struct IndexRebuild {
   uint64_t unreadable = 0;
 };
 
-// nullopt when `ki_dir`'s index opens (nothing is done). Otherwise waits
+// nullopt when `ki_dir`'s index opens and reads whole (nothing is done).
+// Call it before the store is opened in this process (it forks). Otherwise waits
 // for the store lock exclusive (as ki gc does: no other process may have
 // the file open while it is replaced), builds the new data.mdb in a scratch
 // directory under index/ and renames it into place; the damaged file

@@ -1,18 +1,156 @@
 #include "index/lmdb.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "ki/digest.h"
 #include "util/utf8.h"
 
 namespace ki::lmdb {
 
+namespace {
+
+// What to run. data.mdb holds the index and the frames of small objects
+// (format.md, "Where object bytes live"), so a damaged one loses more than
+// derived tables: reindex recovers the frames still whole in it, a copy or
+// a remote the rest.
+constexpr std::string_view kRemedy = "; it holds the index and the objects kept in it (those of at most 64 KiB)";
+// The shorter remedy of a damaged page that LMDB found while reading.
+constexpr std::string_view kDamagedHint = " (the index file is damaged: `ki audit --reindex` builds it again)";
+
+// A damaged page that the open cannot see (it checks the file's length
+// only) still makes LMDB read through its map where it should not: a page
+// number past the file's end is a SIGBUS, one past the map a SIGSEGV, a
+// page of the wrong type one of LMDB's assertions (abort). None can be
+// returned as an error, so the process ends; these handlers make it end as
+// a fault with what to run (exit 1), not a signal, when the fault is a
+// read of an open environment's map or an LMDB assertion. Other faults go
+// where they went before. Async-signal-safe: a preformatted message,
+// write, _exit.
+struct GuardedMap {
+  std::atomic<uintptr_t> begin{0}, end{0};
+  char message[1024];
+  std::atomic<size_t> message_size{0};
+};
+GuardedMap g_maps[8];
+std::mutex g_maps_mu;  // claims and frees slots; the handlers only read
+struct sigaction g_previous_bus{}, g_previous_segv{};
+
+[[noreturn]] void DieAsFault(const GuardedMap& m) {
+  const size_t n = m.message_size.load();
+  if (n) (void)!::write(2, m.message, n);
+  ::_exit(1);
+}
+
+// Depth of this thread's calls into LMDB through this wrapper (InLmdb): a
+// fault there (a damaged node's flags send LMDB through a null pointer)
+// is the index's too. Plain data, zero-initialised, read by the handler.
+thread_local int t_in_lmdb = 0;
+
+struct InLmdb {
+  InLmdb() { ++t_in_lmdb; }
+  ~InLmdb() { --t_in_lmdb; }
+};
+
+void OnMapFault(int sig, siginfo_t* info, void* context) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (const GuardedMap& m : g_maps) {
+    if (m.end.load() && ((addr >= m.begin.load() && addr < m.end.load()) || t_in_lmdb > 0)) DieAsFault(m);
+  }
+  const struct sigaction& prev = sig == SIGBUS ? g_previous_bus : g_previous_segv;
+  if (prev.sa_flags & SA_SIGINFO) {
+    prev.sa_sigaction(sig, info, context);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+  } else {
+    // Returning re-runs the faulting access under the default action.
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+  }
+}
+
+void OnAssert(MDB_env*, const char*) {
+  // Not a signal handler, but it must not return (LMDB aborts after it).
+  // Any guarded environment's message (ki opens one store at a time; the
+  // message differs only in the path).
+  for (const GuardedMap& m : g_maps)
+    if (m.end.load()) DieAsFault(m);
+  ::_exit(1);
+}
+
+// Where LMDB mapped `env`'s data.mdb, and the map's size: LMDB does not say
+// (mdb_env_info's me_mapaddr is the address its meta page asks for, 0), so
+// it is the line of /proc/self/maps that maps that file (by inode) from
+// offset 0. {0, 0} when it is not found.
+std::pair<uintptr_t, size_t> MapOf(MDB_env* env) {
+  mdb_filehandle_t fd;
+  struct stat fs;
+  MDB_envinfo info;
+  if (mdb_env_get_fd(env, &fd) != 0 || ::fstat(fd, &fs) != 0 || mdb_env_info(env, &info) != 0) return {0, 0};
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long begin = 0, end = 0, offset = 0, inode = 0;
+    char perms[8] = {0}, dev[16] = {0};
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %llu", &begin, &end, perms, &offset, dev, &inode) != 6)
+      continue;
+    if (inode == (unsigned long long)fs.st_ino && offset == 0 && end - begin == info.me_mapsize)
+      return {uintptr_t(begin), size_t(end - begin)};
+  }
+  return {0, 0};
+}
+
+void GuardMap(MDB_env* env, const std::string& message) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    struct sigaction sa{};
+    sa.sa_sigaction = OnMapFault;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_previous_bus);
+    ::sigaction(SIGSEGV, &sa, &g_previous_segv);
+  });
+  const auto [begin, size] = MapOf(env);
+  if (!begin) return;
+  std::lock_guard<std::mutex> lock(g_maps_mu);
+  for (GuardedMap& m : g_maps) {
+    if (m.end.load()) continue;
+    const size_t n = std::min(message.size(), sizeof m.message);
+    std::memcpy(m.message, message.data(), n);
+    m.message_size = n;
+    m.begin = begin;
+    m.end = begin + size;
+    (void)mdb_env_set_assert(env, OnAssert);
+    return;
+  }
+  // More environments than slots: this one is unguarded, as before.
+}
+
+void UnguardMap(MDB_env* env) {
+  const uintptr_t begin = MapOf(env).first;
+  if (!begin) return;
+  std::lock_guard<std::mutex> lock(g_maps_mu);
+  for (GuardedMap& m : g_maps)
+    if (m.end.load() && m.begin.load() == begin) m.end = 0;
+}
+
+}  // namespace
+
 Status MdbStatus(std::string_view op, int rc) {
   std::string msg = "index " + std::string(op) + ": " + mdb_strerror(rc);
+  // LMDB's own findings about the file's pages: a fault of the index, not
+  // of the environment.
+  if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND)
+    return Status::Corruption(msg + std::string(kDamagedHint));
   // Disk full, file size limit or map full are environment errors: the
   // transaction was aborted and nothing was stored.
   return Status::IOError(msg);
@@ -34,16 +172,13 @@ std::string KeyText(std::string_view part) {
 }
 
 Environment::~Environment() {
-  if (env_) mdb_env_close(env_);
+  if (env_) {
+    UnguardMap(env_);
+    mdb_env_close(env_);
+  }
 }
 
 namespace {
-
-// What to run. data.mdb holds the index and the frames of small objects
-// (format.md, "Where object bytes live"), so a damaged one loses more than
-// derived tables: reindex recovers the frames still whole in it, a copy or
-// a remote the rest.
-constexpr std::string_view kRemedy = "; it holds the index and the objects kept in it (those of at most 64 KiB)";
 
 std::string Repair(const std::string& file) {
   return std::string(kRemedy) +
@@ -55,7 +190,7 @@ std::string Repair(const std::string& file) {
 }  // namespace
 
 std::string_view WithoutRemedy(std::string_view message) {
-  return message.substr(0, message.find(kRemedy));
+  return message.substr(0, std::min(message.find(kRemedy), message.find(kDamagedHint)));
 }
 
 // LMDB reads pages straight from its memory map: a page past the end of the
@@ -126,6 +261,9 @@ Status Environment::Open(const std::string& dir, uint64_t map_size, bool read_on
     env_ = nullptr;
     return s;
   }
+  GuardMap(env_, "ki: error: index " + file +
+                              ": reading a page of it faulted (the file is damaged: a page number or size in "
+                              "it is wrong)" + Repair(file) + "\n");
   return Status::OK();
 }
 
@@ -268,6 +406,30 @@ Status Environment::TrimFile() {
   return Status::OK();
 }
 
+Status Environment::ReadEverything() {
+  KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, false));
+  KI_ASSIGN_OR_RETURN(std::vector<std::string> names, TableNames(txn));
+  uint64_t sum = 0;
+  for (const std::string& n : names) {
+    MDB_dbi dbi;
+    int rc = mdb_dbi_open(txn.get(), n.c_str(), 0, &dbi);
+    if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) continue;  // not a table of ours
+    if (rc) return MdbStatus("open table " + n, rc);
+    KI_ASSIGN_OR_RETURN(Cursor cur, Cursor::Open(txn, dbi));
+    KI_ASSIGN_OR_RETURN(bool more, cur.Seek(""));
+    while (more) {
+      // Every byte, so that a value whose pages lie past the file's end
+      // faults here.
+      for (char c : cur.key()) sum += uint8_t(c);
+      for (char c : cur.value()) sum += uint8_t(c);
+      KI_ASSIGN_OR_RETURN(more, cur.Next());
+    }
+  }
+  volatile uint64_t keep = sum;  // the reads are the point
+  (void)keep;
+  return Status::OK();
+}
+
 void Environment::Remember(std::string_view name, MDB_dbi dbi) {
   std::lock_guard<std::mutex> lock(mu_);
   tables_.emplace(std::string(name), dbi);
@@ -285,6 +447,7 @@ Result<Txn> Txn::Begin(Environment& env, bool write) {
 }
 
 Status Txn::Commit() {
+  InLmdb in;
   int rc = mdb_txn_commit(txn_);
   txn_ = nullptr;  // committed or aborted by LMDB on failure
   if (rc) {
@@ -300,6 +463,7 @@ Status Txn::Commit() {
 
 Result<std::optional<std::string_view>> Txn::Get(MDB_dbi dbi, std::string_view key) {
   MDB_val k = Val(key), v{};
+  InLmdb in;
   int rc = mdb_get(txn_, dbi, &k, &v);
   if (rc == MDB_NOTFOUND) return std::optional<std::string_view>();
   if (rc) return MdbStatus("get", rc);
@@ -313,6 +477,7 @@ Status Txn::Put(MDB_dbi dbi, std::string_view key, std::string_view value) {
     return Status::IOError("index put: a key of " + std::to_string(key.size()) + " bytes is over LMDB's " +
                            std::to_string(kMaxKeyBytes) + "-byte limit");
   MDB_val k = Val(key), v = Val(value);
+  InLmdb in;
   int rc = mdb_put(txn_, dbi, &k, &v, 0);
   if (rc) return MdbStatus("put", rc);
   return Status::OK();
@@ -320,6 +485,7 @@ Status Txn::Put(MDB_dbi dbi, std::string_view key, std::string_view value) {
 
 Result<char*> Txn::Reserve(MDB_dbi dbi, std::string_view key, size_t size) {
   MDB_val k = Val(key), v{size, nullptr};
+  InLmdb in;
   int rc = mdb_put(txn_, dbi, &k, &v, MDB_RESERVE);
   if (rc) return MdbStatus("put", rc);
   return static_cast<char*>(v.mv_data);
@@ -327,12 +493,14 @@ Result<char*> Txn::Reserve(MDB_dbi dbi, std::string_view key, size_t size) {
 
 Status Txn::Del(MDB_dbi dbi, std::string_view key) {
   MDB_val k = Val(key);
+  InLmdb in;
   int rc = mdb_del(txn_, dbi, &k, nullptr);
   if (rc && rc != MDB_NOTFOUND) return MdbStatus("delete", rc);
   return Status::OK();
 }
 
 Status Txn::Drop(MDB_dbi dbi) {
+  InLmdb in;
   int rc = mdb_drop(txn_, dbi, 0);
   if (rc) return MdbStatus("drop", rc);
   return Status::OK();
@@ -346,6 +514,7 @@ Result<Cursor> Cursor::Open(Txn& txn, MDB_dbi dbi) {
 }
 
 Result<bool> Cursor::Seek(std::string_view key) {
+  InLmdb in;
   int rc;
   if (key.empty()) {
     rc = mdb_cursor_get(c_, &k_, &v_, MDB_FIRST);
@@ -359,6 +528,7 @@ Result<bool> Cursor::Seek(std::string_view key) {
 }
 
 Result<bool> Cursor::Next() {
+  InLmdb in;
   int rc = mdb_cursor_get(c_, &k_, &v_, MDB_NEXT);
   if (rc == MDB_NOTFOUND) return false;
   if (rc) return MdbStatus("next", rc);

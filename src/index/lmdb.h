@@ -91,6 +91,12 @@ class Environment {
   // reuse them, but until then the disk space is held. Called after every
   // write transaction that did not commit.
   Status TrimFile();
+  // Reads every key and value of every table in one read transaction:
+  // what the index's open does not check (its pages). A damaged page is
+  // Corruption when LMDB notices, and otherwise may end the process with
+  // a signal (a page number past the file's end reads beyond it), so call
+  // it in a process that can afford to die (RebuildDamagedIndex forks).
+  Status ReadEverything();
   // Caches a handle opened in a write transaction, after that transaction
   // committed (LMDB closes handles of aborted transactions).
   void Remember(std::string_view name, MDB_dbi dbi);

@@ -2,9 +2,13 @@
 // whole in the damaged data.mdb go into a new one; the caller reindexes.
 #include "ki/index_rebuild.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -28,11 +32,83 @@ std::string UtcStamp() {
   return buf;
 }
 
-// Whether the index in `index_dir` opens; the Corruption that says why when
-// the file is damaged, any other failure as it is.
+// Whether the index in `index_dir` opens and reads whole; the Corruption
+// that says why when the file is damaged, any other failure as it is.
+// Opening checks the file's length against its meta page; the pages
+// themselves are only checked by reading them, and LMDB trusts what it
+// reads: a damaged page number can send it past the file's end (SIGBUS) or
+// outside its map (SIGSEGV), or trip one of its assertions (SIGABRT). So
+// the read is made by a child process, whose death is the answer. (The
+// caller has no environment of this store open: LMDB's is not to be used
+// across fork, and the child opens its own.)
 Status ProbeIndex(const std::string& index_dir, uint64_t map_size) {
-  lmdb::Environment env;
-  return env.Open(index_dir, map_size, /*read_only=*/true);
+  const std::string file = index_dir + "/data.mdb";
+  int fds[2];
+  if (::pipe(fds) != 0) return Status::IOError(std::string("index check: pipe: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Status::IOError(std::string("index check: fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // The answer: a code byte ('C' corruption, 'E' another failure) and
+    // the message; nothing at all for a whole index.
+    Status s;
+    {
+      lmdb::Environment env;
+      s = env.Open(index_dir, map_size, /*read_only=*/true);
+      if (s.ok()) {
+        // Here a fault is the answer, not the end of a command: the
+        // default actions again (the open guarded the map, lmdb.cc), and
+        // LMDB's assertion text stays out of the parent's output.
+        struct sigaction dfl{};
+        dfl.sa_handler = SIG_DFL;
+        ::sigaction(SIGBUS, &dfl, nullptr);
+        ::sigaction(SIGSEGV, &dfl, nullptr);
+        (void)mdb_env_set_assert(env.get(), nullptr);
+        const int devnull = ::open("/dev/null", O_WRONLY);
+        if (devnull >= 0) ::dup2(devnull, 2);
+        s = env.ReadEverything();
+      }
+    }
+    if (!s.ok()) {
+      const std::string out = (s.IsCorruption() ? "C" : "E") + s.message();
+      for (size_t done = 0; done < out.size();) {
+        const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+        if (n <= 0) break;
+        done += size_t(n);
+      }
+    }
+    ::_exit(s.ok() ? 0 : 1);  // no destructors or atexit handlers of the parent's
+  }
+  ::close(fds[1]);
+  std::string answer;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      answer.append(buf, size_t(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) return Status::IOError(std::string("index check: waitpid: ") + std::strerror(errno));
+  }
+  if (WIFSIGNALED(wstatus)) {
+    return Status::Corruption("index " + file + ": reading its pages ended the check with signal " +
+                              std::to_string(WTERMSIG(wstatus)) + " (" + ::strsignal(WTERMSIG(wstatus)) +
+                              "): a page is damaged");
+  }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return Status::OK();
+  if (answer.empty()) return Status::IOError("index check of " + file + ": the checking process failed");
+  if (answer[0] == 'C') return Status::Corruption(answer.substr(1));
+  return Status::IOError(answer.substr(1));
 }
 
 // Reads a damaged data.mdb as plain bytes and puts every whole frame found
