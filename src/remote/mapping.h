@@ -63,6 +63,11 @@ struct ClosureCache {
 Result<Closure> CollectClosure(Store& store, const Digest& root, std::string_view preferred_name,
                                ClosureCache* cache = nullptr);
 
+// The extension standard clients get for a blob's title ("blob-<hex>.txt"),
+// from the media type's type/subtype: "text/plain; charset=utf-8" is
+// text/plain; ".bin" for types without a usual one.
+std::string ExtensionFor(std::string_view media_type);
+
 // The empty config blob "{}" every ki image manifest uses.
 std::string_view EmptyConfig();
 Digest EmptyConfigDigest();
