@@ -26,7 +26,7 @@ Result<std::string> ReadUpTo(SequentialFile& file, size_t n) {
   return out;
 }
 
-struct Options {
+struct AddOptions {
   std::vector<std::string> files;
   bool blob = false;
   std::string media_type;
@@ -35,7 +35,7 @@ struct Options {
 };
 
 // ki add --implementation: the source and an ImplementationRevision naming it.
-Result<int> AddImplementation(const Options& o, const GlobalOptions& g) {
+Result<int> AddImplementation(const AddOptions& o, const GlobalOptions& g) {
   if (o.impl.operation.empty()) return Status::Usage("--implementation needs --operation REF");
   if (!o.files.empty() || o.blob) return Status::Usage("--implementation takes no other files (use --source)");
   KI_ASSIGN_OR_RETURN(auto store, OpenStore(g, OpenMode::kReadWrite));
@@ -52,8 +52,8 @@ Result<int> AddImplementation(const Options& o, const GlobalOptions& g) {
   return 0;
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupAdd(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<AddOptions>();
   sub->add_option("files", o->files, "files to store; - reads standard input");
   sub->add_option("--implementation", o->impl.main, "store a kernel source (.cu, .cc) and its ImplementationRevision");
   sub->add_option("--operation", o->impl.operation, "with --implementation: the OperationSpec it implements (REF)");
@@ -154,7 +154,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
 
 // A bulk add (thousands of files, all held in memory until the one commit)
 // gets the huge-page heap; a few files do not pay for the re-exec.
-KI_REGISTER_COMMAND(add, {"add", "Store manifests, bundles and blobs", Setup, 20, /*big_heap_min_args=*/256});
+KI_REGISTER_COMMAND(add, {"add", "Store manifests, bundles and blobs", SetupAdd, 20, /*big_heap_min_args=*/256});
 
 }  // namespace
 }  // namespace ki::cli

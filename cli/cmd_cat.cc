@@ -6,7 +6,7 @@
 namespace ki::cli {
 namespace {
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupCat(CLI::App* sub, GlobalOptions* g) {
   auto ref = std::make_shared<std::string>();
   sub->add_option("ref", *ref, "object: digest, prefix, KIND/NAME or name")->required();
   auto json = std::make_shared<bool>(false);
@@ -46,7 +46,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(cat, {"cat", "Print an object's exact stored bytes", Setup, 40});
+KI_REGISTER_COMMAND(cat, {"cat", "Print an object's exact stored bytes", SetupCat, 40});
 
 }  // namespace
 }  // namespace ki::cli

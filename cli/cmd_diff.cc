@@ -57,7 +57,7 @@ std::string Show(const Primary& p) {
   return (p.unit == "ns" ? FormatNs(*p.value) : FormatJcsNumber(*p.value) + " " + p.unit) + " " + p.statistic;
 }
 
-struct Options {
+struct DiffOptions {
   std::string a, b;
   bool json = false;
   double noise_floor = 0.01, alpha = 0.05;
@@ -82,7 +82,7 @@ struct Judged {
 };
 
 Result<Judged> Judge(Store& store, const Json& sa, const Json& sb, const Primary& pa, const Primary& pb,
-                     const Options& o) {
+                     const DiffOptions& o) {
   Judged j;
   stats::CompareOptions co;
   co.alpha = o.alpha;
@@ -160,7 +160,7 @@ Json JudgedJson(const Judged& j, const Primary& pa, const Primary& pb) {
 
 // --fail-on: exit 1 when the verdict is the one asked for, 0 when not; a
 // verdict that was not tested cannot gate (exit 4, after the output).
-Result<int> Gate(const Options& o, const stats::Comparison& c) {
+Result<int> Gate(const DiffOptions& o, const stats::Comparison& c) {
   if (c.verdict == stats::Verdict::kUntested)
     return Status::InvalidInput("--fail-on " + o.fail_on + " needs raw samples of both runs: " + c.words);
   const bool hit = (o.fail_on == "slower" && c.verdict == stats::Verdict::kSlower) ||
@@ -188,8 +188,8 @@ void Referenced(Store& store, const Json& sa, const Json& sb, const char* field,
   PrintDiffs(catalog::FieldDiffs(ma->spec, mb->spec, "spec"), out, "  ");
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupDiff(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<DiffOptions>();
   sub->add_option("a", o->a, "first manifest (REF)")->required();
   sub->add_option("b", o->b, "second manifest (REF)")->required();
   sub->add_flag("--json", o->json,
@@ -311,7 +311,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(diff, {"diff", "Show what differs between two manifests of one kind", Setup, 72});
+KI_REGISTER_COMMAND(diff, {"diff", "Show what differs between two manifests of one kind", SetupDiff, 72});
 
 }  // namespace
 }  // namespace ki::cli

@@ -14,7 +14,7 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct ExportCliOptions {
   std::string file;
   std::vector<std::string> refs;
   bool json = false;
@@ -54,8 +54,8 @@ std::string SummaryText(const catalog::ExportReport& r, double seconds) {
   return out;
 }
 
-RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupExportKernelIndex(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<ExportCliOptions>();
   sub->add_option("file", o->file, "where to write: .jsonl, .jsonl.zst (zstd), or - for standard output")->required();
   sub->add_option("refs", o->refs, "runs or comparison groups to export (default: the whole store)");
   sub->add_flag("--json", o->json, "print the summary as JSON");
@@ -86,7 +86,7 @@ RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-// Formats `ki export` writes. A new one is a Setup function and a line here.
+// Formats `ki export` writes. A new one is a setup function and a line here.
 struct Exporter {
   const char* name;
   const char* help;
@@ -94,10 +94,10 @@ struct Exporter {
 };
 const Exporter kExporters[] = {
     {"kernelindex", "Write the store's runs as a KernelIndex catalog export (JSON lines, zstd for .zst)",
-     SetupKernelIndex},
+     SetupExportKernelIndex},
 };
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupExport(CLI::App* sub, GlobalOptions* g) {
   sub->require_subcommand(1);
   auto runs = std::make_shared<std::vector<std::pair<CLI::App*, RunFn>>>();
   for (const auto& x : kExporters) {
@@ -111,7 +111,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(export, {"export", "Write the store's runs in another tool's format (KernelIndex)", Setup, 95});
+KI_REGISTER_COMMAND(export, {"export", "Write the store's runs in another tool's format (KernelIndex)", SetupExport, 95});
 
 }  // namespace
 }  // namespace ki::cli

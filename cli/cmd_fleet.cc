@@ -15,7 +15,7 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct FleetOptions {
   // submit
   fleet::RunSelection sel;
   std::string runs_from;
@@ -58,7 +58,7 @@ Result<std::vector<std::string>> ReadRefList(const std::string& from) {
   return out;
 }
 
-void AddSlurmOptions(CLI::App* s, Options* o) {
+void AddSlurmOptions(CLI::App* s, FleetOptions* o) {
   fleet::SlurmOptions& sl = o->submit.slurm;
   s->add_option("--partition,-p", sl.partition, "Slurm partition");
   s->add_option("--gpus", sl.gpus, "GPUs per task, as --gres=gpu:VALUE (\"1\", \"h200:1\"); default none");
@@ -213,7 +213,7 @@ void PrintCollect(const fleet::CollectReport& rep, bool json) {
   }
 }
 
-Result<int> RunTaskCommand(Options& o) {
+Result<int> RunTaskCommand(FleetOptions& o) {
   fleet::TaskRequest req;
   KI_ASSIGN_OR_RETURN(auto refs, ReadRefList(o.task_runs));
   for (const auto& r : refs) {
@@ -247,8 +247,8 @@ Result<int> RunTaskCommand(Options& o) {
   return r.outcome == "rerun" && r.status == "passed" && r.failure_step.empty() ? 0 : 1;
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupFleet(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<FleetOptions>();
   sub->require_subcommand(1);
 
   CLI::App* submit = sub->add_subcommand("submit", "Re-run a set of runs as one Slurm job array");
@@ -338,7 +338,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(fleet, {"fleet", "Re-run many runs on a Slurm cluster (submit, status, collect)", Setup, 72});
+KI_REGISTER_COMMAND(fleet, {"fleet", "Re-run many runs on a Slurm cluster (submit, status, collect)", SetupFleet, 72});
 
 }  // namespace
 }  // namespace ki::cli

@@ -23,7 +23,7 @@ Json SizesJson(const GcSizes& s) {
   return {{"indexBytes", s.index_bytes}, {"looseFiles", s.loose_files}, {"looseBytes", s.loose_bytes}};
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupGc(CLI::App* sub, GlobalOptions* g) {
   struct Options {
     bool dry_run = false, json = false;
     std::string grace = "2w";
@@ -97,7 +97,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(gc, {"gc", "Remove objects nothing keeps alive and compact the store", Setup, 56});
+KI_REGISTER_COMMAND(gc, {"gc", "Remove objects nothing keeps alive and compact the store", SetupGc, 56});
 
 }  // namespace
 }  // namespace ki::cli

@@ -7,19 +7,19 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct GroupsOptions {
   catalog::GroupFilter filter;
   bool json = false;
 };
 
-std::string Value(const catalog::RankEntry& e) {
+std::string GroupValue(const catalog::RankEntry& e) {
   if (!e.value) return "-";
   if (e.unit == "ns") return FormatNs(*e.value);
   return FormatJcsNumber(*e.value) + (e.unit.empty() ? "" : " " + e.unit);
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupGroups(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<GroupsOptions>();
   sub->add_option("pattern", o->filter.pattern, "operation or workload name (glob), or a group key prefix");
   sub->add_option("--operation", o->filter.operation, "operation name (substring or glob) or digest prefix");
   sub->add_option("--hardware", o->filter.hardware, "hardware product, any part of it (e.g. H200)");
@@ -58,7 +58,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
              (x.workload_name.empty() ? x.workload.substr(0, 19) : x.workload_name) + "\t" +
              (x.hardware.empty() ? "-" : x.hardware) + "\t" + std::to_string(x.runs) + " runs\t";
       if (x.first) {
-        out += "#1 " + Value(*x.first) + " " +
+        out += "#1 " + GroupValue(*x.first) + " " +
                (x.first->implementation.empty() ? x.first->name : x.first->implementation);
       } else {
         out += "-";
@@ -71,7 +71,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(groups, {"groups", "List comparison groups", Setup, 47});
+KI_REGISTER_COMMAND(groups, {"groups", "List comparison groups", SetupGroups, 47});
 
 }  // namespace
 }  // namespace ki::cli

@@ -16,10 +16,10 @@ namespace ki::cli {
 namespace {
 
 // --- progress on standard error: a bar on a terminal, plain lines otherwise.
-class Progress {
+class ImportProgressLine {
  public:
-  Progress() : tty_(::isatty(STDERR_FILENO) == 1) {}
-  ~Progress() { Done(); }
+  ImportProgressLine() : tty_(::isatty(STDERR_FILENO) == 1) {}
+  ~ImportProgressLine() { Done(); }
   void Update(const catalog::ImportProgress& p) {
     if (p.lines_total == 0) return;
     int pct = int(100 * p.lines_done / p.lines_total);
@@ -145,7 +145,7 @@ struct KernelIndexOptions {
   int threads = 2;
 };
 
-RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupImportKernelIndex(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<KernelIndexOptions>();
   sub->add_option("file", o->file, "catalog export: .jsonl.zst, .jsonl, or - for standard input")->required();
   sub->add_flag("--keep-going", o->keep_going, "store the export even when stored digests or keys do not recompute");
@@ -156,7 +156,7 @@ RunFn SetupKernelIndex(CLI::App* sub, GlobalOptions* g) {
     KI_ASSIGN_OR_RETURN(auto store, OpenStore(*g, OpenMode::kReadWrite));
     KI_ASSIGN_OR_RETURN(std::string text, catalog::ReadExport(o->file));
     KI_RETURN_IF_ERROR(RefuseManifest(text, o->file));
-    Progress progress;
+    ImportProgressLine progress;
     catalog::ImportOptions opts;
     opts.keep_going = o->keep_going;
     opts.threads = o->threads;
@@ -224,18 +224,18 @@ RunFn SetupFlashinferBench(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-// Sources `ki import` knows. A new one is a Setup function and a line here.
+// Sources `ki import` knows. A new one is a setup function and a line here.
 struct Importer {
   const char* name;
   const char* help;
   RunFn (*setup)(CLI::App*, GlobalOptions*);
 };
 const Importer kImporters[] = {
-    {"kernelindex", "Import a KernelIndex catalog export (JSON lines, plain or zstd)", SetupKernelIndex},
+    {"kernelindex", "Import a KernelIndex catalog export (JSON lines, plain or zstd)", SetupImportKernelIndex},
     {"flashinfer-bench", "Import a flashinfer-bench dataset: definitions, workloads, solutions, traces", SetupFlashinferBench},
 };
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupImport(CLI::App* sub, GlobalOptions* g) {
   sub->require_subcommand(1);
   auto runs = std::make_shared<std::vector<std::pair<CLI::App*, RunFn>>>();
   for (const auto& imp : kImporters) {
@@ -249,7 +249,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(import, {"import", "Import a published catalog into the store", Setup, 60,
+KI_REGISTER_COMMAND(import, {"import", "Import a published catalog into the store", SetupImport, 60,
                              /*big_heap_min_args=*/0});
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace ki::cli {
 namespace {
 
-RunFn Setup(CLI::App* sub, GlobalOptions* global) {
+RunFn SetupInit(CLI::App* sub, GlobalOptions* global) {
   auto dir = std::make_shared<std::string>();
   sub->add_option("dir", *dir, "directory to hold the store (default: --store, else $KI_STORE, else .)");
   auto json = std::make_shared<bool>(false);
@@ -41,7 +41,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* global) {
   };
 }
 
-KI_REGISTER_COMMAND(init, {"init", "Create a ki store (DIR/.ki)", Setup, 10});
+KI_REGISTER_COMMAND(init, {"init", "Create a ki store (DIR/.ki)", SetupInit, 10});
 
 }  // namespace
 }  // namespace ki::cli

@@ -9,7 +9,7 @@ namespace {
 
 std::string_view ProtectionName(KeyProtection p) { return p == KeyProtection::kNone ? "none" : "passphrase"; }
 
-RunFn Setup(CLI::App* sub, GlobalOptions*) {
+RunFn SetupKey(CLI::App* sub, GlobalOptions*) {
   sub->require_subcommand(1);
   auto name = std::make_shared<std::string>();
   auto no_pass = std::make_shared<bool>(false);
@@ -69,7 +69,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
   };
 }
 
-KI_REGISTER_COMMAND(key, {"key", "Manage local signing keys (generate, list, export)", Setup, 70});
+KI_REGISTER_COMMAND(key, {"key", "Manage local signing keys (generate, list, export)", SetupKey, 70});
 
 }  // namespace
 }  // namespace ki::cli

@@ -20,7 +20,7 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct LogOptions {
   std::string ref, implementation;
   bool regressions = false, json = false;
   double threshold = 0.05;
@@ -39,7 +39,7 @@ struct Point {
   std::optional<Manifest> manifest;  // when the store holds the run
 };
 
-std::string Value(const Point& p) {
+std::string PointValue(const Point& p) {
   if (!p.value) return "-";
   return p.unit == "ns" ? FormatNs(*p.value) : FormatJcsNumber(*p.value) + (p.unit.empty() ? "" : " " + p.unit);
 }
@@ -202,8 +202,8 @@ Json PointJson(const Point& p) {
           {"evidence", p.evidence}};
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupLog(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<LogOptions>();
   sub->add_option("ref", o->ref,
                   "a run or comparison key (its comparison group), or a WorkloadCase (its runs in every environment)")
       ->required();
@@ -295,15 +295,15 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       if (auto it = change_at.find(i); it != change_at.end()) {
         const auto& c = it->second;
         text += "-- change point: " + Pct(c.ratio) + " (" + std::string(c.ratio > 1 ? "slower" : "faster") +
-                "; median " + Value(Point{.unit = p.unit, .value = c.before}) + " -> " +
-                Value(Point{.unit = p.unit, .value = c.after}) + ", ratio " + F3(c.ratio) + ", 95% interval " +
+                "; median " + PointValue(Point{.unit = p.unit, .value = c.before}) + " -> " +
+                PointValue(Point{.unit = p.unit, .value = c.after}) + ", ratio " + F3(c.ratio) + ", 95% interval " +
                 F3(c.low) + "-" + F3(c.high) + ")\n";
       }
       std::string impl = p.implementation.empty() ? "-" : p.implementation.substr(7, 12);
       if (!p.implementation_name.empty()) impl += " " + p.implementation_name;
       std::string env = p.environment_name.empty() ? (p.environment.empty() ? "-" : p.environment.substr(7, 12))
                                                    : p.environment_name;
-      text += p.observed_at + "  " + Short(p.run) + "  " + Value(p) + "  [" + IntervalText(p) + "]  " + impl +
+      text += p.observed_at + "  " + Short(p.run) + "  " + PointValue(p) + "  [" + IntervalText(p) + "]  " + impl +
               "  " + env + "  " + p.evidence + (p.status != "passed" && !p.status.empty() ? "  " + p.status : "") +
               "\n";
     }
@@ -326,7 +326,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(log, {"log", "The runs of a benchmark in time order, and its change points", Setup, 73});
+KI_REGISTER_COMMAND(log, {"log", "The runs of a benchmark in time order, and its change points", SetupLog, 73});
 
 }  // namespace
 }  // namespace ki::cli

@@ -10,14 +10,14 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct LsOptions {
   std::string kind, name;
   catalog::RunFilter runs;
   bool json = false;
 };
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupLs(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<LsOptions>();
   sub->add_option("--kind", o->kind, "only manifests of this kind (e.g. BenchmarkRun), or 'blob'");
   sub->add_option("--operation", o->runs.operation, "runs of this operation (name, substring or glob; or digest prefix)");
   sub->add_option("--hardware", o->runs.hardware, "runs on this hardware (any part of its product name, e.g. H200)");
@@ -89,7 +89,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(ls, {"ls", "List stored objects", Setup, 45});
+KI_REGISTER_COMMAND(ls, {"ls", "List stored objects", SetupLs, 45});
 
 }  // namespace
 }  // namespace ki::cli

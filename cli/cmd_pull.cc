@@ -8,13 +8,13 @@
 namespace ki::cli {
 namespace {
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  struct Options {
+RunFn SetupPull(CLI::App* sub, GlobalOptions* g) {
+  struct PullOptions {
     TransferArgs t;
     bool no_pack = false;
     bool tags = false, force = false;
   };
-  auto opt = std::make_shared<Options>();
+  auto opt = std::make_shared<PullOptions>();
   TransferArgs* o = &opt->t;
   AddTransferArgs(sub, o, "tags, ki names, ki digests or OCI manifest digests", TransferOptions{}.pull_jobs,
                   "parallel downloads", TransferOptions{}.pull_buffer_bytes,
@@ -96,7 +96,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(pull, {"pull", "Pull objects and their closure from a remote", Setup, 82});
+KI_REGISTER_COMMAND(pull, {"pull", "Pull objects and their closure from a remote", SetupPull, 82});
 
 }  // namespace
 }  // namespace ki::cli

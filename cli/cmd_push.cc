@@ -7,7 +7,7 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct PushOptions {
   TransferArgs t;
   bool digest_tags = false;
   bool recheck = false;
@@ -17,8 +17,8 @@ struct Options {
   std::string bundle;
 };
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupPush(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<PushOptions>();
   AddTransferArgs(sub, &o->t, "objects to push with everything they reach", TransferOptions{}.push_jobs,
                   "parallel uploads", TransferOptions{}.push_buffer_bytes,
                   "object bytes read for upload at once, across the uploads; a larger object goes alone");
@@ -112,7 +112,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(push, {"push", "Push objects and their closure to a remote", Setup, 81});
+KI_REGISTER_COMMAND(push, {"push", "Push objects and their closure to a remote", SetupPush, 81});
 
 }  // namespace
 }  // namespace ki::cli

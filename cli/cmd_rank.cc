@@ -13,7 +13,7 @@
 namespace ki::cli {
 namespace {
 
-std::string Value(const catalog::RankEntry& e) {
+std::string RankValue(const catalog::RankEntry& e) {
   if (!e.value) return "-";
   return human::Quantity(*e.value, e.unit);
 }
@@ -78,7 +78,7 @@ std::string EvidenceText(const catalog::RankEntry& e, const std::map<Digest, Att
   return std::string(catalog::EvidenceName(it->second.level)) + (it->second.disputed ? ", disputed" : "");
 }
 
-Json EntryJson(const catalog::RankEntry& e, const std::map<Digest, Attested>& attested) {
+Json RankEntryJson(const catalog::RankEntry& e, const std::map<Digest, Attested>& attested) {
   Json j = {{"run", e.run.str()},
             {"id", e.id},
             {"name", e.name.empty() ? Json(nullptr) : Json(e.name)},
@@ -100,7 +100,7 @@ Json EntryJson(const catalog::RankEntry& e, const std::map<Digest, Attested>& at
   return j;
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupRank(CLI::App* sub, GlobalOptions* g) {
   auto ref = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   sub->add_option("ref", *ref, "a run (its comparison group), or a comparison key or prefix")->required();
@@ -123,10 +123,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     if (*json) {
       Json ranked = Json::array(), inel = Json::array();
       for (const auto& e : r.ranked) {
-        ranked.push_back(EntryJson(e, attested));
+        ranked.push_back(RankEntryJson(e, attested));
         ranked.back()["speedupFactor"] = speedups[e.run] ? Json(*speedups[e.run]) : Json(nullptr);
       }
-      for (const auto& e : r.ineligible) inel.push_back(EntryJson(e, attested));
+      for (const auto& e : r.ineligible) inel.push_back(RankEntryJson(e, attested));
       Json out = {{"cohort", r.cohort.str()},
                   {"policy", catalog::kRankingPolicy},
                   {"profile", r.source_native ? "source_native" : "strict_exact"},
@@ -178,7 +178,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       bool mark = marked && *marked == e.run;
       std::string rank = (e.tied_with_previous ? "=" : "") + std::to_string(e.rank);
       std::string who = Short(e.run) + " " + (e.name.empty() ? e.id : e.name);
-      table.AddRow({mark ? ">" : " ", rank, Value(e), any_speedup ? SpeedupText(speedups[e.run]) : "", Interval(e),
+      table.AddRow({mark ? ">" : " ", rank, RankValue(e), any_speedup ? SpeedupText(speedups[e.run]) : "", Interval(e),
                     EvidenceText(e, attested),
                     e.observed_at.substr(0, 10), who});
     }
@@ -198,7 +198,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(rank, {"rank", "Rank a run's comparison group (ranking-v1)", Setup, 70});
+KI_REGISTER_COMMAND(rank, {"rank", "Rank a run's comparison group (ranking-v1)", SetupRank, 70});
 
 }  // namespace
 }  // namespace ki::cli

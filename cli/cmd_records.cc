@@ -9,11 +9,11 @@
 namespace ki::cli {
 namespace {
 
-std::string Val(double v, const std::string& unit) {
+std::string RecordValue(double v, const std::string& unit) {
   return human::Quantity(v, unit);
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupRecords(CLI::App* sub, GlobalOptions* g) {
   auto ref = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   sub->add_option("cohort", *ref, "a comparison key or prefix, or a run (its comparison group)")->required();
@@ -76,9 +76,9 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     // One aligned row per event: when, the new best, its run, what it beat.
     human::Table events({{}, {"", human::Table::Align::kRight}, {}, {}});
     for (const auto& e : h.events) {
-      events.AddRow({e.at, Val(e.value, unit), Short(e.run) + " " + names[e.run],
+      events.AddRow({e.at, RecordValue(e.value, unit), Short(e.run) + " " + names[e.run],
                      e.previous ? "beat " + Short(*e.previous) + " " + names[*e.previous] + " (" +
-                                      Val(*e.previous_value, unit) + ")"
+                                      RecordValue(*e.previous_value, unit) + ")"
                                 : "first record"});
     }
     out += events.Render();
@@ -90,7 +90,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(records, {"records", "Record history of a comparison group", Setup, 71});
+KI_REGISTER_COMMAND(records, {"records", "Record history of a comparison group", SetupRecords, 71});
 
 }  // namespace
 }  // namespace ki::cli

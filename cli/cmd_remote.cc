@@ -12,7 +12,7 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct RemoteOptions {
   std::string name, url, pattern;
   bool insecure = false;
   bool json = false;
@@ -38,8 +38,8 @@ bool Matches(const std::string& pattern, const RemoteEntry& e) {
   return false;
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupRemote(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<RemoteOptions>();
   sub->require_subcommand(1);
   CLI::App* add = sub->add_subcommand("add", "Add a remote: oci://HOST[:PORT]/REPO or oci-layout:DIR");
   add->add_option("name", o->name, "remote name")->required();
@@ -180,7 +180,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(remote, {"remote", "Manage remotes (OCI registries and image layouts)", Setup, 80});
+KI_REGISTER_COMMAND(remote, {"remote", "Manage remotes (OCI registries and image layouts)", SetupRemote, 80});
 
 }  // namespace
 }  // namespace ki::cli

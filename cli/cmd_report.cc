@@ -12,7 +12,7 @@
 namespace ki::cli {
 namespace {
 
-struct Options {
+struct ReportCliOptions {
   std::string dir;
   std::vector<std::string> refs;
   bool json = false;
@@ -20,10 +20,10 @@ struct Options {
 
 // A bar on standard error when it is a terminal; nothing otherwise (the
 // summary line says what was done).
-class Progress {
+class ReportProgressLine {
  public:
-  Progress() : tty_(::isatty(STDERR_FILENO) == 1) {}
-  ~Progress() { Done(); }
+  ReportProgressLine() : tty_(::isatty(STDERR_FILENO) == 1) {}
+  ~ReportProgressLine() { Done(); }
   void Update(const report::ReportProgress& p) {
     if (!tty_ || p.total == 0) return;
     const int pct = int(100 * p.done / p.total), width = 30, filled = width * pct / 100;
@@ -43,8 +43,8 @@ class Progress {
   bool drawn_ = false;
 };
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupReport(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<ReportCliOptions>();
   sub->add_option("dir", o->dir, "directory of the site (created; a directory ki report wrote is brought up to date)")
       ->required();
   sub->add_option("refs", o->refs, "comparison groups or runs to show (default: the whole store)");
@@ -61,7 +61,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       h.Update(*exe);
       opts.renderer += " " + h.Finish().str();
     }
-    Progress progress;
+    ReportProgressLine progress;
     opts.progress = [&](const report::ReportProgress& p) { progress.Update(p); };
     auto summary = report::WriteReport(*store, o->dir, opts);
     progress.Done();
@@ -89,7 +89,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(report, {"report", "Write a static web site of the store (index, groups, runs, plots)", Setup, 75});
+KI_REGISTER_COMMAND(report, {"report", "Write a static web site of the store (index, groups, runs, plots)", SetupReport, 75});
 
 }  // namespace
 }  // namespace ki::cli

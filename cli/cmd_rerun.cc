@@ -14,7 +14,7 @@ Json RunOutcomeJson(const run::RunOutcome& r);
 
 namespace {
 
-struct Options {
+struct RerunOptions {
   run::RerunRequest req;
   double timeout = 0;
   bool json = false;
@@ -42,12 +42,12 @@ std::string Device(const Json& env) {
   return env["hardware"].value("product", "?") + " (" + env["hardware"].value("architecture", "?") + ")";
 }
 
-void Row(std::ostream& out, const std::string& k, const std::string& a, const std::string& b) {
+void RerunRow(std::ostream& out, const std::string& k, const std::string& a, const std::string& b) {
   out << "  " << std::left << std::setw(14) << k << std::setw(34) << a << b << "\n";
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupRerun(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<RerunOptions>();
   sub->add_option("run", o->req.run, "the BenchmarkRun to re-run (REF)")->required();
   sub->add_option("--implementation", o->req.implementation,
                   "run this implementation instead, on the same workload, and rank it in the original's group");
@@ -93,18 +93,18 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     std::ostringstream out;
     out << (r.same_implementation ? "re-ran " : "ran another implementation on the workload of ") << r.original.str()
         << "\n\n";
-    Row(out, "", "original", r.same_implementation ? "re-run" : "this implementation");
-    Row(out, "run", Short(r.original), Short(f.run));
-    Row(out, "status", r.original_spec.value("status", "?"), f.status);
-    Row(out, "latency", Latency(r.original_spec), Latency(f.spec));
-    Row(out, "errors", Errors(r.original_spec), Errors(f.spec));
-    Row(out, "device", Device(r.original_environment), Device(f.environment_spec));
-    Row(out, "observed", r.original_spec.value("observedAt", "?"), f.spec.value("observedAt", "?"));
+    RerunRow(out, "", "original", r.same_implementation ? "re-run" : "this implementation");
+    RerunRow(out, "run", Short(r.original), Short(f.run));
+    RerunRow(out, "status", r.original_spec.value("status", "?"), f.status);
+    RerunRow(out, "latency", Latency(r.original_spec), Latency(f.spec));
+    RerunRow(out, "errors", Errors(r.original_spec), Errors(f.spec));
+    RerunRow(out, "device", Device(r.original_environment), Device(f.environment_spec));
+    RerunRow(out, "observed", r.original_spec.value("observedAt", "?"), f.spec.value("observedAt", "?"));
     if (r.ratio) {
       char buf[128];
       std::snprintf(buf, sizeof buf, "%.3f (%s)", *r.ratio,
                     *r.ratio < 1 ? "the new run is faster" : *r.ratio > 1 ? "the new run is slower" : "equal");
-      Row(out, "ratio", "new / original", buf);
+      RerunRow(out, "ratio", "new / original", buf);
     }
     if (r.environment_differences.empty()) {
       out << "  environment   same\n";
@@ -127,7 +127,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(rerun, {"rerun", "Re-run a stored run here and compare", Setup, 71});
+KI_REGISTER_COMMAND(rerun, {"rerun", "Re-run a stored run here and compare", SetupRerun, 71});
 
 }  // namespace
 }  // namespace ki::cli

@@ -6,7 +6,7 @@
 namespace ki::cli {
 namespace {
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupResolve(CLI::App* sub, GlobalOptions* g) {
   auto ref = std::make_shared<std::string>();
   sub->add_option("ref", *ref, "digest, hex prefix (>= 4), KIND/NAME or a unique name")->required();
   auto json = std::make_shared<bool>(false);
@@ -20,7 +20,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(resolve, {"resolve", "Print the full digest a reference names", Setup, 50});
+KI_REGISTER_COMMAND(resolve, {"resolve", "Print the full digest a reference names", SetupResolve, 50});
 
 }  // namespace
 }  // namespace ki::cli

@@ -61,14 +61,14 @@ Json RunOutcomeJson(const run::RunOutcome& r) {
 
 namespace {
 
-struct Options {
+struct RunCliOptions {
   run::RunRequest req;
   std::vector<std::string> implementations;
   bool json = false;
 };
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  auto o = std::make_shared<Options>();
+RunFn SetupRun(CLI::App* sub, GlobalOptions* g) {
+  auto o = std::make_shared<RunCliOptions>();
   sub->add_option("--implementation", o->implementations,
                   "the ImplementationRevision to run (REF); several run one after another on the same inputs")
       ->required();
@@ -107,7 +107,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(run, {"run", "Build an implementation and run it on a stored workload", Setup, 70});
+KI_REGISTER_COMMAND(run, {"run", "Build an implementation and run it on a stored workload", SetupRun, 70});
 
 }  // namespace
 }  // namespace ki::cli

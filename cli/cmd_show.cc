@@ -67,7 +67,7 @@ std::optional<Manifest> LoadIfPresent(Store& store, const Json& spec, const char
   return std::move(m).value();
 }
 
-void Row(const std::string& k, const std::string& v) {
+void ShowRow(const std::string& k, const std::string& v) {
   if (v.empty()) {
     std::cout << "  " << k << "\n";
     return;
@@ -82,24 +82,24 @@ void ShowRun(Store& store, const Manifest& m) {
     const Json& t = s["timing"];
     std::string stat = t.value("primaryStatistic", "");
     if (t.contains("latencyNs") && t["latencyNs"].contains(stat) && t["latencyNs"][stat].is_number()) {
-      Row("latency", FormatNs(t["latencyNs"][stat].get<double>()) + " " + stat);
+      ShowRow("latency", FormatNs(t["latencyNs"][stat].get<double>()) + " " + stat);
     }
     if (t.contains("latencyNs") && t["latencyNs"].contains("confidence95")) {
       const Json& ci = t["latencyNs"]["confidence95"];
       if (ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number())
-        Row("95% interval", FormatNs(ci[0].get<double>()) + " – " + FormatNs(ci[1].get<double>()));
+        ShowRow("95% interval", FormatNs(ci[0].get<double>()) + " – " + FormatNs(ci[1].get<double>()));
     }
   } else if (s.contains("measurements") && s["measurements"].is_array() && !s["measurements"].empty()) {
     const Json& first = s["measurements"][0];
     const Json value = first.value("value", Json());
     const std::string unit = first.value("unit", "");
-    Row(first.value("metric", "measurement"),
+    ShowRow(first.value("metric", "measurement"),
         value.is_number() ? human::Quantity(value.get<double>(), unit) : Scalar(value) + (unit.empty() ? "" : " " + unit));
   } else {
-    Row("latency", "none recorded");
+    ShowRow("latency", "none recorded");
   }
-  Row("status", s.value("status", "?"));
-  if (s.contains("observedAt")) Row("observed", Scalar(s["observedAt"]));
+  ShowRow("status", s.value("status", "?"));
+  if (s.contains("observedAt")) ShowRow("observed", Scalar(s["observedAt"]));
 
   std::cout << "\nIdentity\n";
   for (const char* field : {"implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest"}) {
@@ -109,7 +109,7 @@ void ShowRun(Store& store, const Manifest& m) {
     std::string label;
     std::string presence = Presence(store, *d, &label);
     std::string role(field, std::string_view(field).find("Digest"));
-    Row(role, d->str() + "  " + (presence == "present" ? label : "(missing from this store)"));
+    ShowRow(role, d->str() + "  " + (presence == "present" ? label : "(missing from this store)"));
   }
 
   if (s.contains("correctness") && s["correctness"].is_object()) PrintFields("Correctness", s["correctness"]);
@@ -145,14 +145,14 @@ void ShowRun(Store& store, const Manifest& m) {
     if (r.field.rfind("/spec/evidence", 0) != 0 && r.uri.empty()) continue;
     std::string label;
     std::string presence = Presence(store, r.target, &label);
-    Row(r.field.substr(r.field.rfind("/spec/") == 0 ? 6 : 0),
+    ShowRow(r.field.substr(r.field.rfind("/spec/") == 0 ? 6 : 0),
         r.target.str() + "  " + (label.empty() ? "" : label + " · ") + presence);
     any = true;
   }
-  if (!any) Row("none", "");
+  if (!any) ShowRow("none", "");
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupShow(CLI::App* sub, GlobalOptions* g) {
   auto ref = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   sub->add_option("ref", *ref, "object: digest, prefix, KIND/NAME or name")->required();
@@ -174,7 +174,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
       } else {
         std::cout << d.str() << "\nknown, but its bytes are not in this store\n";
         for (auto it = j.begin(); it != j.end(); ++it)
-          if (it.key() != "digest" && it.key() != "present") Row(it.key(), Scalar(*it));
+          if (it.key() != "digest" && it.key() != "present") ShowRow(it.key(), Scalar(*it));
       }
       return 0;
     }
@@ -187,10 +187,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
                    {"size", info->size}, {"referrers", refs}});
       } else {
         std::cout << "blob " << d.str() << "\n";
-        Row("media type", info->media_type);
-        Row("size", info->size < 1024 ? std::to_string(info->size) + " bytes"
+        ShowRow("media type", info->media_type);
+        ShowRow("size", info->size < 1024 ? std::to_string(info->size) + " bytes"
                                       : human::Bytes(info->size) + " (" + std::to_string(info->size) + " bytes)");
-        for (auto& [r, field] : referrers) Row("referred by", r.str() + " " + field);
+        for (auto& [r, field] : referrers) ShowRow("referred by", r.str() + " " + field);
       }
       return 0;
     }
@@ -208,10 +208,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
     KI_ASSIGN_OR_RETURN(auto names, store->NamesOf(d));
     std::cout << KindName(m.kind) << " " << (names.empty() ? d.str() : names.front().substr(names.front().find('/') + 1))
               << "\n";
-    Row("digest", d.str());
+    ShowRow("digest", d.str());
     if (doc && doc->contains("metadata") && (*doc)["metadata"].is_object()) {
       const Json& md = (*doc)["metadata"];
-      if (md.contains("title")) Row("title", Scalar(md["title"]));
+      if (md.contains("title")) ShowRow("title", Scalar(md["title"]));
     }
     if (m.kind == Kind::kBenchmarkRun) {
       ShowRun(*store, m);
@@ -223,10 +223,10 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
         size_t shown = 0;
         for (auto& [r, field] : referrers) {
           if (++shown > 10) {
-            Row("…", std::to_string(referrers.size() - 10) + " more");
+            ShowRow("…", std::to_string(referrers.size() - 10) + " more");
             break;
           }
-          Row(field, r.str());
+          ShowRow(field, r.str());
         }
       }
     }
@@ -235,7 +235,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(show, {"show", "Show an object: a run's page, a manifest's fields, a blob's facts", Setup, 30});
+KI_REGISTER_COMMAND(show, {"show", "Show an object: a run's page, a manifest's fields, a blob's facts", SetupShow, 30});
 
 }  // namespace
 }  // namespace ki::cli

@@ -39,7 +39,7 @@ void Print(const SignOptions& o, const Digest& env, const Digest& subject, const
   }
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
+RunFn SetupSign(CLI::App* sub, GlobalOptions* g) {
   auto o = std::make_shared<SignOptions>();
   sub->add_option("ref", o->ref, "the object to sign: digest, prefix, KIND/NAME or name");
   sub->add_option("--key", o->key, "the local key to sign with (ki key list)");
@@ -132,7 +132,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(sign, {"sign", "Sign a statement about an object (a DSSE attestation)", Setup, 72});
+KI_REGISTER_COMMAND(sign, {"sign", "Sign a statement about an object (a DSSE attestation)", SetupSign, 72});
 
 }  // namespace
 }  // namespace ki::cli

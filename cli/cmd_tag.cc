@@ -16,13 +16,13 @@ std::string What(Store& store, const Digest& d) {
   return names.ok() && !names->empty() ? names->front() : std::string(KindName(*(*info)->kind));
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions* g) {
-  struct Options {
+RunFn SetupTag(CLI::App* sub, GlobalOptions* g) {
+  struct TagOptions {
     std::string name, ref;
     bool list = false, force = false, json = false;
     std::string remove;
   };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<TagOptions>();
   sub->add_option("name", o->name, "the tag's name (docs/format.md, \"Tags\": letters, digits, . _ + @ / -)");
   sub->add_option("ref", o->ref, "the object it names: digest, prefix, KIND/NAME, name or tag:NAME");
   sub->add_flag("-l,--list", o->list, "list the tags");
@@ -75,7 +75,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(tag, {"tag", "Name an object with a local tag, list or remove tags", Setup, 55});
+KI_REGISTER_COMMAND(tag, {"tag", "Name an object with a local tag, list or remove tags", SetupTag, 55});
 
 }  // namespace
 }  // namespace ki::cli

@@ -21,7 +21,7 @@ Result<PublicKey> ReadPublicKeyArg(const std::string& arg) {
   return PublicKey::Parse(text);
 }
 
-Json EntryJson(const TrustEntry& e, bool revoked) {
+Json TrustEntryJson(const TrustEntry& e, bool revoked) {
   return {{"name", e.name},
           {"keyid", e.keyid},
           {"publicKey", e.key.ToString()},
@@ -29,7 +29,7 @@ Json EntryJson(const TrustEntry& e, bool revoked) {
           {revoked ? "removedAt" : "addedAt", e.when}};
 }
 
-RunFn Setup(CLI::App* sub, GlobalOptions*) {
+RunFn SetupTrust(CLI::App* sub, GlobalOptions*) {
   sub->require_subcommand(1);
   auto key = std::make_shared<std::string>();
   auto name = std::make_shared<std::string>();
@@ -92,8 +92,8 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
     }
     if (*json) {
       Json keys = Json::array(), revoked = Json::array();
-      for (const auto& e : trust.trusted()) keys.push_back(EntryJson(e, false));
-      for (const auto& e : trust.revoked()) revoked.push_back(EntryJson(e, true));
+      for (const auto& e : trust.trusted()) keys.push_back(TrustEntryJson(e, false));
+      for (const auto& e : trust.revoked()) revoked.push_back(TrustEntryJson(e, true));
       PrintJson({{"path", trust.path()}, {"trusted", keys}, {"revoked", revoked}});
     } else {
       for (const auto& e : trust.trusted())
@@ -105,7 +105,7 @@ RunFn Setup(CLI::App* sub, GlobalOptions*) {
   };
 }
 
-KI_REGISTER_COMMAND(trust, {"trust", "Decide whose signatures count (add, list, remove)", Setup, 71});
+KI_REGISTER_COMMAND(trust, {"trust", "Decide whose signatures count (add, list, remove)", SetupTrust, 71});
 
 }  // namespace
 }  // namespace ki::cli

@@ -14,7 +14,7 @@
 namespace ki::cli {
 namespace {
 
-Json EntryJson(const CheckEntry& e) {
+Json CheckEntryJson(const CheckEntry& e) {
   Json j = {{"digest", e.digest.str()}, {"state", std::string(CheckStateName(e.state))}, {"what", e.what}};
   if (!e.via.empty()) j["via"] = e.via;
   if (!e.detail.empty()) j["detail"] = e.detail;
@@ -110,7 +110,7 @@ RunFn SetupVerify(CLI::App* sub, GlobalOptions* g) {
     bool faults = report.HasFaults() || ac.faults > 0;
     if (*json) {
       Json arr = Json::array(), att_arr = Json::array();
-      for (const auto& e : report.entries) arr.push_back(EntryJson(e));
+      for (const auto& e : report.entries) arr.push_back(CheckEntryJson(e));
       for (const auto& a : atts) att_arr.push_back(a.ToJson());
       Json counts = {{"ok", n[0]}, {"corrupt", n[1]}, {"missing", n[2]}};
       PrintJson({{"root", d.str()}, {"ok", !faults}, {"objects", arr}, {"counts", counts},
@@ -164,8 +164,8 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
     const bool faults = audit.HasFaults() || rebuilt.has_value();
     if (*json) {
       Json faults_j = Json::array(), missing = Json::array(), atts = Json::array();
-      for (const auto& e : report.faults) faults_j.push_back(EntryJson(e));
-      for (const auto& e : report.missing) missing.push_back(EntryJson(e));
+      for (const auto& e : report.faults) faults_j.push_back(CheckEntryJson(e));
+      for (const auto& e : report.missing) missing.push_back(CheckEntryJson(e));
       for (const auto& a : att.reports) atts.push_back(a.ToJson());
       PrintJson({{"ok", !faults}, {"objects", report.objects}, {"bytes", report.bytes},
                  {"faults", faults_j}, {"missing", missing}, {"notes", report.notes},

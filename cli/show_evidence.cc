@@ -8,7 +8,7 @@
 namespace ki::cli {
 namespace {
 
-void Row(std::ostream& out, const std::string& k, const std::string& v) {
+void EvidenceRow(std::ostream& out, const std::string& k, const std::string& v) {
   out << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << v << "\n";
 }
 
@@ -45,34 +45,34 @@ std::string Describe(const AttestationReport& a) {
   return s;
 }
 
-Status Section(Store& store, const Digest& d, const Manifest&, std::ostream& out) {
+Status EvidenceSection(Store& store, const Digest& d, const Manifest&, std::ostream& out) {
   KI_ASSIGN_OR_RETURN(EvidenceEvaluator eval, EvidenceEvaluator::OpenDefault());
   KI_ASSIGN_OR_RETURN(Evidence ev, eval.Evaluate(store, d));
   out << "\nEvidence\n";
-  Row(out, "level", ev.Label());
-  Row(out, "why", ev.reason);
+  EvidenceRow(out, "level", ev.Label());
+  EvidenceRow(out, "why", ev.reason);
   if (ev.attestations.empty()) {
-    Row(out, "attestations", "none");
+    EvidenceRow(out, "attestations", "none");
     return Status::OK();
   }
   out << "\nAttestations\n";
   for (const auto& a : ev.attestations) {
     std::string pred = a.predicate ? std::string(PredicateName(*a.predicate))
                                    : (a.predicate_type.empty() ? "?" : a.predicate_type);
-    Row(out, pred, Short(a.envelope) + "  " + Describe(a));
+    EvidenceRow(out, pred, Short(a.envelope) + "  " + Describe(a));
   }
   return Status::OK();
 }
 
-Status JsonField(Store& store, const Digest& d, const Manifest&, Json& ki) {
+Status EvidenceJsonField(Store& store, const Digest& d, const Manifest&, Json& ki) {
   KI_ASSIGN_OR_RETURN(EvidenceEvaluator eval, EvidenceEvaluator::OpenDefault());
   KI_ASSIGN_OR_RETURN(Evidence ev, eval.Evaluate(store, d));
   ki["evidence"] = ev.ToJson();
   return Status::OK();
 }
 
-const int kSection = RegisterShowSection(50, Section);
-const int kJson = RegisterShowJsonField(JsonField);
+const int kEvidenceSection = RegisterShowSection(50, EvidenceSection);
+const int kEvidenceJson = RegisterShowJsonField(EvidenceJsonField);
 
 }  // namespace
 }  // namespace ki::cli

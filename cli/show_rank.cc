@@ -8,7 +8,7 @@
 namespace ki::cli {
 namespace {
 
-std::string Val(const catalog::RankEntry& e) {
+std::string RankEntryValue(const catalog::RankEntry& e) {
   if (!e.value) return "-";
   return human::Quantity(*e.value, e.unit);
 }
@@ -19,7 +19,7 @@ Result<std::optional<catalog::RunStanding>> StandingOf(Store& store, const Diges
   return catalog::StandingOfRun(store, d);
 }
 
-Status Section(Store& store, const Digest& d, const Manifest& m, std::ostream& out) {
+Status RankSection(Store& store, const Digest& d, const Manifest& m, std::ostream& out) {
   KI_ASSIGN_OR_RETURN(auto s, StandingOf(store, d, m));
   if (!s) {
     if (m.kind != Kind::kBenchmarkRun && m.kind != Kind::kServingRun) return Status::OK();
@@ -45,14 +45,14 @@ Status Section(Store& store, const Digest& d, const Manifest& m, std::ostream& o
   }
   if (s->first) {
     const auto& first = *s->first;
-    out << "  #1  " << Val(first) << "  " << first.run.str() << " " << first.name
+    out << "  #1  " << RankEntryValue(first) << "  " << first.run.str() << " " << first.name
         << (first.run == d ? " (this run)" : "") << "\n";
   }
   out << "  group " << s->cohort.str() << " (ki rank " << s->cohort.str().substr(7, 12) << ")\n";
   return Status::OK();
 }
 
-Status JsonField(Store& store, const Digest& d, const Manifest& m, Json& ki) {
+Status RankJsonField(Store& store, const Digest& d, const Manifest& m, Json& ki) {
   KI_ASSIGN_OR_RETURN(auto s, StandingOf(store, d, m));
   if (!s) {
     if (m.kind != Kind::kBenchmarkRun && m.kind != Kind::kServingRun) return Status::OK();
@@ -78,8 +78,8 @@ Status JsonField(Store& store, const Digest& d, const Manifest& m, Json& ki) {
   return Status::OK();
 }
 
-[[maybe_unused]] const int kSection = RegisterShowSection(50, Section);
-[[maybe_unused]] const int kJson = RegisterShowJsonField(JsonField);
+[[maybe_unused]] const int kRankSection = RegisterShowSection(50, RankSection);
+[[maybe_unused]] const int kRankJson = RegisterShowJsonField(RankJsonField);
 
 }  // namespace
 }  // namespace ki::cli
