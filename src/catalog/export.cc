@@ -67,7 +67,7 @@ namespace {
 
 // The export's tables, in the order KernelIndex writes them. Protocols and
 // environments have no table: they travel inside their runs' bundles.
-constexpr std::pair<Kind, std::string_view> kManifestTables[] = {
+constexpr std::pair<Kind, std::string_view> kExportTables[] = {
     {Kind::kSoftwareProject, "projects"},
     {Kind::kOperationSpec, "operations"},
     {Kind::kWorkloadCase, "workloads"},
@@ -80,7 +80,7 @@ constexpr std::pair<Kind, std::string_view> kManifestTables[] = {
 };
 
 bool HasTable(Kind k) {
-  for (const auto& [kind, table] : kManifestTables)
+  for (const auto& [kind, table] : kExportTables)
     if (kind == k) return true;
   return false;
 }
@@ -188,7 +188,7 @@ class Exporter {
   Status Write(std::string* text) {
     text_ = text;
     KI_RETURN_IF_ERROR(Sources());
-    for (const auto& [kind, table] : kManifestTables) {
+    for (const auto& [kind, table] : kExportTables) {
       if (kind == Kind::kModelRevision) {
         // KernelIndex writes the kernel runs and their tables before the
         // serving chain.

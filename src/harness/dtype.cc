@@ -24,12 +24,12 @@ size_t DtypeSize(ki_dtype dtype) {
 }
 
 namespace {
-struct DtypeName {
+struct DtypeNameEntry {
   ki_dtype dtype;
   const char* name;
 };
 // flashinfer-bench's spellings first; the short forms are accepted on input.
-constexpr DtypeName kNames[] = {
+constexpr DtypeNameEntry kNames[] = {
     {KI_DTYPE_BF16, "bfloat16"}, {KI_DTYPE_F16, "float16"},     {KI_DTYPE_F32, "float32"},
     {KI_DTYPE_F64, "float64"},   {KI_DTYPE_I32, "int32"},       {KI_DTYPE_I64, "int64"},
     {KI_DTYPE_U8, "uint8"},      {KI_DTYPE_BOOL, "bool"},       {KI_DTYPE_F8_E4M3, "float8_e4m3fn"},

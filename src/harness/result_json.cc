@@ -8,18 +8,18 @@
 namespace ki::harness {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // JSON has no Inf/NaN: they are written as strings.
-Json Num(double v) {
+OrderedJson Num(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
 
-Json Clocks(const gpu::ClockReading& c) {
+OrderedJson Clocks(const gpu::ClockReading& c) {
   if (!c.valid) return nullptr;
-  return Json{{"sm_mhz", c.sm_mhz},
+  return OrderedJson{{"sm_mhz", c.sm_mhz},
               {"mem_mhz", c.mem_mhz},
               {"max_sm_mhz", c.max_sm_mhz},
               {"max_mem_mhz", c.max_mem_mhz},
@@ -30,8 +30,8 @@ Json Clocks(const gpu::ClockReading& c) {
               {"clocks_event_reasons", c.event_reasons}};
 }
 
-Json Stats(const SampleStats& s) {
-  return Json{{"count", s.count},       {"median", Num(s.median)},   {"mean", Num(s.mean)},
+OrderedJson Stats(const SampleStats& s) {
+  return OrderedJson{{"count", s.count},       {"median", Num(s.median)},   {"mean", Num(s.mean)},
               {"min", Num(s.min)},      {"max", Num(s.max)},         {"p05", Num(s.p05)},
               {"p95", Num(s.p95)},      {"stddev", Num(s.stddev)},   {"ci95_low", Num(s.ci95_low)},
               {"ci95_high", Num(s.ci95_high)}};
@@ -40,7 +40,7 @@ Json Stats(const SampleStats& s) {
 }  // namespace
 
 std::string ToJson(const RunResult& r, bool include_samples, int indent) {
-  Json j;
+  OrderedJson j;
   j["status"] = RunStatusName(r.status);
   j["message"] = r.message;
   j["kernel"] = r.kernel;
@@ -50,34 +50,34 @@ std::string ToJson(const RunResult& r, bool include_samples, int indent) {
   j["axes"] = r.axes;
   j["minimum_bytes"] = r.minimum_bytes;
   const Correctness& c = r.correctness;
-  Json cj{{"checked", c.checked}, {"reference", c.reference}, {"atol", c.tolerance.atol},
+  OrderedJson cj{{"checked", c.checked}, {"reference", c.reference}, {"atol", c.tolerance.atol},
           {"rtol", c.tolerance.rtol}, {"runs", c.runs}, {"max_abs_error", Num(c.max_abs_error)},
           {"max_rel_error", Num(c.max_rel_error)}, {"matched_ratio", Num(c.matched_ratio)}};
-  Json tensors = Json::array();
+  OrderedJson tensors = OrderedJson::array();
   for (const TensorCheck& t : c.tensors)
-    tensors.push_back(Json{{"name", t.name}, {"shape_ok", t.shape_ok}, {"dtype_ok", t.dtype_ok},
+    tensors.push_back(OrderedJson{{"name", t.name}, {"shape_ok", t.shape_ok}, {"dtype_ok", t.dtype_ok},
                            {"numel", t.numel}, {"nonfinite", t.nonfinite}, {"mismatched", t.mismatched},
                            {"max_abs_error", Num(t.max_abs_error)}, {"max_rel_error", Num(t.max_rel_error)},
                            {"matched_ratio", Num(t.matched_ratio)}});
   cj["tensors"] = tensors;
   j["correctness"] = cj;
   const Timing& t = r.timing;
-  Json tj{{"measured", t.measured}, {"timer", t.timer}, {"timer_note", t.timer_note},
+  OrderedJson tj{{"measured", t.measured}, {"timer", t.timer}, {"timer_note", t.timer_note},
           {"warmup", t.warmup}, {"iterations", t.iterations}, {"trials", t.trials},
           {"l2_flush", t.l2_flush}, {"flush_bytes", t.flush_bytes}, {"latency_us", Num(t.latency_us)}};
-  Json med = Json::array();
+  OrderedJson med = OrderedJson::array();
   for (double m : t.trial_medians_us) med.push_back(Num(m));
   tj["trial_medians_us"] = med;
   tj["stats_us"] = Stats(t.stats);
   if (r.minimum_bytes > 0 && t.measured && t.latency_us > 0)
     tj["achieved_tb_per_s"] = Num(static_cast<double>(r.minimum_bytes) / (t.latency_us * 1e-6) / 1e12);
-  tj["graph_per_call_us"] = t.graph_per_call_us >= 0 ? Num(t.graph_per_call_us) : Json(nullptr);
+  tj["graph_per_call_us"] = t.graph_per_call_us >= 0 ? Num(t.graph_per_call_us) : OrderedJson(nullptr);
   tj["graph_calls"] = t.graph_calls;
   tj["graph_note"] = t.graph_note;
   if (include_samples) {
-    Json s = Json::array();
+    OrderedJson s = OrderedJson::array();
     for (const auto& trial : t.samples_us) {
-      Json a = Json::array();
+      OrderedJson a = OrderedJson::array();
       for (double v : trial) a.push_back(Num(v));
       s.push_back(a);
     }
@@ -85,11 +85,11 @@ std::string ToJson(const RunResult& r, bool include_samples, int indent) {
   }
   j["timing"] = tj;
   const Environment& e = r.environment;
-  Json ej{{"captured_at", e.captured_at}, {"host", e.host}, {"cpu_model", e.cpu_model}, {"cpu_vendor", e.cpu_vendor},
+  OrderedJson ej{{"captured_at", e.captured_at}, {"host", e.host}, {"cpu_model", e.cpu_model}, {"cpu_vendor", e.cpu_vendor},
           {"cpu_count", e.cpu_count}, {"ki_version", e.ki_version}, {"gpu", e.gpu}};
   if (e.gpu) {
     const gpu::DeviceEnvironment& d = e.device;
-    ej["device"] = Json{{"index", d.device}, {"name", d.name},
+    ej["device"] = OrderedJson{{"index", d.device}, {"name", d.name},
                         {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
                         {"sm_count", d.sm_count}, {"memory_bytes", d.memory_bytes}, {"l2_bytes", d.l2_bytes},
                         {"memory_bus_bits", d.memory_bus_bits}, {"driver_version", d.driver_version},

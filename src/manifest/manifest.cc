@@ -69,7 +69,7 @@ Status CanonicalBody(Kind kind, const Json& spec, std::string* out) {
 }
 
 // Envelope: the checks that come before the kind's schema can be chosen.
-Result<Kind> CheckEnvelope(const Json& doc, std::string_view source, std::string_view prefix,
+Result<Kind> CheckManifestEnvelope(const Json& doc, std::string_view source, std::string_view prefix,
                            bool want_metadata) {
   const std::string p(prefix);
   if (!doc.is_object()) return Invalid(source, (p.empty() ? "/" : p) + ": a manifest must be an object");
@@ -94,7 +94,7 @@ Result<Kind> CheckEnvelope(const Json& doc, std::string_view source, std::string
 }
 
 Result<Manifest> BuildManifest(Json doc, std::string_view source, std::string_view prefix) {
-  KI_ASSIGN_OR_RETURN(Kind kind, CheckEnvelope(doc, source, prefix, /*want_metadata=*/true));
+  KI_ASSIGN_OR_RETURN(Kind kind, CheckManifestEnvelope(doc, source, prefix, /*want_metadata=*/true));
   KI_ASSIGN_OR_RETURN(const schema::CompiledSchema* schema, schema::SchemaFor(kind));
   // Validation runs on the document as written: the schemas accept duration
   // strings ("8 us") beside integers, and the validator rewrites each one to
@@ -270,7 +270,7 @@ Result<Manifest> ManifestFromCanonical(std::string_view canonical, std::string_v
   ParseLimits limits;
   limits.max_bytes = canonical.size();
   KI_ASSIGN_OR_RETURN(Json doc, ParseDocument(canonical, DocFormat::kJson, source, limits));
-  KI_ASSIGN_OR_RETURN(Kind kind, CheckEnvelope(doc, source, "", /*want_metadata=*/false));
+  KI_ASSIGN_OR_RETURN(Kind kind, CheckManifestEnvelope(doc, source, "", /*want_metadata=*/false));
   if (doc.size() != 3) return Invalid(source, "a stored manifest holds exactly apiVersion, kind and spec");
   KI_ASSIGN_OR_RETURN(const schema::CompiledSchema* schema, schema::SchemaFor(kind));
   const schema::Node* spec_schema = schema->Find("/properties/spec");
@@ -292,7 +292,7 @@ Result<Manifest> ManifestFromStored(std::string_view canonical, const Digest& di
   std::string source = digest.str();
   Json doc = Json::parse(canonical, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Invalid(source, "stored manifest is not a JSON object");
-  KI_ASSIGN_OR_RETURN(Kind kind, CheckEnvelope(doc, source, "", /*want_metadata=*/false));
+  KI_ASSIGN_OR_RETURN(Kind kind, CheckManifestEnvelope(doc, source, "", /*want_metadata=*/false));
   Manifest m;
   m.kind = kind;
   m.spec = std::move(doc["spec"]);

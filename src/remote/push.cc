@@ -42,7 +42,6 @@ using remote::Closure;
 using remote::Conn;
 using remote::Layer;
 using remote::PackRow;
-using remote::Role;
 using remote::RunParallel;
 using remote::Target;
 
@@ -334,7 +333,7 @@ Status Pusher::CollectClosures(const Named& named) {
     pr.root = root;
     pr.tag = c.name.empty() ? "ki-" + root.hex() : SanitizeTag(c.name);
     pr.objects = c.layers.size();
-    for (const Layer& l : c.layers) pr.attestations += l.role == Role::kAttestation;
+    for (const Layer& l : c.layers) pr.attestations += l.role == remote::Role::kAttestation;
     report_.refs.push_back(std::move(pr));
     closures_.push_back(std::move(c));
   }
@@ -753,7 +752,7 @@ Status Pusher::WriteClosure(Conn& conn, size_t r) {
     tag_written_ = true;
   }
   for (const Layer& l : closures_[r].layers) {
-    if (l.role != Role::kAttestation) continue;
+    if (l.role != remote::Role::kAttestation) continue;
     std::string ref_manifest = remote::AttestationManifest(l, pr.manifest, manifest.size());
     Digest rd = Sha256Of(ref_manifest);
     if (state_.referrers.count(rd)) continue;

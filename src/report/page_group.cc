@@ -17,10 +17,8 @@ namespace ki::report {
 
 namespace {
 
-const std::string kRoot = "../";
-
 std::string RunCell(const Model& m, const catalog::RankEntry& e) {
-  return Link(m, kRoot, RunPage(e.run), Esc(ShortDigest(e.run)), "class=\"digest\"") + " " + Esc(e.name.empty() ? e.id : e.name);
+  return Link(m, kSubpageRoot, RunPage(e.run), Esc(ShortDigest(e.run)), "class=\"digest\"") + " " + Esc(e.name.empty() ? e.id : e.name);
 }
 
 std::string RankedTable(const Model& m, const GroupView& g) {
@@ -51,7 +49,7 @@ Json PlotData(const Model& m, const GroupView& g) {
     unit = e.unit;
     Json p = {{"label", "#" + std::to_string(e.rank) + " " + RunLabel(e)}, {"value", *e.value}};
     if (e.interval) p["interval"] = {e.interval->first, e.interval->second};
-    if (m.Has(RunPage(e.run))) p["href"] = kRoot + RunPage(e.run);
+    if (m.Has(RunPage(e.run))) p["href"] = kSubpageRoot + RunPage(e.run);
     points.push_back(std::move(p));
   }
   return {{"plot", "group"}, {"unit", unit}, {"points", points}};
@@ -94,12 +92,12 @@ History HistoryOf(const Model& m, const GroupView& g) {
           rows += "<tr>" + Tag("td", s.label) + Tag("td", first.observed_at.substr(0, 10)) +
                   Tag("td", ValueText(before), "class=\"num\"") + Tag("td", ValueText(after), "class=\"num\"") +
                   Tag("td", ratio) + "<td>" +
-                  Link(m, kRoot, RunPage(first.run), Esc(ShortDigest(first.run)), "class=\"digest\"") + "</td></tr>\n";
+                  Link(m, kSubpageRoot, RunPage(first.run), Esc(ShortDigest(first.run)), "class=\"digest\"") + "</td></tr>\n";
         }
       }
       if (k < kMaxSeries && c.unit == unit) js.push_back(std::move(c.data));  // one unit per plot
     }
-    list += "<tr><td>" + Link(m, kRoot, s.page, Esc(s.label), "class=\"series-link\"") + "</td>" +
+    list += "<tr><td>" + Link(m, kSubpageRoot, s.page, Esc(s.label), "class=\"series-link\"") + "</td>" +
             Tag("td", std::to_string(s.runs.size()), "class=\"num\"") + Tag("td", changes, "class=\"num\"") +
             Tag("td", newest.observed_at.substr(0, 10)) + Tag("td", ValueText(newest), "class=\"num\"") + "</tr>\n";
   }
@@ -126,7 +124,7 @@ std::string RenderGroup(const Model& m, const GroupView& g) {
   const std::string opname = s.operation_name.empty() ? ShortDigest(s.operation) : s.operation_name;
   body += "<h1>Comparison group <span class=\"digest\">" + Esc(ShortDigest(s.cohort)) + "</span></h1>\n";
   body += "<p class=\"lead\">" +
-          Link(m, kRoot, OperationPage(s.operation), Esc(opname)) + " · " +
+          Link(m, kSubpageRoot, OperationPage(s.operation), Esc(opname)) + " · " +
           Esc(s.workload_name.empty() ? ShortDigest(s.workload) : s.workload_name) + " · " +
           Esc(s.hardware.empty() ? "unknown hardware" : s.hardware) + "</p>\n";
   body += "<table class=\"fields\">\n";
@@ -187,11 +185,11 @@ std::string RenderGroup(const Model& m, const GroupView& g) {
         if (ev.previous) {
           catalog::RankEntry pv = unit_of;
           pv.value = ev.previous_value;
-          prev = Link(m, kRoot, RunPage(*ev.previous), Esc(ShortDigest(*ev.previous)), "class=\"digest\"") + " " +
+          prev = Link(m, kSubpageRoot, RunPage(*ev.previous), Esc(ShortDigest(*ev.previous)), "class=\"digest\"") + " " +
                  Esc(ValueText(pv));
         }
         body += "<tr>" + Tag("td", ev.at.substr(0, 10)) + Tag("td", ValueText(unit_of), "class=\"num\"") + "<td>" +
-                Link(m, kRoot, RunPage(ev.run), Esc(ShortDigest(ev.run)), "class=\"digest\"") + "</td><td>" + prev +
+                Link(m, kSubpageRoot, RunPage(ev.run), Esc(ShortDigest(ev.run)), "class=\"digest\"") + "</td><td>" + prev +
                 "</td>" + Tag("td", ev.in_export ? "yes" : "no") + "</tr>\n";
       }
       body += "</tbody></table>\n";
@@ -207,7 +205,7 @@ std::string RenderGroup(const Model& m, const GroupView& g) {
   }
   PageParts p;
   p.title = "Group " + s.cohort.hex().substr(0, 12) + " · " + opname;
-  p.root = kRoot;
+  p.root = kSubpageRoot;
   p.kind = "group";
   p.body = std::move(body);
   p.chart = !data.is_null();

@@ -13,8 +13,6 @@ namespace ki::report {
 
 namespace {
 
-const std::string kRoot = "../";
-
 // The axis the plot runs along: the numeric workload axis with the most
 // distinct values; on a tie one that names a size people sweep (batch,
 // tokens, sequence length), then the first by name. "" when the workloads
@@ -87,7 +85,7 @@ Result<std::string> RenderOperation(Store& store, const Model& m, const Operatio
       auto& at = lines[line];
       auto it = at.find(x);
       if (it == at.end() || *e.value < it->second.y)
-        at[x] = Point{*e.value, m.Has(RunPage(e.run)) ? kRoot + RunPage(e.run) : "", g->summary.workload_name};
+        at[x] = Point{*e.value, m.Has(RunPage(e.run)) ? kSubpageRoot + RunPage(e.run) : "", g->summary.workload_name};
     }
   }
   Json data;
@@ -121,14 +119,14 @@ Result<std::string> RenderOperation(Store& store, const Model& m, const Operatio
           "<th>hardware</th><th>runs</th><th>#1</th><th>#1 implementation</th></tr></thead><tbody>\n";
   for (const GroupView* g : op.groups) {
     const auto& s = g->summary;
-    body += "<tr><td>" + Link(m, kRoot, g->page, Esc(s.cohort.hex().substr(0, 12)), "class=\"digest\"") + "</td>" +
+    body += "<tr><td>" + Link(m, kSubpageRoot, g->page, Esc(s.cohort.hex().substr(0, 12)), "class=\"digest\"") + "</td>" +
             Tag("td", s.workload_name);
     if (!axis.empty())
       body += Tag("td", axes.at(g).contains(axis) ? axes.at(g)[axis].dump() : "-", "class=\"num\"");
     body += Tag("td", s.hardware) + Tag("td", std::to_string(s.runs), "class=\"num\"");
     if (s.first) {
       body += Tag("td", ValueText(*s.first), "class=\"num\"") + "<td>" +
-              Link(m, kRoot, RunPage(s.first->run), Esc(RunLabel(*s.first))) + "</td>";
+              Link(m, kSubpageRoot, RunPage(s.first->run), Esc(RunLabel(*s.first))) + "</td>";
     } else {
       body += "<td>-</td><td></td>";
     }
@@ -137,7 +135,7 @@ Result<std::string> RenderOperation(Store& store, const Model& m, const Operatio
   body += "</tbody></table>\n";
   PageParts p;
   p.title = "Operation " + name;
-  p.root = kRoot;
+  p.root = kSubpageRoot;
   p.kind = "operation";
   p.body = std::move(body);
   p.chart = !data.is_null();

@@ -16,8 +16,6 @@ namespace ki::report {
 
 namespace {
 
-const std::string kRoot = "../";
-
 struct Side {
   std::string role;  // "original", "re-run"
   Digest run;
@@ -157,10 +155,10 @@ Result<std::string> RenderRerun(Store& store, const Model& m, const RerunView& r
   }
   std::string body = "<h1>Re-run <span class=\"digest\">" + r.rerun.hex().substr(0, 8) + "</span> of <span class=\"digest\">" +
                      r.original.hex().substr(0, 8) + "</span></h1>\n";
-  body += "<p class=\"lead\">" + Link(m, kRoot, RunPage(r.rerun), "the re-run", "id=\"rerun-run\"") + " · " +
-          Link(m, kRoot, RunPage(r.original), "the original", "id=\"original-run\"");
+  body += "<p class=\"lead\">" + Link(m, kSubpageRoot, RunPage(r.rerun), "the re-run", "id=\"rerun-run\"") + " · " +
+          Link(m, kSubpageRoot, RunPage(r.original), "the original", "id=\"original-run\"");
   if (auto it = m.runs.find(r.rerun); it != m.runs.end() && it->second.group)
-    body += " · " + Link(m, kRoot, it->second.group->page, "the re-run's comparison group");
+    body += " · " + Link(m, kSubpageRoot, it->second.group->page, "the re-run's comparison group");
   body += "</p>\n";
   body += VerdictSection(r, sides);
 
@@ -180,7 +178,7 @@ Result<std::string> RenderRerun(Store& store, const Model& m, const RerunView& r
   std::string quantiles;
   for (const Side& s : sides) {
     body += "<tr data-role=\"" + Esc(s.role) + "\">" + Tag("th", s.role) + "<td>" +
-            Link(m, kRoot, RunPage(s.run), Esc(ShortDigest(s.run)), "class=\"digest\"") + "</td>";
+            Link(m, kSubpageRoot, RunPage(s.run), Esc(ShortDigest(s.run)), "class=\"digest\"") + "</td>";
     if (!s.manifest) {
       body += "<td colspan=\"6\">not in this store</td></tr>\n";
       continue;
@@ -216,7 +214,7 @@ Result<std::string> RenderRerun(Store& store, const Model& m, const RerunView& r
 
   PageParts p;
   p.title = "Re-run " + r.rerun.hex().substr(0, 8) + " of " + r.original.hex().substr(0, 8);
-  p.root = kRoot;
+  p.root = kSubpageRoot;
   p.kind = "rerun";
   p.body = std::move(body);
   p.chart = !data.is_null();

@@ -17,8 +17,6 @@ namespace ki::report {
 
 namespace {
 
-const std::string kRoot = "../";
-
 // A value as its document has it: numbers as the shortest decimal that
 // reads back to them.
 std::string Scalar(const Json& v) {
@@ -149,7 +147,7 @@ std::string Primary(const Json& s, const RunPlace& place, const Model& m, const 
   std::string line;
   if (place.group && place.group->ranking) {
     const auto& r = *place.group->ranking;
-    const std::string group = Link(m, kRoot, place.group->page, "comparison group");
+    const std::string group = Link(m, kSubpageRoot, place.group->page, "comparison group");
     if (place.entry && place.entry->rank > 0) {
       line = "<span id=\"rank\">Rank " + std::to_string(place.entry->rank) + " of " + std::to_string(r.ranked.size()) +
              "</span> in its " + group + (place.entry->tied_with_previous ? " (tied)" : "");
@@ -161,7 +159,7 @@ std::string Primary(const Json& s, const RunPlace& place, const Model& m, const 
     }
     line += r.source_native ? " · source-native comparison" : " · strict comparison";
   } else if (place.group) {
-    line = "In serving " + Link(m, kRoot, place.group->page, "comparison group") + " (not ranked)";
+    line = "In serving " + Link(m, kSubpageRoot, place.group->page, "comparison group") + " (not ranked)";
   } else {
     line = "In no comparison group yet (this store lacks what its group key needs)";
   }
@@ -171,7 +169,7 @@ std::string Primary(const Json& s, const RunPlace& place, const Model& m, const 
   if (place.group && place.group->ranking && !place.group->ranking->ranked.empty()) {
     const auto& first = place.group->ranking->ranked.front();
     if (first.run != run)
-      out += "<p>" + Link(m, kRoot, RunPage(first.run), "Compare with #1 (" + Esc(ValueText(first)) + ") →", "id=\"first\"") +
+      out += "<p>" + Link(m, kSubpageRoot, RunPage(first.run), "Compare with #1 (" + Esc(ValueText(first)) + ") →", "id=\"first\"") +
              "</p>\n";
   }
   const Json sf = s.value("/sourceNative/metrics/speedup_factor"_json_pointer, Json());
@@ -189,16 +187,16 @@ std::string HistoryAndReruns(const Model& m, const RunPlace& place) {
   std::string out;
   if (place.series && m.Has(place.series->page)) {
     const SeriesView& s = *place.series;
-    out += "<p>" + Link(m, kRoot, s.page, "History of " + Esc(s.label) + " in this group (" +
+    out += "<p>" + Link(m, kSubpageRoot, s.page, "History of " + Esc(s.label) + " in this group (" +
                                               std::to_string(s.runs.size()) + " runs) →", "id=\"series-link\"") + "</p>\n";
   }
   if (place.rerun_of) {
     const RerunView& r = *place.rerun_of;
     const std::string outcome = OutcomeText(r.verdict);
     out += "<p id=\"rerun-of\">A re-run of " +
-           Link(m, kRoot, RunPage(r.original), "<span class=\"digest\">" + Esc(ShortDigest(r.original)) + "</span>") +
+           Link(m, kSubpageRoot, RunPage(r.original), "<span class=\"digest\">" + Esc(ShortDigest(r.original)) + "</span>") +
            (outcome.empty() ? "" : ": " + Esc(outcome)) + " · " +
-           Link(m, kRoot, r.page, "both runs' samples →", "class=\"rerun-link\"") + "</p>\n";
+           Link(m, kSubpageRoot, r.page, "both runs' samples →", "class=\"rerun-link\"") + "</p>\n";
   }
   if (!place.reruns.empty()) {
     out += "<table id=\"reruns\"><thead><tr><th>re-run</th><th>verdict</th><th>ratio</th><th></th></tr></thead><tbody>\n";
@@ -210,9 +208,9 @@ std::string HistoryAndReruns(const Model& m, const RunPlace& place) {
         std::snprintf(buf, sizeof buf, "%.3f", (*r->verdict)["ratio"].get<double>());
         ratio = buf;
       }
-      out += "<tr><td>" + Link(m, kRoot, RunPage(r->rerun), Esc(ShortDigest(r->rerun)), "class=\"digest\"") + "</td>" +
+      out += "<tr><td>" + Link(m, kSubpageRoot, RunPage(r->rerun), Esc(ShortDigest(r->rerun)), "class=\"digest\"") + "</td>" +
              Tag("td", outcome.empty() ? "no verdict" : outcome) + Tag("td", ratio, "class=\"num\"") + "<td>" +
-             Link(m, kRoot, r->page, "samples side by side →", "class=\"rerun-link\"") + "</td></tr>\n";
+             Link(m, kSubpageRoot, r->page, "samples side by side →", "class=\"rerun-link\"") + "</td></tr>\n";
     }
     out += "</tbody></table>\n";
   }
@@ -240,14 +238,14 @@ std::string Identity(Store& store, const Model& m, const Manifest& run, const Ru
   if (workload) out += Row("workload", Esc(WorkloadSummary(*workload)));
   if (place.group)
     out += Row("comparison key",
-               Link(m, kRoot, place.group->page, "<code>" + Esc(place.group->summary.cohort.str()) + "</code>"));
+               Link(m, kSubpageRoot, place.group->page, "<code>" + Esc(place.group->summary.cohort.str()) + "</code>"));
   if (facts) {
     if (facts->contains("source") && (*facts)["source"].is_object())
       out += Row("source", Esc((*facts)["source"].value("name", "")));
     if (facts->contains("sourceId") && (*facts)["sourceId"].is_string())
       out += Row("external id", Esc((*facts)["sourceId"].get<std::string>()));
   }
-  out += Row("digest", "<a id=\"permalink\" class=\"digest\" href=\"" + kRoot + RunPage(run.digest) + "\">" +
+  out += Row("digest", "<a id=\"permalink\" class=\"digest\" href=\"" + kSubpageRoot + RunPage(run.digest) + "\">" +
                            Esc(run.digest.str()) + "</a>");
   return out + "</table></section>\n";
 }
@@ -309,7 +307,7 @@ std::string Artifacts(Store& store, const Model& m, const Manifest& run) {
     std::string presence = Presence(store, r.target, &label);
     std::string field = r.field.rfind("/spec/", 0) == 0 ? r.field.substr(6) : r.field;
     std::string target = "<code>" + Esc(ShortDigest(r.target)) + "</code>";
-    if (m.Has(RunPage(r.target))) target = Link(m, kRoot, RunPage(r.target), target);
+    if (m.Has(RunPage(r.target))) target = Link(m, kSubpageRoot, RunPage(r.target), target);
     rows += Row(field, target + (label.empty() ? "" : " · " + Esc(label)) + " · " + Esc(presence));
   }
   return "<section id=\"artifacts\"><h2>Artifacts</h2>\n" +
@@ -331,7 +329,7 @@ const std::string& SettingSection(Store& store, const Model& m, const Json& spec
     const bool env = kind == Kind::kExecutionEnvironment;
     const std::string heading = env ? "Environment" : "Protocol";
     html = FieldsSection(env ? "environment" : "protocol", heading, man->spec,
-                         Esc(heading) + " " + Link(m, kRoot, SettingPage(kind, *d), "<span class=\"digest\">" + Esc(ShortDigest(*d)) + "</span>"));
+                         Esc(heading) + " " + Link(m, kSubpageRoot, SettingPage(kind, *d), "<span class=\"digest\">" + Esc(ShortDigest(*d)) + "</span>"));
   }
   return cache.settings.emplace(*d, std::move(html)).first->second;
 }
@@ -433,15 +431,15 @@ Result<std::string> RenderRun(Store& store, const Model& m, const EvidenceEvalua
     body += "Published " + Esc((*facts)["publishedAt"].get<std::string>().substr(0, 10)) + " · ";
   if (place.group && place.group->ranking) {
     const auto& g = place.group->summary;
-    body += Link(m, kRoot, OperationPage(g.operation),
+    body += Link(m, kSubpageRoot, OperationPage(g.operation),
                  "All results for " + Esc(g.operation_name.empty() ? ShortDigest(g.operation) : g.operation_name) + " →") +
             " · ";
   }
-  body += "permalink <a class=\"digest\" href=\"" + kRoot + RunPage(d) + "\">" + Esc(d.str()) + "</a></footer>\n";
+  body += "permalink <a class=\"digest\" href=\"" + kSubpageRoot + RunPage(d) + "\">" + Esc(d.str()) + "</a></footer>\n";
 
   PageParts p;
   p.title = "Run " + d.hex().substr(0, 8) + (title.empty() ? "" : " · " + title);
-  p.root = kRoot;
+  p.root = kSubpageRoot;
   p.kind = "run";
   p.body = std::move(body);
   return RenderPage(p);

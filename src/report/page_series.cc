@@ -16,8 +16,6 @@ namespace ki::report {
 
 namespace {
 
-const std::string kRoot = "../";
-
 std::string Pct(double ratio) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%+.1f%%", (ratio - 1) * 100);
@@ -55,7 +53,7 @@ SeriesChart ChartOfSeries(const Model& m, const SeriesView& s, bool intervals) {
     out.unit = e.unit;
     const double x = catalog::ParseTime(e.observed_at) * 1000;
     Json p = {{"x", x}, {"y", *e.value}};
-    if (m.Has(RunPage(e.run))) p["href"] = kRoot + RunPage(e.run);
+    if (m.Has(RunPage(e.run))) p["href"] = kSubpageRoot + RunPage(e.run);
     points.push_back(std::move(p));
     if (intervals && e.interval) {
       // A vertical segment per interval; the null ends it.
@@ -95,8 +93,8 @@ std::string RenderSeries(const Model& m, const SeriesView& s) {
   std::string body;
   body += "<h1>History of " + Tag("span", s.label, "id=\"series-label\"") + "</h1>\n";
   body += "<p class=\"lead\">in comparison group " +
-          Link(m, kRoot, g.page, "<span class=\"digest\">" + Esc(gs.cohort.hex().substr(0, 12)) + "</span>", "id=\"series-group\"") +
-          " · " + Link(m, kRoot, OperationPage(gs.operation), Esc(opname)) + " · " +
+          Link(m, kSubpageRoot, g.page, "<span class=\"digest\">" + Esc(gs.cohort.hex().substr(0, 12)) + "</span>", "id=\"series-group\"") +
+          " · " + Link(m, kSubpageRoot, OperationPage(gs.operation), Esc(opname)) + " · " +
           Esc(gs.workload_name.empty() ? ShortDigest(gs.workload) : gs.workload_name) + " · " +
           Esc(gs.hardware.empty() ? "unknown hardware" : gs.hardware) + "</p>\n";
   const size_t n_changes = chart.seg ? chart.seg->changes.size() : 0;
@@ -140,13 +138,13 @@ std::string RenderSeries(const Model& m, const SeriesView& s) {
             Tag("td", IntervalText(e), "class=\"num\"") +
             Tag("td", rank + (reasons.empty() ? "" : " (" + reasons + ")"), "class=\"num\"") +
             Tag("td", std::string(catalog::EvidenceName(e.evidence))) + Tag("td", e.status) + "<td>" +
-            Link(m, kRoot, RunPage(e.run), Esc(ShortDigest(e.run)), "class=\"digest\"") + "</td></tr>\n";
+            Link(m, kSubpageRoot, RunPage(e.run), Esc(ShortDigest(e.run)), "class=\"digest\"") + "</td></tr>\n";
   }
   body += "</tbody></table>\n";
 
   PageParts p;
   p.title = "History of " + s.label + " · group " + gs.cohort.hex().substr(0, 12);
-  p.root = kRoot;
+  p.root = kSubpageRoot;
   p.kind = "series";
   p.body = std::move(body);
   p.chart = true;

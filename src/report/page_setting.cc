@@ -8,10 +8,6 @@
 
 namespace ki::report {
 
-namespace {
-const std::string kRoot = "../";
-}  // namespace
-
 Result<std::string> RenderSetting(Store& store, const Model& m, const SettingView& v) {
   KI_ASSIGN_OR_RETURN(Manifest man, store.ReadManifest(v.digest));
   Json doc = DocumentOf(store, man);
@@ -25,12 +21,12 @@ Result<std::string> RenderSetting(Store& store, const Model& m, const SettingVie
           "<th>runs</th><th>#1</th><th>#1 implementation</th></tr></thead><tbody>\n";
   for (const GroupView* g : v.groups) {
     const auto& s = g->summary;
-    body += "<tr><td>" + Link(m, kRoot, g->page, Esc(s.cohort.hex().substr(0, 12)), "class=\"digest\"") + "</td><td>" +
-            Link(m, kRoot, OperationPage(s.operation), Esc(s.operation_name.empty() ? ShortDigest(s.operation) : s.operation_name)) +
+    body += "<tr><td>" + Link(m, kSubpageRoot, g->page, Esc(s.cohort.hex().substr(0, 12)), "class=\"digest\"") + "</td><td>" +
+            Link(m, kSubpageRoot, OperationPage(s.operation), Esc(s.operation_name.empty() ? ShortDigest(s.operation) : s.operation_name)) +
             "</td>" + Tag("td", s.workload_name) + Tag("td", std::to_string(s.runs), "class=\"num\"");
     if (s.first) {
       body += Tag("td", ValueText(*s.first), "class=\"num\"") + "<td>" +
-              Link(m, kRoot, RunPage(s.first->run), Esc(RunLabel(*s.first))) + "</td>";
+              Link(m, kSubpageRoot, RunPage(s.first->run), Esc(RunLabel(*s.first))) + "</td>";
     } else {
       body += "<td>-</td><td></td>";
     }
@@ -41,7 +37,7 @@ Result<std::string> RenderSetting(Store& store, const Model& m, const SettingVie
           Esc(doc.dump(2, ' ', false, Json::error_handler_t::replace)) + "</pre></section>\n";
   PageParts p;
   p.title = std::string(KindName(v.kind)) + " " + (name.empty() ? v.digest.hex().substr(0, 12) : name);
-  p.root = kRoot;
+  p.root = kSubpageRoot;
   p.kind = env ? "environment" : "protocol";
   p.body = std::move(body);
   return RenderPage(p);

@@ -12,6 +12,10 @@
 
 namespace ki::report {
 
+// How a page one folder below the index (a run, group, operation, series,
+// setting or re-run page) reaches the index, the assets and the other pages.
+inline const std::string kSubpageRoot = "../";
+
 std::string RenderIndex(const Model& m);
 std::string RenderGroup(const Model& m, const GroupView& g);
 Result<std::string> RenderOperation(Store& store, const Model& m, const OperationView& op);
