@@ -13,4 +13,7 @@ function(ki_embed_directory target dir symbol)
     DEPENDS ${files} ${CMAKE_SOURCE_DIR}/cmake/EmbedGen.cmake
     COMMENT "Embedding ${dir}")
   target_sources(${target} PRIVATE ${out})
+  # Every generated file names its arrays alike (kData0, kTable): not
+  # batched with other files when the target is a unity build (KI_QUICK).
+  set_source_files_properties(${out} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()
