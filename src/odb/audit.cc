@@ -2,6 +2,7 @@
 // every derived index with what the objects give (through ShadowBatch).
 #include <deque>
 
+#include "odb/content_check.h"
 #include "odb/store_impl.h"
 
 namespace ki::odb {
@@ -243,14 +244,21 @@ Result<AuditReport> LmdbStore::Audit() {
     } else if (manifest) {
       // What kinds and refs must hold for it (compared below).
       auto m = ManifestFromCanonical(raw, info.digest.str());
-      if (!m.ok()) {
+      // The index entry agrees with the frame header (Check): both against
+      // what the manifest says.
+      Status agrees = m.ok() ? ContentAgreesWithHeader(info.type, info.kind ? uint8_t(*info.kind) : 0, info.media_type,
+                                                       &*m, info.digest.str())
+                             : m.status();
+      if (!agrees.ok()) {
         e.state = CheckState::kCorrupt;
-        e.detail = m.status().message();
+        e.detail = agrees.message() + kReplaceHint;
         report.faults.push_back(std::move(e));
         continue;
       }
-      want.kinds.insert(KindKey(m->kind, info.digest));
-      for (const Reference& ref : ExtractReferences(*m)) want.refs.insert(RefKey(ref.target, info.digest, ref.field));
+      want.kinds.emplace(KindKey(m->kind, info.digest), "");
+      for (const Reference& ref : ExtractReferences(*m)) {
+        want.refs.emplace(RefKey(ref.target, info.digest, ref.field), ref.uri);
+      }
     }
   }
   for (auto& [id, f] : dict_faults) {
@@ -419,6 +427,8 @@ class TableDiff {
 
 const char kExtra[] = "entry that no object gives (ki audit --reindex removes it)";
 const char kLacking[] = "missing: the objects give this entry (ki audit --reindex restores it)";
+const char kDiffers[] = "its value differs from what the objects give (ki audit --reindex rewrites it)";
+const char kUnheld[] = "names an object the store does not hold (ki audit --reindex removes it)";
 
 }  // namespace
 
@@ -447,16 +457,19 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       if (k.size() >= 64) return Digest::FromRaw(k.substr(32, 32));
       return std::nullopt;
     };
-    KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view) {
+    KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
       std::string key(k);
-      if (keys->count(key)) {
-        seen.insert(std::move(key));
-      } else {
+      auto it = keys->find(key);
+      if (it == keys->end()) {
         diff.Fault(digest_of(k), label(k), kExtra);
+      } else {
+        // The value too: every byte of the table is what the objects give.
+        if (it->second != v) diff.Fault(digest_of(k), label(k), kDiffers);
+        seen.insert(std::move(key));
       }
       return true;
     }));
-    for (const std::string& k : *keys)
+    for (const auto& [k, v] : *keys)
       if (!seen.count(k)) diff.Fault(digest_of(k), label(k), kLacking);
   }
   // dicts: a function of the dictionary objects.
@@ -502,7 +515,9 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       }
     }
     for (const auto& [name, d] : by_digest) {
-      if (!by_name.count({name, d}) && indexed.count(Digest::FromRaw(d))) {
+      if (!indexed.count(Digest::FromRaw(d))) {
+        namesof.Fault(Digest::FromRaw(d), name, kUnheld);
+      } else if (!by_name.count({name, d})) {
         nameset.Fault(Digest::FromRaw(d), name, "missing: namesof records this name (ki audit --reindex restores it)");
       }
     }
@@ -512,9 +527,27 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       return true;
     }));
     TableDiff names(kNames, report), bare(kBareNames, report);
+    // A `Kind/name` key: what every name is (reindex removes one that is not).
+    auto is_name = [](std::string_view key) {
+      const size_t slash = key.find('/');
+      return slash != std::string_view::npos && ParseKind(key.substr(0, slash)).has_value();
+    };
     for (const auto& [name, d] : latest) {
-      if (!by_name.count({name, d}) && indexed.count(Digest::FromRaw(d))) {
+      if (!is_name(name)) {
+        names.Fault(Digest::FromRaw(d), name, "not a Kind/name (ki audit --reindex removes it)");
+      } else if (!by_name.count({name, d}) && indexed.count(Digest::FromRaw(d))) {
         names.Fault(Digest::FromRaw(d), name, "its holder is not recorded under the name in nameset (ki audit --reindex records it)");
+      }
+    }
+    // Every name nameset records for a held manifest has a latest holder.
+    for (auto it = by_name.begin(); it != by_name.end();) {
+      const std::string name = it->first;
+      std::optional<Digest> holder;
+      for (; it != by_name.end() && it->first == name; ++it)
+        if (indexed.count(Digest::FromRaw(it->second))) holder = Digest::FromRaw(it->second);
+      if (holder && !latest.count(name)) {
+        names.Fault(holder, name, "missing: nameset records holders of this name (ki audit --reindex points it "
+                    "at the one added last)");
       }
     }
     std::set<std::string> bare_seen;

@@ -1,5 +1,6 @@
 // Rebuilds: reindex (every derived table from the frames) and format
 // upgrades.
+#include "odb/content_check.h"
 #include "odb/store_impl.h"
 
 namespace ki::odb {
@@ -36,6 +37,13 @@ Result<AuditReport> LmdbStore::Reindex() {
     if (expect && d != *expect) {
       problems.push_back(where + ": content hashes to " + d.str() + "; not indexed");
       return Status::OK();
+    }
+    if (h->type == ObjectType::kManifest) {
+      // What the header says that the content can check (a version 1
+      // frame has no header check): never copied into the index unchecked.
+      auto m = ManifestFromCanonical(*raw, where);
+      Status agrees = m.ok() ? ContentAgreesWithHeader(h->type, h->kind, h->media_type, &*m, where) : m.status();
+      if (!agrees.ok()) return problems.push_back(agrees.message() + "; not indexed"), Status::OK();
     }
     return batch->IndexFrame(d, *h, loc, frame.size(), *raw);
   };
@@ -137,15 +145,40 @@ Status LmdbStore::Upgrade() {
 //
 // The other recorded tables are mended from what they mirror: a document
 // blob that lost its docs link is linked again (the manifest it holds says
-// to which), nameset and namesof are made each other's mirror again, and
-// barenames is rebuilt from names (a pure function of it).
+// to which), nameset and namesof are made each other's mirror again, a
+// name with held holders but no latest one points at the one added last,
+// entries that name objects the store does not hold go (audit reports
+// each), and barenames is rebuilt from names (a pure function of it).
 Status LmdbStore::RecordDocumentNames() {
+  auto held = [&](const Digest& d) -> Result<bool> {
+    KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+    return info.has_value();
+  };
   {
+    // A docs entry whose manifest or document the store does not hold (a
+    // damaged key or value: audit reports it) goes; the document it named,
+    // if held, is linked again below, from what it holds.
+    std::vector<std::string> stale;
     std::unordered_set<Digest> linked;
-    KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view, std::string_view v) {
-      if (v.size() == 32) linked.insert(Digest::FromRaw(v));
+    Status bad = Status::OK();
+    KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view k, std::string_view v) {
+      auto k_held = k.size() == 32 ? held(Digest::FromRaw(k)) : Result<bool>(false);
+      auto v_held = v.size() == 32 ? held(Digest::FromRaw(v)) : Result<bool>(false);
+      if (!k_held.ok() || !v_held.ok()) return bad = !k_held.ok() ? k_held.status() : v_held.status(), false;
+      if (*k_held && *v_held) {
+        linked.insert(Digest::FromRaw(v));
+      } else {
+        stale.emplace_back(k);
+      }
       return true;
     }));
+    KI_RETURN_IF_ERROR(bad);
+    if (!stale.empty()) {
+      // Committed first: the relinking below reads which manifests have a link.
+      KI_ASSIGN_OR_RETURN(auto batch, NewBatch());
+      for (const auto& k : stale) KI_RETURN_IF_ERROR(batch->Delete(kDocs, k));
+      KI_RETURN_IF_ERROR(batch->Commit());
+    }
     std::vector<std::pair<Digest, Digest>> relink;
     KI_RETURN_IF_ERROR(ForEachUnlinkedDocument(linked, [&](const Digest& doc, const Digest& manifest) {
       relink.emplace_back(manifest, doc);
@@ -162,12 +195,18 @@ Status LmdbStore::RecordDocumentNames() {
     return true;
   }));
   std::vector<std::pair<std::string, Digest>> current;  // names: "Kind/name" -> latest
+  std::vector<std::string> malformed;                   // names whose value is not a digest
   KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
-    if (v.size() == 32) current.emplace_back(std::string(k), Digest::FromRaw(v));
+    if (v.size() == 32) {
+      current.emplace_back(std::string(k), Digest::FromRaw(v));
+    } else {
+      malformed.emplace_back(k);
+    }
     return true;
   }));
   KI_ASSIGN_OR_RETURN(auto batch_base, NewBatch());
   auto* batch = static_cast<LmdbBatch*>(batch_base.get());
+  for (const auto& k : malformed) KI_RETURN_IF_ERROR(batch->Delete(kNames, k));
   for (const Digest& d : documented) {
     auto info = Stat(d);
     if (!info.ok() || !*info || (*info)->type != ObjectType::kManifest || !(*info)->kind) continue;
@@ -175,32 +214,90 @@ Status LmdbStore::RecordDocumentNames() {
     const std::string name = doc.ok() && *doc ? NestedString(**doc, "metadata", "name") : "";
     if (!name.empty()) KI_RETURN_IF_ERROR(batch->RecordName(*(*info)->kind, name, d));
   }
-  auto record = [&](std::string_view key, const Digest& d) -> Status {
+  auto split = [](std::string_view key) -> std::optional<std::pair<Kind, std::string_view>> {
     auto slash = key.find('/');
     std::optional<Kind> kind = slash == std::string::npos ? std::nullopt : ParseKind(key.substr(0, slash));
-    if (kind) KI_RETURN_IF_ERROR(batch->RecordName(*kind, key.substr(slash + 1), d));
+    if (!kind) return std::nullopt;
+    return std::pair{*kind, key.substr(slash + 1)};
+  };
+  auto record = [&](std::string_view key, const Digest& d) -> Status {
+    if (auto kn = split(key)) KI_RETURN_IF_ERROR(batch->RecordName(kn->first, kn->second, d));
     return Status::OK();
   };
-  for (const auto& [key, d] : current) KI_RETURN_IF_ERROR(record(key, d));
-  std::vector<std::pair<std::string, Digest>> recorded;  // from nameset and namesof alike
+  // A latest holder the store does not hold is no holder (a damaged value):
+  // the name is pointed again below.
+  // So is one whose key is not `Kind/name` (a damaged kind): it names nothing.
+  for (const auto& [key, d] : current) {
+    KI_ASSIGN_OR_RETURN(bool h, held(d));
+    if (h && split(key)) {
+      KI_RETURN_IF_ERROR(record(key, d));
+    } else {
+      KI_RETURN_IF_ERROR(batch->Delete(kNames, key));
+    }
+  }
+  // From nameset and namesof alike: the key of each, and the name and digest.
+  struct Recorded {
+    std::string table, key, name;
+    Digest d;
+  };
+  std::vector<Recorded> recorded;
   KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
-    if (k.size() > 32) recorded.emplace_back(std::string(k.substr(0, k.size() - 32)), Digest::FromRaw(k.substr(k.size() - 32)));
+    if (k.size() > 32) {
+      recorded.push_back({std::string(kNameSet), std::string(k), std::string(k.substr(0, k.size() - 32)),
+                          Digest::FromRaw(k.substr(k.size() - 32))});
+    }
     return true;
   }));
   KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
-    if (k.size() > 32) recorded.emplace_back(std::string(k.substr(32)), Digest::FromRaw(k.substr(0, 32)));
+    if (k.size() > 32) {
+      recorded.push_back({std::string(kNamesOf), std::string(k), std::string(k.substr(32)), Digest::FromRaw(k.substr(0, 32))});
+    }
     return true;
   }));
-  for (const auto& [key, d] : recorded) {
-    KI_ASSIGN_OR_RETURN(auto held, Stat(d));
-    if (held) KI_RETURN_IF_ERROR(record(key, d));
+  for (const auto& r : recorded) {
+    KI_ASSIGN_OR_RETURN(bool h, held(r.d));
+    if (h && split(r.name)) {
+      KI_RETURN_IF_ERROR(record(r.name, r.d));
+    } else {
+      // A name of an object the store does not hold, or not a `Kind/name`
+      // (a damaged key): audit reports it, and it goes.
+      KI_RETURN_IF_ERROR(batch->Delete(r.table, r.key));
+    }
   }
+  // Every name with a held holder has a latest one: a names entry lost (or
+  // dropped above) points again at the holder added last (the `added`
+  // table; of several added in one second, the greatest digest), which is
+  // the one an add makes latest.
+  std::set<std::string> pointed;
+  KI_RETURN_IF_ERROR(batch->Scan(kNames, "", [&](std::string_view k, std::string_view) {
+    pointed.emplace(k);
+    return true;
+  }));
+  std::map<std::string, std::pair<int64_t, Digest>> latest;
+  std::vector<std::pair<std::string, Digest>> holders;
+  KI_RETURN_IF_ERROR(batch->Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
+    if (k.size() > 32 && !pointed.count(std::string(k.substr(0, k.size() - 32)))) {
+      holders.emplace_back(std::string(k.substr(0, k.size() - 32)), Digest::FromRaw(k.substr(k.size() - 32)));
+    }
+    return true;
+  }));
+  for (const auto& [name, d] : holders) {
+    KI_ASSIGN_OR_RETURN(auto added, batch->Get(kAdded, d.raw()));
+    const int64_t t = added ? ParseAdded(*added).value_or(0) : 0;
+    auto [it, fresh] = latest.emplace(name, std::pair{t, d});
+    if (!fresh && (t > it->second.first || (t == it->second.first && it->second.second < d))) it->second = {t, d};
+  }
+  for (const auto& [name, td] : latest)
+    if (auto kn = split(name)) KI_RETURN_IF_ERROR(batch->PointName(kn->first, kn->second, td.second));
+  // barenames: a function of names, rebuilt whole.
+  std::vector<std::pair<std::string, Digest>> final_names;
+  KI_RETURN_IF_ERROR(batch->Scan(kNames, "", [&](std::string_view k, std::string_view v) {
+    if (v.size() == 32) final_names.emplace_back(std::string(k), Digest::FromRaw(v));
+    return true;
+  }));
   KI_RETURN_IF_ERROR(batch->DropTable(kBareNames));
-  for (const auto& [key, d] : current) {
-    auto slash = key.find('/');
-    std::optional<Kind> kind = slash == std::string::npos ? std::nullopt : ParseKind(key.substr(0, slash));
-    if (kind) KI_RETURN_IF_ERROR(batch->Put(kBareNames, BareNameKey(*kind, key.substr(slash + 1)), d.raw()));
-  }
+  for (const auto& [key, d] : final_names)
+    if (auto kn = split(key)) KI_RETURN_IF_ERROR(batch->Put(kBareNames, BareNameKey(kn->first, kn->second), d.raw()));
   return batch->Commit();
 }
 

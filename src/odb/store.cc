@@ -7,6 +7,7 @@
 
 #include "json/fields.h"
 #include "ki/store_env.h"
+#include "odb/content_check.h"
 #include "odb/store_impl.h"
 
 namespace ki::odb {
@@ -303,7 +304,7 @@ Status LmdbStore::CheckUnindexedLoose(const std::string& path, const Digest& d) 
   }
   KI_ASSIGN_OR_RETURN(Digest got, DecodeFrameStream(*file, h, path, Discard, dict.get()));
   if (got != d) return Status::Corruption(path + ": content hashes to " + got.str());
-  return Status::OK();
+  return ContentAgreesWithHeader(h.type, h.kind, h.media_type, nullptr, path);
 }
 
 Status LmdbStore::CheckUnindexedFrame(std::string_view frame, const Digest& d) {
@@ -316,7 +317,9 @@ Status LmdbStore::CheckUnindexedFrame(std::string_view frame, const Digest& d) {
   KI_ASSIGN_OR_RETURN(std::string raw, DecodeFrame(frame, h, opts_.max_object_size, where, dict.get()));
   const Digest got = Sha256Of(raw);
   if (got != d) return Status::Corruption(where + ": content hashes to " + got.str());
-  return Status::OK();
+  if (h.type != ObjectType::kManifest) return Status::OK();
+  auto m = ManifestFromCanonical(raw, where);
+  return m.ok() ? ContentAgreesWithHeader(h.type, h.kind, h.media_type, &*m, where) : m.status();
 }
 
 Result<Manifest> LmdbStore::ReadManifest(const Digest& d) {

@@ -344,7 +344,8 @@ class LmdbStore final : public Store {
   // What the store's own derived tables must hold, gathered by Audit as it
   // reads every manifest (and dictionary).
   struct ExpectedTables {
-    std::unordered_set<std::string> kinds, refs;
+    // Key -> value: kinds' values are empty, refs' the reference's artifact URI.
+    std::unordered_map<std::string, std::string> kinds, refs;
     std::map<uint32_t, Digest> dicts;
   };
   Status CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,

@@ -793,6 +793,181 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
   }
 }
 
+// Every byte of the store's own tables is compared with what the objects
+// and the recorded names give, and reindex restores each table whole (issue
+// 25.2): a refs or kinds value, a meta entry's stored size, a lost names
+// entry, a names value or a namesof, nameset or docs entry naming an object
+// the store does not hold, a names or nameset key that is not `Kind/name`. Each was clean to audit, or not mended by
+// reindex (a lost names entry lost the name: reindex dropped barenames'
+// mirror instead of pointing the name again).
+TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  AddInput yaml;
+  yaml.source = "operation-spec.yaml";
+  yaml.bytes = test::ReadFileOrDie(test::DataPath("kernelindex/examples/operation-spec.yaml"));
+  ASSERT_OK(AddInputs(*store_, {yaml}));
+  const Digest blob = PutBlob("a log line\n");
+  const std::vector<std::string_view> tables = {odb::kMeta,    odb::kKinds,   odb::kRefs,    odb::kDicts,
+                                                odb::kNames,   odb::kBareNames, odb::kNamesOf, odb::kNameSet,
+                                                odb::kDocs};
+  using Dump = std::map<std::string, std::map<std::string, std::string>>;
+  auto dump = [&]() {
+    Dump out;
+    for (auto t : tables) {
+      auto& m = out[std::string(t)];
+      EXPECT_OK(store_->Scan(t, "", [&](std::string_view k, std::string_view v) {
+        m.emplace(std::string(k), std::string(v));
+        return true;
+      }));
+    }
+    return out;
+  };
+  const Dump before = dump();
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  auto first = [&](std::string_view table) { return *before.at(std::string(table)).begin(); };
+  const Digest unheld = Sha256Of("an object this store does not hold");
+  struct Damage {
+    std::string name;
+    std::string expect;  // a fault's `what` starts with it
+    std::function<void(Batch&)> apply;
+  };
+  std::vector<Damage> cases = {
+      {"refs value", "refs ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kRefs, first(odb::kRefs).first, "kernelindex:artifact/forged")); }},
+      {"kinds value", "kinds ", [&](Batch& b) { ASSERT_OK(b.Put(odb::kKinds, first(odb::kKinds).first, "x")); }},
+      {"meta stored size", "blob text/plain",
+       [&](Batch& b) {
+         std::string v = before.at(std::string(odb::kMeta)).at(std::string(blob.raw()));
+         v[12] ^= 0x01;  // type, kind, location, code, raw size (8), then stored size
+         ASSERT_OK(b.Put(odb::kMeta, blob.raw(), v));
+       }},
+      {"names deleted", "names ", [&](Batch& b) { ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first)); }},
+      {"names and barenames deleted", "names ",
+       [&](Batch& b) {
+         ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first));
+         ASSERT_OK(b.Delete(odb::kBareNames, first(odb::kBareNames).first));
+       }},
+      {"names value unheld", "name ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, first(odb::kNames).first, unheld.raw())); }},
+      {"namesof of an unheld object", "namesof ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNamesOf, std::string(unheld.raw()) + "BenchmarkRun/forged", "")); }},
+      {"nameset of an unheld object", "name ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRun/forged" + std::string(unheld.raw()), "")); }},
+      {"names key of no kind", "names ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, "BenchmarkRuX/forged", first(odb::kNames).second)); }},
+      {"nameset key of no kind", "namesof ",
+       [&](Batch& b) {
+         ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRuX/forged" + first(odb::kNames).second, ""));
+       }},
+      {"docs value unheld", "document link",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kDocs, first(odb::kDocs).first, unheld.raw())); }},
+      {"docs key unheld", "document link",
+       [&](Batch& b) {
+         auto [k, v] = first(odb::kDocs);
+         ASSERT_OK(b.Delete(odb::kDocs, k));
+         ASSERT_OK(b.Put(odb::kDocs, unheld.raw(), v));
+       }},
+  };
+  for (const Damage& c : cases) {
+    SCOPED_TRACE(c.name);
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      c.apply(**b);
+      ASSERT_OK((*b)->Commit());
+    }
+    auto damaged = store_->Audit();
+    ASSERT_OK(damaged);
+    ASSERT_FALSE(damaged->faults.empty()) << "audit is clean";
+    EXPECT_TRUE(std::any_of(damaged->faults.begin(), damaged->faults.end(), [&](const CheckEntry& e) {
+      return e.what.rfind(c.expect, 0) == 0;
+    })) << damaged->faults.front().what << ": " << damaged->faults.front().detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+    const Dump after = dump();
+    for (auto t : tables) {
+      const auto& want = before.at(std::string(t));
+      const auto& got = after.at(std::string(t));
+      EXPECT_TRUE(want == got) << t << ": " << want.size() << " entries before, " << got.size() << " after reindex";
+    }
+  }
+}
+
+// A version 1 frame (no header check, stores written before 2026-12-01)
+// whose media type byte was flipped, with an index entry that says the
+// same (as a reindex on the old code left it): the manifest's content says
+// what a manifest's frame must say, so audit reports it (it was clean) and
+// reindex does not index it (it copied the wrong media type into meta);
+// the same bytes added again make the store clean. An intact version 1
+// frame is still read and indexed.
+TEST_F(SeedTest, AVersion1ManifestFrameIsCheckedAgainstItsContent) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  const Digest run = *Digest::Parse("sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f");
+  auto raw = store_->Read(run);
+  ASSERT_OK(raw);
+  auto info = store_->Stat(run);
+  ASSERT_OK(info);
+  ASSERT_EQ((*info)->location, Location::kIndex);
+  for (bool flipped : {false, true}) {
+    SCOPED_TRACE(flipped);
+    std::string mt = (*info)->media_type;
+    if (flipped) mt.back() ^= 0x20;  // ...+json -> ...+jsoN
+    std::string v1 = "KIOB";
+    v1 += char(1);
+    v1 += char(ObjectType::kManifest);
+    v1 += char(uint8_t(*(*info)->kind));
+    v1 += char(0);  // flags: the raw bytes follow
+    for (int i = 0; i < 8; ++i) v1 += char((raw->size() >> (8 * i)) & 0xff);
+    v1 += char(mt.size() & 0xff);
+    v1 += char(mt.size() >> 8);
+    v1 += mt + *raw;
+    ObjectInfo entry = **info;
+    entry.media_type = mt;
+    entry.stored_size = v1.size();
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      ASSERT_OK((*b)->Put(odb::kObjects, run.raw(), v1));
+      ASSERT_OK((*b)->Put(odb::kMeta, run.raw(), odb::PackMeta(entry)));
+      ASSERT_OK((*b)->Commit());
+    }
+    auto is_run = [&](const CheckEntry& e) { return e.digest == run && e.state == CheckState::kCorrupt; };
+    auto audit = store_->Audit();
+    ASSERT_OK(audit);
+    if (!flipped) {
+      EXPECT_TRUE(audit->faults.empty()) << audit->faults.front().what << ": " << audit->faults.front().detail;
+      auto again = store_->Read(run);
+      ASSERT_OK(again);
+      EXPECT_EQ(*again, *raw);
+      auto reindexed = store_->Reindex();
+      ASSERT_OK(reindexed);
+      EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().detail;
+      continue;
+    }
+    ASSERT_TRUE(std::any_of(audit->faults.begin(), audit->faults.end(), is_run)) << "audit is clean";
+    const CheckEntry& f = *std::find_if(audit->faults.begin(), audit->faults.end(), is_run);
+    EXPECT_NE(f.detail.find("jsoN"), std::string::npos) << f.detail;
+    EXPECT_NE(f.detail.find("ki add of the same bytes"), std::string::npos) << f.detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(std::any_of(reindexed->faults.begin(), reindexed->faults.end(), is_run));
+    auto stat = store_->Stat(run);
+    ASSERT_OK(stat);
+    EXPECT_FALSE(stat->has_value()) << "reindex indexed it as " << (*stat)->media_type;
+    ASSERT_EQ(AddSeed().size(), 3u);
+    auto clean = store_->Audit();
+    ASSERT_OK(clean);
+    EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+    auto back = store_->Stat(run);
+    ASSERT_OK(back);
+    ASSERT_TRUE(back->has_value());
+    EXPECT_EQ((*back)->media_type, (*info)->media_type);
+  }
+}
+
 // Frames compressed with a zstd dictionary (frame version 3): the batch
 // that writes the first one stores its dictionary; a dictionary that is
 // lost or damaged is a fault that names it (once, with the number of
