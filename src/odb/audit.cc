@@ -536,7 +536,11 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       if (!is_name(name)) {
         names.Fault(Digest::FromRaw(d), name, "not a Kind/name (ki audit --reindex removes it)");
       } else if (!by_name.count({name, d}) && indexed.count(Digest::FromRaw(d))) {
-        names.Fault(Digest::FromRaw(d), name, "its holder is not recorded under the name in nameset (ki audit --reindex records it)");
+        names.Fault(Digest::FromRaw(d), name,
+                    by_digest.count({name, d}) ? "its holder is not recorded under the name in nameset (ki audit "
+                                                 "--reindex records it)"
+                                               : "neither nameset nor namesof records its holder under the name "
+                                                 "(ki audit --reindex removes it)");
       }
     }
     // Every name nameset records for a held manifest has a latest holder.

@@ -226,10 +226,14 @@ Status LmdbStore::RecordDocumentNames() {
   };
   // A latest holder the store does not hold is no holder (a damaged value):
   // the name is pointed again below.
-  // So is one whose key is not `Kind/name` (a damaged kind): it names nothing.
+  // So is one whose key is not `Kind/name` (a damaged kind), and one that
+  // neither nameset nor namesof records (a damaged name: every write of a
+  // name records it in both, and stores older than nameset in namesof).
   for (const auto& [key, d] : current) {
     KI_ASSIGN_OR_RETURN(bool h, held(d));
-    if (h && split(key)) {
+    KI_ASSIGN_OR_RETURN(auto in_namesof, batch->Get(kNamesOf, std::string(d.raw()) + key));
+    KI_ASSIGN_OR_RETURN(auto in_nameset, batch->Get(kNameSet, key + std::string(d.raw())));
+    if (h && split(key) && (in_namesof || in_nameset)) {
       KI_RETURN_IF_ERROR(record(key, d));
     } else {
       KI_RETURN_IF_ERROR(batch->Delete(kNames, key));

@@ -855,6 +855,11 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNamesOf, std::string(unheld.raw()) + "BenchmarkRun/forged", "")); }},
       {"nameset of an unheld object", "name ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRun/forged" + std::string(unheld.raw()), "")); }},
+      {"names key with another name", "names ",
+       [&](Batch& b) {
+         auto [k, v] = first(odb::kNames);
+         ASSERT_OK(b.Put(odb::kNames, k + "-forged", v));
+       }},
       {"names key of no kind", "names ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, "BenchmarkRuX/forged", first(odb::kNames).second)); }},
       {"nameset key of no kind", "namesof ",
