@@ -312,7 +312,9 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   std::vector<const RerunView*> reruns;
   for (const auto& [digest, r] : m.reruns) reruns.push_back(&r);
   const size_t ng = m.groups.size(), no = ops.size(), ns = m.series.size(), nv = settings.size();
-  KI_RETURN_IF_ERROR(ParallelFor(ng + no + ns + nv + reruns.size(), opts.threads, [&](size_t i, int) -> Status {
+  // Named lambdas, not ones inside KI_RETURN_IF_ERROR's argument: the
+  // macros they use would shadow the outer macro's local.
+  auto render = [&](size_t i, int) -> Status {
     if (i < ng) {
       const GroupView& g = m.groups[i];
       KI_RETURN_IF_ERROR(PutByInputs(site, g.page, GroupInputs(m, g, salt), [&] { return RenderGroup(m, g); }));
@@ -334,7 +336,8 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
     }
     tick();
     return Status::OK();
-  }));
+  };
+  KI_RETURN_IF_ERROR(ParallelFor(ng + no + ns + nv + reruns.size(), opts.threads, render));
   std::vector<std::pair<const Digest*, const RunPlace*>> runs;
   runs.reserve(m.runs.size());
   for (const auto& [run, place] : m.runs) runs.emplace_back(&run, &place);
@@ -342,7 +345,7 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
   for (const GroupView& g : m.groups) group_parts[&g] = RunGroupPart(m, g);
   std::vector<RunPageCache> caches(size_t(std::max(1, opts.threads)));
   std::vector<WatchedCache> watched_caches(caches.size());
-  KI_RETURN_IF_ERROR(ParallelFor(runs.size(), opts.threads, [&](size_t i, int worker) -> Status {
+  auto render_run = [&](size_t i, int worker) -> Status {
     const RunPlace& place = *runs[i].second;
     static const std::string kNoGroup;
     const std::string& group_part = place.group ? group_parts.at(place.group) : kNoGroup;
@@ -350,7 +353,8 @@ Result<ReportSummary> WriteReport(Store& store, const std::string& dir, const Re
                                     caches[size_t(worker)], watched_caches[size_t(worker)]));
     tick();
     return Status::OK();
-  }));
+  };
+  KI_RETURN_IF_ERROR(ParallelFor(runs.size(), opts.threads, render_run));
   KI_RETURN_IF_ERROR(site.Finish());
   ReportSummary s = site.summary();
   s.dir = dir;
