@@ -85,7 +85,11 @@ no_scratch dst2
 
 # ---- a layout whose blob file was damaged: exit 1, nothing stored, no scratch file
 chmod u+w "$WORK/layout/blobs/sha256/${want#sha256:}"
-printf 'X' | dd of="$WORK/layout/blobs/sha256/${want#sha256:}" bs=1 seek=100000000 conv=notrunc status=none
+# One byte changed (XOR 1): writing a fixed 'X' left the file intact when
+# the random base64 text had an 'X' there already (about 1 run in 65).
+python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(100000000); b = f.read(1); f.seek(100000000); f.write(bytes([b[0] ^ 1]))' \
+  "$WORK/layout/blobs/sha256/${want#sha256:}"
+cmp -s "$WORK/layout/blobs/sha256/${want#sha256:}" big.txt && fail "the layout's blob file was not damaged"
 expect_exit 0 ki init dst3
 expect_exit 1 limited --store dst3 pull "oci-layout:$WORK/layout" "$want"
 expect_contains "$ERR" "received bytes that hash to" "damaged layout blob"
