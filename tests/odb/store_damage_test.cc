@@ -1,0 +1,552 @@
+// Damage and its repair: a flipped byte in an object or an index table is
+// a fault audit reports; reindex rebuilds what the objects give and never
+// adopts damage; the same bytes written again replace a damaged object
+// (issue 25). The fixtures are store_fixture.h's.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "index/lmdb.h"
+#include "ki/ingest.h"
+#include "ki/manifest.h"
+#include "odb/dict.h"
+#include "odb/frame.h"
+#include "odb/store_fixture.h"
+#include "odb/tables.h"
+#include "testutil/string_file.h"
+#include "testutil/testutil.h"
+
+namespace ki {
+namespace {
+
+using test::SeedTest;
+using test::StoreTest;
+
+TEST_F(StoreTest, FlippedByteInLooseObjectIsCorruption) {
+  Digest d = PutBlob(RandomText(100000, 5));
+  std::string path = odb::LoosePath(store_->path(), d);
+  std::string frame = test::ReadFileOrDie(path);
+  frame[frame.size() / 2] ^= 0x01;
+  ::chmod(path.c_str(), 0644);
+  test::WriteFileOrDie(path, frame);
+  auto r = store_->Read(d);
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  ASSERT_EQ(audit->faults.size(), 1u);
+  EXPECT_EQ(audit->faults[0].digest, d);
+  auto v = store_->Verify(d);
+  ASSERT_OK(v);
+  EXPECT_TRUE(v->HasFaults());
+}
+
+TEST_F(StoreTest, FlippedByteInIndexedObjectIsCorruption) {
+  Digest d = PutBlob("a small object kept inside the index database");
+  auto frame = store_->Get(odb::kObjects, d.raw());
+  ASSERT_OK(frame);
+  ASSERT_TRUE(frame->has_value());
+  std::string bad = **frame;
+  bad.back() ^= 0x20;
+  auto b = store_->NewBatch();
+  ASSERT_OK(b);
+  ASSERT_OK((*b)->Put(odb::kObjects, d.raw(), bad));
+  ASSERT_OK((*b)->Commit());
+  auto r = store_->Read(d);
+  EXPECT_TRUE(r.status().IsCorruption());
+  EXPECT_NE(r.status().message().find(d.str()), std::string::npos);
+  auto audit = store_->Audit();
+  ASSERT_OK(audit);
+  ASSERT_EQ(audit->faults.size(), 1u);
+  EXPECT_EQ(audit->faults[0].digest, d);
+}
+
+// A damaged loose object is never adopted (issue 25.3): reindex leaves it
+// out of the index, and audit reports it as a fault, not a note, until a
+// good copy replaces it; a write of the same bytes (PutBlob, or a streamed
+// put) replaces the damaged file instead of keeping it.
+TEST_F(StoreTest, DamagedLooseObjectStaysAFaultUntilAGoodCopyReplacesIt) {
+  for (bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed);
+    Reopen();
+    const std::string big = RandomText(70000, streamed ? 21 : 20);
+    const Digest d = PutBlob(big);
+    const std::string path = odb::LoosePath(store_->path(), d);
+    std::string frame = test::ReadFileOrDie(path);
+    frame[frame.size() / 2] ^= 0x20;
+    test::WriteFileOrDie(path, frame);
+
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    auto is_this = [&](const CheckEntry& e) { return e.digest == d && e.state == CheckState::kCorrupt; };
+    EXPECT_TRUE(std::any_of(reindexed->faults.begin(), reindexed->faults.end(), is_this));
+    for (const auto& n : reindexed->notes) EXPECT_EQ(n.find("adopts it"), std::string::npos) << n;
+    EXPECT_TRUE(store_->Read(d).status().IsNotFound());
+    auto again = store_->Audit();
+    ASSERT_OK(again);
+    ASSERT_TRUE(std::any_of(again->faults.begin(), again->faults.end(), is_this));
+    const CheckEntry& f = *std::find_if(again->faults.begin(), again->faults.end(), is_this);
+    EXPECT_NE(f.detail.find("ki pull"), std::string::npos) << f.detail;
+
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    if (streamed) {
+      test::StringFile in(big);
+      ASSERT_OK((*b)->PutBlobStream(in, "text/plain", "good.txt"));
+    } else {
+      ASSERT_OK((*b)->PutBlob(big, "text/plain"));
+    }
+    ASSERT_OK((*b)->Commit());
+    EXPECT_EQ(*store_->Read(d), big);
+    auto clean = store_->Audit();
+    ASSERT_OK(clean);
+    EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().detail;
+  }
+}
+
+// A damaged object that is still indexed (no reindex yet), kept in LMDB or
+// loose, by a plain write or a streamed one: audit's fault says what to
+// run, and writing the same bytes again replaces the damaged copy instead
+// of skipping it as held (it was "existed", and the fault stayed). After a
+// reindex, a damaged frame kept in LMDB is a fault that says what to run
+// too (it said only "object bytes in the index database without an index
+// entry"), and the same bytes written again make the store clean.
+TEST_F(StoreTest, DamagedIndexedObjectIsReplacedByTheSameBytes) {
+  for (bool loose : {false, true}) {
+    for (bool streamed : {false, true}) {
+      for (bool reindexed : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "loose " << loose << " streamed " << streamed << " reindexed " << reindexed);
+        Reopen();
+        const std::string bytes = RandomText(loose ? 70000 : 900, 30 + 4 * loose + 2 * streamed + reindexed);
+        const Digest d = PutBlob(bytes);
+        auto info = store_->Stat(d);
+        ASSERT_OK(info);
+        ASSERT_EQ((*info)->location, loose ? Location::kLoose : Location::kIndex);
+        if (loose) {
+          const std::string path = odb::LoosePath(store_->path(), d);
+          std::string frame = test::ReadFileOrDie(path);
+          frame[frame.size() / 2] ^= 0x20;
+          ::chmod(path.c_str(), 0644);
+          test::WriteFileOrDie(path, frame);
+        } else {
+          auto frame = store_->Get(odb::kObjects, d.raw());
+          ASSERT_OK(frame);
+          std::string bad = **frame;
+          bad[bad.size() / 2] ^= 0x20;
+          auto b = store_->NewBatch();
+          ASSERT_OK(b);
+          ASSERT_OK((*b)->Put(odb::kObjects, d.raw(), bad));
+          ASSERT_OK((*b)->Commit());
+        }
+        if (reindexed) {
+          auto r = store_->Reindex();
+          ASSERT_OK(r);
+          ASSERT_FALSE(r->notes.empty());
+          EXPECT_NE(r->notes.front().find("a fault until a good copy replaces it"), std::string::npos)
+              << r->notes.front();
+        }
+        auto damaged = store_->Audit();
+        ASSERT_OK(damaged);
+        ASSERT_EQ(damaged->faults.size(), 1u);
+        const CheckEntry& f = damaged->faults[0];
+        EXPECT_EQ(f.digest, d);
+        EXPECT_NE(f.detail.find("ki add of the same bytes"), std::string::npos) << f.detail;
+        EXPECT_NE(f.detail.find("ki pull"), std::string::npos) << f.detail;
+        if (!loose && reindexed) {
+          EXPECT_EQ(f.what, "blob text/plain frame");
+        }
+        EXPECT_FALSE(store_->Read(d).ok());
+
+        auto b = store_->NewBatch();
+        ASSERT_OK(b);
+        Result<PutResult> put = Status::OK();
+        if (streamed) {
+          test::StringFile in(bytes);
+          put = (*b)->PutBlobStream(in, "text/plain", "again.txt");
+        } else {
+          put = (*b)->PutBlob(bytes, "text/plain");
+        }
+        ASSERT_OK(put);
+        EXPECT_FALSE(put->existed) << "a damaged copy is not a held object";
+        ASSERT_OK((*b)->Commit());
+        auto read = store_->Read(d);
+        ASSERT_OK(read);
+        EXPECT_EQ(*read, bytes);
+        auto clean = store_->Audit();
+        ASSERT_OK(clean);
+        EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+        EXPECT_TRUE(clean->notes.empty()) << clean->notes.front();
+        // Held and intact now: the next write of it is "existed" again.
+        auto again = store_->NewBatch();
+        ASSERT_OK(again);
+        auto third = (*again)->PutBlob(bytes, "text/plain");
+        ASSERT_OK(third);
+        EXPECT_TRUE(third->existed);
+      }
+    }
+  }
+}
+
+// Every table of the store's own is compared with what the objects (and
+// the recorded names) give (issue 25.2): an entry deleted from kinds, refs,
+// namesof, nameset, barenames or docs, or a media type changed in meta, is a
+// fault audit names by its table, and reindex restores the entry.
+TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
+  const Digest blob = AddSeedYamlAndBlob();
+  ASSERT_FALSE(HasFailure());
+  auto first_key = [&](std::string_view table) {
+    std::optional<std::pair<std::string, std::string>> kv;
+    EXPECT_OK(store_->Scan(table, "", [&](std::string_view k, std::string_view v) {
+      kv.emplace(std::string(k), std::string(v));
+      return false;
+    }));
+    return kv;
+  };
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  for (std::string_view table : {odb::kKinds, odb::kRefs, odb::kNamesOf, odb::kNameSet, odb::kBareNames, odb::kDocs,
+                                 odb::kMeta, odb::kDicts}) {
+    SCOPED_TRACE(std::string(table));
+    auto kv = first_key(table);
+    ASSERT_TRUE(kv.has_value());
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      if (table == odb::kMeta) {
+        // The blob's entry, its media type changed (the frame still says text/plain).
+        auto meta = store_->Get(odb::kMeta, blob.raw());
+        ASSERT_OK(meta);
+        ASSERT_TRUE(meta->has_value());
+        std::string v = **meta;
+        v.back() ^= 0x01;
+        kv.emplace(std::string(blob.raw()), **meta);
+        ASSERT_OK((*b)->Put(odb::kMeta, blob.raw(), v));
+      } else {
+        ASSERT_OK((*b)->Delete(table, kv->first));
+      }
+      ASSERT_OK((*b)->Commit());
+    }
+    auto damaged = store_->Audit();
+    ASSERT_OK(damaged);
+    ASSERT_FALSE(damaged->faults.empty());
+    const std::string expect = table == odb::kMeta ? "blob " : std::string(table) + " ";
+    EXPECT_TRUE(std::any_of(damaged->faults.begin(), damaged->faults.end(), [&](const CheckEntry& e) {
+      return e.what.rfind(expect, 0) == 0;
+    })) << damaged->faults.front().what << ": " << damaged->faults.front().detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+    auto back = store_->Get(table, kv->first);
+    ASSERT_OK(back);
+    ASSERT_TRUE(back->has_value());
+    EXPECT_EQ(**back, kv->second);
+  }
+}
+
+// Every byte of the store's own tables is compared with what the objects
+// and the recorded names give, and reindex restores each table whole (issue
+// 25.2): a refs or kinds value, a meta entry's stored size, a lost names
+// entry, a names value or a namesof, nameset or docs entry naming an object
+// the store does not hold, a names or nameset key that is not `Kind/name`. Each was clean to audit, or not mended by
+// reindex (a lost names entry lost the name: reindex dropped barenames'
+// mirror instead of pointing the name again).
+TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
+  const Digest blob = AddSeedYamlAndBlob();
+  ASSERT_FALSE(HasFailure());
+  const std::vector<std::string_view> tables = {odb::kMeta,    odb::kKinds,   odb::kRefs,    odb::kDicts,
+                                                odb::kNames,   odb::kBareNames, odb::kNamesOf, odb::kNameSet,
+                                                odb::kDocs};
+  using Dump = std::map<std::string, std::map<std::string, std::string>>;
+  auto dump = [&]() {
+    Dump out;
+    for (auto t : tables) {
+      auto& m = out[std::string(t)];
+      EXPECT_OK(store_->Scan(t, "", [&](std::string_view k, std::string_view v) {
+        m.emplace(std::string(k), std::string(v));
+        return true;
+      }));
+    }
+    return out;
+  };
+  const Dump before = dump();
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  auto first = [&](std::string_view table) { return *before.at(std::string(table)).begin(); };
+  const Digest unheld = Sha256Of("an object this store does not hold");
+  struct Damage {
+    std::string name;
+    std::string expect;  // a fault's `what` starts with it
+    std::function<void(Batch&)> apply;
+  };
+  std::vector<Damage> cases = {
+      {"refs value", "refs ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kRefs, first(odb::kRefs).first, "kernelindex:artifact/forged")); }},
+      {"kinds value", "kinds ", [&](Batch& b) { ASSERT_OK(b.Put(odb::kKinds, first(odb::kKinds).first, "x")); }},
+      {"meta stored size", "blob text/plain",
+       [&](Batch& b) {
+         std::string v = before.at(std::string(odb::kMeta)).at(std::string(blob.raw()));
+         v[12] ^= 0x01;  // type, kind, location, code, raw size (8), then stored size
+         ASSERT_OK(b.Put(odb::kMeta, blob.raw(), v));
+       }},
+      {"names deleted", "names ", [&](Batch& b) { ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first)); }},
+      {"names and barenames deleted", "names ",
+       [&](Batch& b) {
+         ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first));
+         ASSERT_OK(b.Delete(odb::kBareNames, first(odb::kBareNames).first));
+       }},
+      {"names value unheld", "name ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, first(odb::kNames).first, unheld.raw())); }},
+      {"namesof of an unheld object", "namesof ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNamesOf, std::string(unheld.raw()) + "BenchmarkRun/forged", "")); }},
+      {"nameset of an unheld object", "name ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRun/forged" + std::string(unheld.raw()), "")); }},
+      {"names key with another name", "names ",
+       [&](Batch& b) {
+         auto [k, v] = first(odb::kNames);
+         ASSERT_OK(b.Put(odb::kNames, k + "-forged", v));
+       }},
+      {"names key of no kind", "names ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, "BenchmarkRuX/forged", first(odb::kNames).second)); }},
+      {"nameset key of no kind", "namesof ",
+       [&](Batch& b) {
+         ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRuX/forged" + first(odb::kNames).second, ""));
+       }},
+      {"docs value unheld", "document link",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kDocs, first(odb::kDocs).first, unheld.raw())); }},
+      {"docs key unheld", "document link",
+       [&](Batch& b) {
+         auto [k, v] = first(odb::kDocs);
+         ASSERT_OK(b.Delete(odb::kDocs, k));
+         ASSERT_OK(b.Put(odb::kDocs, unheld.raw(), v));
+       }},
+  };
+  for (const Damage& c : cases) {
+    SCOPED_TRACE(c.name);
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      c.apply(**b);
+      ASSERT_OK((*b)->Commit());
+    }
+    auto damaged = store_->Audit();
+    ASSERT_OK(damaged);
+    ASSERT_FALSE(damaged->faults.empty()) << "audit is clean";
+    EXPECT_TRUE(std::any_of(damaged->faults.begin(), damaged->faults.end(), [&](const CheckEntry& e) {
+      return e.what.rfind(c.expect, 0) == 0;
+    })) << damaged->faults.front().what << ": " << damaged->faults.front().detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+    const Dump after = dump();
+    for (auto t : tables) {
+      const auto& want = before.at(std::string(t));
+      const auto& got = after.at(std::string(t));
+      EXPECT_TRUE(want == got) << t << ": " << want.size() << " entries before, " << got.size() << " after reindex";
+    }
+  }
+}
+
+// A version 1 frame (no header check, stores written before 2026-12-01)
+// whose media type byte was flipped, with an index entry that says the
+// same (as a reindex on the old code left it): the manifest's content says
+// what a manifest's frame must say, so audit reports it (it was clean) and
+// reindex does not index it (it copied the wrong media type into meta);
+// the same bytes added again make the store clean. An intact version 1
+// frame is still read and indexed.
+TEST_F(SeedTest, AVersion1ManifestFrameIsCheckedAgainstItsContent) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  const Digest run = *Digest::Parse("sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f");
+  auto raw = store_->Read(run);
+  ASSERT_OK(raw);
+  auto info = store_->Stat(run);
+  ASSERT_OK(info);
+  ASSERT_EQ((*info)->location, Location::kIndex);
+  for (bool flipped : {false, true}) {
+    SCOPED_TRACE(flipped);
+    std::string mt = (*info)->media_type;
+    if (flipped) mt.back() ^= 0x20;  // ...+json -> ...+jsoN
+    std::string v1 = "KIOB";
+    v1 += char(1);
+    v1 += char(ObjectType::kManifest);
+    v1 += char(uint8_t(*(*info)->kind));
+    v1 += char(0);  // flags: the raw bytes follow
+    for (int i = 0; i < 8; ++i) v1 += char((raw->size() >> (8 * i)) & 0xff);
+    v1 += char(mt.size() & 0xff);
+    v1 += char(mt.size() >> 8);
+    v1 += mt + *raw;
+    ObjectInfo entry = **info;
+    entry.media_type = mt;
+    entry.stored_size = v1.size();
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      ASSERT_OK((*b)->Put(odb::kObjects, run.raw(), v1));
+      ASSERT_OK((*b)->Put(odb::kMeta, run.raw(), odb::PackMeta(entry)));
+      ASSERT_OK((*b)->Commit());
+    }
+    auto is_run = [&](const CheckEntry& e) { return e.digest == run && e.state == CheckState::kCorrupt; };
+    auto audit = store_->Audit();
+    ASSERT_OK(audit);
+    if (!flipped) {
+      EXPECT_TRUE(audit->faults.empty()) << audit->faults.front().what << ": " << audit->faults.front().detail;
+      auto again = store_->Read(run);
+      ASSERT_OK(again);
+      EXPECT_EQ(*again, *raw);
+      auto reindexed = store_->Reindex();
+      ASSERT_OK(reindexed);
+      EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().detail;
+      continue;
+    }
+    ASSERT_TRUE(std::any_of(audit->faults.begin(), audit->faults.end(), is_run)) << "audit is clean";
+    const CheckEntry& f = *std::find_if(audit->faults.begin(), audit->faults.end(), is_run);
+    EXPECT_NE(f.detail.find("jsoN"), std::string::npos) << f.detail;
+    EXPECT_NE(f.detail.find("ki add of the same bytes"), std::string::npos) << f.detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(std::any_of(reindexed->faults.begin(), reindexed->faults.end(), is_run));
+    auto stat = store_->Stat(run);
+    ASSERT_OK(stat);
+    EXPECT_FALSE(stat->has_value()) << "reindex indexed it as " << (*stat)->media_type;
+    ASSERT_EQ(AddSeed().size(), 3u);
+    auto clean = store_->Audit();
+    ASSERT_OK(clean);
+    EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+    auto back = store_->Stat(run);
+    ASSERT_OK(back);
+    ASSERT_TRUE(back->has_value());
+    EXPECT_EQ((*back)->media_type, (*info)->media_type);
+  }
+}
+
+// Frames compressed with a zstd dictionary (frame version 3): the batch
+// that writes the first one stores its dictionary; a dictionary that is
+// lost or damaged is a fault that names it (once, with the number of
+// objects that need it), every read of such an object says which
+// dictionary it lacks, and reindex stores the built-in dictionary again.
+TEST_F(SeedTest, ALostOrDamagedDictionaryIsANamedFaultAndReindexRestoresIt) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  const Digest run = *Digest::Parse("sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f");
+  const std::string canonical = *store_->Read(run);
+  std::vector<ObjectInfo> dicts;
+  ASSERT_OK(store_->ForEachObject([&](const ObjectInfo& info) {
+    if (odb::IsDictionary(info)) dicts.push_back(info);
+    return true;
+  }));
+  ASSERT_FALSE(dicts.empty()) << "the seed's frames use built-in dictionaries";
+  {
+    auto frame = store_->Get(odb::kObjects, run.raw());
+    ASSERT_OK(frame);
+    ASSERT_TRUE(frame->has_value());
+    ASSERT_EQ(uint8_t((**frame)[4]), odb::kFrameVersionDict) << "the run's frame is compressed with a dictionary";
+  }
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  // The run's dictionary: the one its frame names.
+  auto h = odb::ParseFrameHeader(**store_->Get(odb::kObjects, run.raw()), "run");
+  ASSERT_OK(h);
+  auto filed = store_->Get(odb::kDicts, odb::DictKey(h->dict_id));
+  ASSERT_OK(filed);
+  ASSERT_TRUE(filed->has_value());
+  const Digest dict = Digest::FromRaw(**filed);
+  const std::string name = odb::DictionaryName(h->dict_id);
+  for (const char* damage : {"lost", "damaged"}) {
+    SCOPED_TRACE(damage);
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      if (std::string(damage) == "lost") {
+        ASSERT_OK((*b)->Delete(odb::kObjects, dict.raw()));
+        ASSERT_OK((*b)->Delete(odb::kMeta, dict.raw()));
+      } else {
+        // In LMDB, or loose (this fixture's loose threshold is 4 KiB).
+        auto frame = store_->Get(odb::kObjects, dict.raw());
+        ASSERT_OK(frame);
+        const std::string loose = odb::LoosePath(dir_.Join(".ki"), dict);
+        std::string bad = frame->has_value() ? **frame : test::ReadFileOrDie(loose);
+        bad[bad.size() / 2] ^= 0x04;
+        if (frame->has_value()) {
+          ASSERT_OK((*b)->Put(odb::kObjects, dict.raw(), bad));
+        } else {
+          std::filesystem::permissions(loose, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+          test::WriteFileOrDie(loose, bad);
+        }
+      }
+      ASSERT_OK((*b)->Commit());
+    }
+    Reopen();  // a fresh store: nothing cached from before the damage
+    const bool lost = std::string(damage) == "lost";
+    // A lost dictionary makes every object that needs it unreadable. A
+    // damaged one, those whose bytes it then decodes wrongly (the object's
+    // own hash finds that, then the dictionary's is checked): a flipped
+    // byte that the run's frame does not use leaves the run readable.
+    auto r = store_->Read(run);
+    if (lost || !r.ok()) {
+      ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+      EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().message();
+      EXPECT_NE(r.status().message().find("reindex restores it"), std::string::npos) << r.status().message();
+      auto verify = store_->Verify(run);
+      ASSERT_OK(verify);
+      EXPECT_TRUE(verify->HasFaults());
+    } else {
+      EXPECT_EQ(*r, canonical);
+    }
+    auto audit = store_->Audit();
+    ASSERT_OK(audit);
+    if (lost || !r.ok()) {
+      auto named = std::find_if(audit->faults.begin(), audit->faults.end(),
+                                [&](const CheckEntry& e) { return e.what == name; });
+      ASSERT_NE(named, audit->faults.end()) << audit->faults.front().what << ": " << audit->faults.front().detail;
+      EXPECT_EQ(named->digest, dict);
+      EXPECT_NE(named->detail.find("cannot be read"), std::string::npos) << named->detail;
+      EXPECT_NE(named->detail.find(lost ? "does not hold" : "damaged"), std::string::npos) << named->detail;
+    }
+    if (!lost) {
+      // The dictionary object itself is a fault of its own, by its digest.
+      EXPECT_TRUE(std::any_of(audit->faults.begin(), audit->faults.end(), [&](const CheckEntry& e) {
+        return e.digest == dict && e.what.find("zstd-dictionary") != std::string::npos;
+      })) << audit->faults.front().what << ": " << audit->faults.front().detail;
+    }
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+    Reopen();
+    auto back = store_->Read(run);
+    ASSERT_OK(back);
+    EXPECT_EQ(*back, canonical);
+    EXPECT_OK(store_->Read(dict).status());
+  }
+}
+
+// A reindex rebuilds `dicts` from the dictionary objects alone.
+TEST_F(SeedTest, ReindexRebuildsTheDictionaryTable) {
+  ASSERT_EQ(AddSeed().size(), 3u);
+  std::map<std::string, std::string> before;
+  ASSERT_OK(store_->Scan(odb::kDicts, "", [&](std::string_view k, std::string_view v) {
+    before.emplace(std::string(k), std::string(v));
+    return true;
+  }));
+  ASSERT_FALSE(before.empty());
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->DropTable(odb::kDicts));
+    ASSERT_OK((*b)->Commit());
+  }
+  auto reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+  std::map<std::string, std::string> after;
+  ASSERT_OK(store_->Scan(odb::kDicts, "", [&](std::string_view k, std::string_view v) {
+    after.emplace(std::string(k), std::string(v));
+    return true;
+  }));
+  EXPECT_EQ(after, before);
+}
+
+}  // namespace
+}  // namespace ki
