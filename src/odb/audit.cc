@@ -385,6 +385,7 @@ Result<AuditReport> LmdbStore::Audit() {
   }));
   // 5. The store's own tables against what the objects and the recorded
   // names give.
+  KI_ASSIGN_OR_RETURN(want.names, DocumentNames());
   KI_RETURN_IF_ERROR(CheckStoreTables(want, indexed, &report));
   // 6. Derived indexes: rebuilt from the objects into an overlay, compared
   // with the tables in place entry by entry.
@@ -429,6 +430,9 @@ const char kExtra[] = "entry that no object gives (ki audit --reindex removes it
 const char kLacking[] = "missing: the objects give this entry (ki audit --reindex restores it)";
 const char kDiffers[] = "its value differs from what the objects give (ki audit --reindex rewrites it)";
 const char kUnheld[] = "names an object the store does not hold (ki audit --reindex removes it)";
+const char kNotGiven[] = "no document the store holds gives this object this name (ki audit --reindex removes it)";
+const char kNameLacking[] =
+    "missing: a document the store holds gives this object this name (ki audit --reindex restores it)";
 
 }  // namespace
 
@@ -496,30 +500,40 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       if (!seen.count(id)) diff.Fault(d, DictionaryName(id), kLacking);
   }
   // Names: nameset ("Kind/name" + digest) and namesof (digest + "Kind/name")
-  // are one fact kept both ways; names' latest holder is one of the name's
-  // nameset entries; barenames mirrors names.
+  // are one fact kept both ways, and hold exactly the names the documents
+  // give (DocumentNames: names come from nothing else); names' latest
+  // holder of a name is one the documents give it; barenames mirrors names.
   {
-    std::set<std::pair<std::string, std::string>> by_name, by_digest;  // ("Kind/name", raw digest)
+    // A nameset key as text: "Kind/name sha256:...".
+    auto label = [](std::string_view name) { return lmdb::KeyText(name); };
+    TableDiff nameset(kNameSet, report), namesof(kNamesOf, report);
+    std::set<std::string> in_nameset, in_namesof;
     KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
-      if (k.size() > 32) by_name.emplace(std::string(k.substr(0, k.size() - 32)), std::string(k.substr(k.size() - 32)));
+      in_nameset.emplace(k);
+      if (want.names.count(std::string(k))) return true;
+      const bool long_enough = k.size() > 32;
+      std::optional<Digest> d;
+      if (long_enough) d = Digest::FromRaw(k.substr(k.size() - 32));
+      // One that names an object the store does not hold is step 4's.
+      if (d && !indexed.count(*d)) return true;
+      nameset.Fault(d, label(k.substr(0, long_enough ? k.size() - 32 : k.size())), kNotGiven);
       return true;
     }));
     KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
-      if (k.size() > 32) by_digest.emplace(std::string(k.substr(32)), std::string(k.substr(0, 32)));
+      if (k.size() <= 32) return namesof.Fault(std::nullopt, label(k), kNotGiven), true;
+      const Digest d = Digest::FromRaw(k.substr(0, 32));
+      std::string as_nameset = std::string(k.substr(32)) + std::string(k.substr(0, 32));
+      if (!want.names.count(as_nameset)) {
+        namesof.Fault(d, label(k.substr(32)), indexed.count(d) ? kNotGiven : kUnheld);
+      }
+      in_namesof.insert(std::move(as_nameset));
       return true;
     }));
-    TableDiff nameset(kNameSet, report), namesof(kNamesOf, report);
-    for (const auto& [name, d] : by_name) {
-      if (!by_digest.count({name, d})) {
-        namesof.Fault(Digest::FromRaw(d), name, "missing: nameset records this name (ki audit --reindex restores it)");
-      }
-    }
-    for (const auto& [name, d] : by_digest) {
-      if (!indexed.count(Digest::FromRaw(d))) {
-        namesof.Fault(Digest::FromRaw(d), name, kUnheld);
-      } else if (!by_name.count({name, d})) {
-        nameset.Fault(Digest::FromRaw(d), name, "missing: namesof records this name (ki audit --reindex restores it)");
-      }
+    for (const std::string& k : want.names) {
+      const Digest d = Digest::FromRaw(std::string_view(k).substr(k.size() - 32));
+      const std::string name = label(std::string_view(k).substr(0, k.size() - 32));
+      if (!in_nameset.count(k)) nameset.Fault(d, name, kNameLacking);
+      if (!in_namesof.count(k)) namesof.Fault(d, name, kNameLacking);
     }
     std::map<std::string, std::string> latest;  // "Kind/name" -> raw digest
     KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
@@ -534,24 +548,21 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
     };
     for (const auto& [name, d] : latest) {
       if (!is_name(name)) {
-        names.Fault(Digest::FromRaw(d), name, "not a Kind/name (ki audit --reindex removes it)");
-      } else if (!by_name.count({name, d}) && indexed.count(Digest::FromRaw(d))) {
-        names.Fault(Digest::FromRaw(d), name,
-                    by_digest.count({name, d}) ? "its holder is not recorded under the name in nameset (ki audit "
-                                                 "--reindex records it)"
-                                               : "neither nameset nor namesof records its holder under the name "
-                                                 "(ki audit --reindex removes it)");
+        names.Fault(Digest::FromRaw(d), label(name), "not a Kind/name (ki audit --reindex removes it)");
+      } else if (!want.names.count(name + d) && indexed.count(Digest::FromRaw(d))) {
+        names.Fault(Digest::FromRaw(d), label(name),
+                    "no document the store holds gives its holder this name (ki audit --reindex points the name at a "
+                    "holder the documents give, or removes it)");
       }
     }
-    // Every name nameset records for a held manifest has a latest holder.
-    for (auto it = by_name.begin(); it != by_name.end();) {
-      const std::string name = it->first;
-      std::optional<Digest> holder;
-      for (; it != by_name.end() && it->first == name; ++it)
-        if (indexed.count(Digest::FromRaw(it->second))) holder = Digest::FromRaw(it->second);
-      if (holder && !latest.count(name)) {
-        names.Fault(holder, name, "missing: nameset records holders of this name (ki audit --reindex points it "
-                    "at the one added last)");
+    // Every name the documents give has a latest holder.
+    std::map<std::string, Digest> given;  // "Kind/name" -> a holder
+    for (const std::string& k : want.names)
+      given.emplace(k.substr(0, k.size() - 32), Digest::FromRaw(std::string_view(k).substr(k.size() - 32)));
+    for (const auto& [name, holder] : given) {
+      if (!latest.count(name)) {
+        names.Fault(holder, label(name), "missing: documents the store holds give this name (ki audit --reindex "
+                    "points it at the holder added last)");
       }
     }
     std::set<std::string> bare_seen;
@@ -597,15 +608,8 @@ Status LmdbStore::ForEachUnlinkedDocument(const std::unordered_set<Digest>& link
     return true;
   }));
   for (const ObjectInfo& info : docs) {
-    auto bytes = Read(info.digest);
-    if (!bytes.ok()) continue;  // a fault of its own
-    ParseLimits limits;
-    limits.max_bytes = opts_.max_object_size;
-    DocFormat fmt = info.media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
-    auto j = ParseDocument(*bytes, fmt, info.digest.str(), limits);
-    if (!j.ok()) continue;
-    auto m = ManifestFromJson(std::move(*j), info.digest.str());
-    if (!m.ok()) continue;
+    auto m = ManifestOfDocument(info);
+    if (!m) continue;
     // One manifest may come from several documents (YAML, then JSON): only
     // a held manifest that no docs entry links to any document lost its link.
     KI_ASSIGN_OR_RETURN(auto held, Stat(m->digest));

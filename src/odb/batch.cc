@@ -455,7 +455,9 @@ Result<PutResult> LmdbBatch::PutManifest(const Manifest& m, std::optional<std::s
     KI_ASSIGN_OR_RETURN(PutResult doc, PutBlob(*document, document_media_type));
     doc_digest = doc.digest;
   }
-  KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, r.existed, nullptr, &m, doc_digest, m.name()));
+  // A name is recorded only with the document that carries it: the
+  // documents are what audit checks the name tables against.
+  KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, r.existed, nullptr, &m, doc_digest, document ? m.name() : ""));
   return r;
 }
 
@@ -567,6 +569,19 @@ Status LmdbBatch::RecordName(Kind kind, std::string_view name, const Digest& tar
     KI_ASSIGN_OR_RETURN(auto info, Stat(target));
     if (info) {
       named_.insert(target);
+      renamed_.push_back(*info);
+    }
+  }
+  return Status::OK();
+}
+
+Status LmdbBatch::DropRecordedName(std::string_view table, std::string_view key, const Digest& holder) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+  KI_RETURN_IF_ERROR(DelKV(dbi, key));
+  if (!named_.count(holder)) {
+    KI_ASSIGN_OR_RETURN(auto info, Stat(holder));
+    if (info) {
+      named_.insert(holder);
       renamed_.push_back(*info);
     }
   }

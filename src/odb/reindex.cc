@@ -137,18 +137,17 @@ Status LmdbStore::Upgrade() {
   return Status::OK();
 }
 
-// Names are recorded facts and Reindex keeps them. A store written before
-// `nameset` existed, though, forgot a name's earlier holders when the name
-// moved; each manifest's linked document still says its name, so every one
-// is recorded again (idempotent). A document that cannot be read is audit's
-// to report, not this step's.
-//
-// The other recorded tables are mended from what they mirror: a document
-// blob that lost its docs link is linked again (the manifest it holds says
-// to which), nameset and namesof are made each other's mirror again, a
-// name with held holders but no latest one points at the one added last,
-// entries that name objects the store does not hold go (audit reports
-// each), and barenames is rebuilt from names (a pure function of it).
+// Names are recorded from documents only (LinkManifest), so the documents
+// the store holds say what every name table must hold (DocumentNames):
+// nameset and namesof are made exactly that (a name no document gives,
+// a damaged key, goes; one a document gives that they lack, a lost entry
+// or a store written before nameset existed, is recorded again), a names
+// entry whose holder no document gives the name goes, a name with holders
+// but no latest one points at the one added last, and barenames is rebuilt
+// from names (a pure function of it). A document that cannot be read gives
+// no name: it is a fault audit reports, and the same bytes added again
+// give its name back. First, a document blob that lost its docs link is
+// linked again (the manifest it holds says to which).
 Status LmdbStore::RecordDocumentNames() {
   auto held = [&](const Digest& d) -> Result<bool> {
     KI_ASSIGN_OR_RETURN(auto info, Stat(d));
@@ -189,30 +188,49 @@ Status LmdbStore::RecordDocumentNames() {
       KI_RETURN_IF_ERROR(batch->Commit());
     }
   }
-  std::vector<Digest> documented;
-  KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view k, std::string_view) {
-    if (k.size() == 32) documented.push_back(Digest::FromRaw(k));
+  // What the documents give: nameset and namesof are made exactly that, and
+  // a names entry whose holder they do not give that name goes (a damaged
+  // key or value; audit reports each) and is pointed again below.
+  KI_ASSIGN_OR_RETURN(std::set<std::string> given, DocumentNames());
+  std::vector<std::string> stale_names;
+  KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
+    if (v.size() != 32 || !given.count(std::string(k) + std::string(v))) stale_names.emplace_back(k);
     return true;
   }));
-  std::vector<std::pair<std::string, Digest>> current;  // names: "Kind/name" -> latest
-  std::vector<std::string> malformed;                   // names whose value is not a digest
-  KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
-    if (v.size() == 32) {
-      current.emplace_back(std::string(k), Digest::FromRaw(v));
+  struct Recorded {
+    std::string table, key;
+    Digest holder;
+  };
+  std::vector<Recorded> stale_recorded;
+  std::set<std::string> in_nameset, in_namesof;
+  KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
+    if (given.count(std::string(k))) {
+      in_nameset.emplace(k);
     } else {
-      malformed.emplace_back(k);
+      stale_recorded.push_back({std::string(kNameSet), std::string(k),
+                                k.size() > 32 ? Digest::FromRaw(k.substr(k.size() - 32)) : Digest()});
+    }
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
+    std::string as_nameset = k.size() > 32 ? std::string(k.substr(32)) + std::string(k.substr(0, 32)) : "";
+    if (given.count(as_nameset)) {
+      in_namesof.insert(std::move(as_nameset));
+    } else {
+      stale_recorded.push_back({std::string(kNamesOf), std::string(k),
+                                k.size() > 32 ? Digest::FromRaw(k.substr(0, 32)) : Digest()});
     }
     return true;
   }));
   KI_ASSIGN_OR_RETURN(auto batch_base, NewBatch());
   auto* batch = static_cast<LmdbBatch*>(batch_base.get());
-  for (const auto& k : malformed) KI_RETURN_IF_ERROR(batch->Delete(kNames, k));
-  for (const Digest& d : documented) {
-    auto info = Stat(d);
-    if (!info.ok() || !*info || (*info)->type != ObjectType::kManifest || !(*info)->kind) continue;
-    auto doc = ReadDocument(d);
-    const std::string name = doc.ok() && *doc ? NestedString(**doc, "metadata", "name") : "";
-    if (!name.empty()) KI_RETURN_IF_ERROR(batch->RecordName(*(*info)->kind, name, d));
+  for (const auto& k : stale_names) KI_RETURN_IF_ERROR(batch->Delete(kNames, k));
+  for (const auto& r : stale_recorded) KI_RETURN_IF_ERROR(batch->DropRecordedName(r.table, r.key, r.holder));
+  for (const std::string& k : given) {
+    if (in_nameset.count(k) && in_namesof.count(k)) continue;
+    if (auto parts = SplitNameSetKey(k)) {
+      KI_RETURN_IF_ERROR(batch->RecordName(std::get<0>(*parts), std::get<1>(*parts), std::get<2>(*parts)));
+    }
   }
   auto split = [](std::string_view key) -> std::optional<std::pair<Kind, std::string_view>> {
     auto slash = key.find('/');
@@ -220,54 +238,6 @@ Status LmdbStore::RecordDocumentNames() {
     if (!kind) return std::nullopt;
     return std::pair{*kind, key.substr(slash + 1)};
   };
-  auto record = [&](std::string_view key, const Digest& d) -> Status {
-    if (auto kn = split(key)) KI_RETURN_IF_ERROR(batch->RecordName(kn->first, kn->second, d));
-    return Status::OK();
-  };
-  // A latest holder the store does not hold is no holder (a damaged value):
-  // the name is pointed again below.
-  // So is one whose key is not `Kind/name` (a damaged kind), and one that
-  // neither nameset nor namesof records (a damaged name: every write of a
-  // name records it in both, and stores older than nameset in namesof).
-  for (const auto& [key, d] : current) {
-    KI_ASSIGN_OR_RETURN(bool h, held(d));
-    KI_ASSIGN_OR_RETURN(auto in_namesof, batch->Get(kNamesOf, std::string(d.raw()) + key));
-    KI_ASSIGN_OR_RETURN(auto in_nameset, batch->Get(kNameSet, key + std::string(d.raw())));
-    if (h && split(key) && (in_namesof || in_nameset)) {
-      KI_RETURN_IF_ERROR(record(key, d));
-    } else {
-      KI_RETURN_IF_ERROR(batch->Delete(kNames, key));
-    }
-  }
-  // From nameset and namesof alike: the key of each, and the name and digest.
-  struct Recorded {
-    std::string table, key, name;
-    Digest d;
-  };
-  std::vector<Recorded> recorded;
-  KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
-    if (k.size() > 32) {
-      recorded.push_back({std::string(kNameSet), std::string(k), std::string(k.substr(0, k.size() - 32)),
-                          Digest::FromRaw(k.substr(k.size() - 32))});
-    }
-    return true;
-  }));
-  KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
-    if (k.size() > 32) {
-      recorded.push_back({std::string(kNamesOf), std::string(k), std::string(k.substr(32)), Digest::FromRaw(k.substr(0, 32))});
-    }
-    return true;
-  }));
-  for (const auto& r : recorded) {
-    KI_ASSIGN_OR_RETURN(bool h, held(r.d));
-    if (h && split(r.name)) {
-      KI_RETURN_IF_ERROR(record(r.name, r.d));
-    } else {
-      // A name of an object the store does not hold, or not a `Kind/name`
-      // (a damaged key): audit reports it, and it goes.
-      KI_RETURN_IF_ERROR(batch->Delete(r.table, r.key));
-    }
-  }
   // Every name with a held holder has a latest one: a names entry lost (or
   // dropped above) points again at the holder added last (the `added`
   // table; of several added in one second, the greatest digest), which is

@@ -443,7 +443,8 @@ EncodedManifest LmdbStore::EncodeManifest(const Manifest& m, std::optional<std::
   EncodedManifest e;
   e.kind = m.kind;
   e.digest = m.digest;
-  e.name = m.name();
+  // Recorded only with the document that carries it (LinkManifest).
+  if (document) e.name = m.name();
   e.object.digest = m.digest;
   e.object.type = ObjectType::kManifest;
   e.object.kind = uint8_t(m.kind);

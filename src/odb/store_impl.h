@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -65,6 +66,10 @@ Status ScanTable(lmdb::Txn& txn, MDB_dbi dbi, std::string_view prefix,
 
 class LmdbStore;
 
+// A nameset key's kind, name and digest; nullopt when it is not
+// "Kind/name" + digest (a damaged key). names.cc.
+std::optional<std::tuple<Kind, std::string, Digest>> SplitNameSetKey(std::string_view key);
+
 class LmdbBatch final : public Batch {
  public:
   LmdbBatch(LmdbStore* store, lmdb::Txn txn) : store_(store), txn_(std::move(txn)) {}
@@ -85,6 +90,10 @@ class LmdbBatch final : public Batch {
   // is the name's latest holder (names, barenames).
   Status RecordName(Kind kind, std::string_view name, const Digest& target);
   Status PointName(Kind kind, std::string_view name, const Digest& target);
+  // Deletes a nameset or namesof entry no document gives (reindex);
+  // `holder`, when held, goes to the derived indexes as a renamed manifest
+  // does (what they show of it may change with its names).
+  Status DropRecordedName(std::string_view table, std::string_view key, const Digest& holder);
   Status RecordAbsent(const AbsentInfo& info) override;
   Status Put(std::string_view table, std::string_view key, std::string_view value) override {
     KI_RETURN_IF_ERROR(FlushFor(table));
@@ -347,6 +356,8 @@ class LmdbStore final : public Store {
     // Key -> value: kinds' values are empty, refs' the reference's artifact URI.
     std::unordered_map<std::string, std::string> kinds, refs;
     std::map<uint32_t, Digest> dicts;
+    // nameset keys: what DocumentNames gives.
+    std::set<std::string> names;
   };
   Status CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                           AuditReport* report);
@@ -355,6 +366,16 @@ class LmdbStore final : public Store {
   // audit reports it, reindex restores it).
   Status ForEachUnlinkedDocument(const std::unordered_set<Digest>& linked,
                                  const std::function<void(const Digest&, const Digest&)>& fn);
+  // The manifest a document blob (a KernelIndex document media type) reads
+  // as; nullopt when it is not one or its bytes do not read (a fault of
+  // their own). names.cc.
+  std::optional<Manifest> ManifestOfDocument(const ObjectInfo& info);
+  // Every name the documents the store holds give its manifests, as
+  // nameset keys ("Kind/name" + digest): each document's metadata.name,
+  // for the held manifest it reads as. Names are recorded only from
+  // documents, so names, nameset, namesof and barenames must agree with
+  // this, and reindex rebuilds them from it. names.cc.
+  Result<std::set<std::string>> DocumentNames();
 
  private:
   // Checks one object: bytes re-hashed, frame agrees with the index.

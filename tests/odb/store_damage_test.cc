@@ -11,6 +11,7 @@
 
 #include "index/lmdb.h"
 #include "ki/ingest.h"
+#include "ki/json.h"
 #include "ki/manifest.h"
 #include "odb/dict.h"
 #include "odb/frame.h"
@@ -311,9 +312,43 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
        }},
       {"names key of no kind", "names ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, "BenchmarkRuX/forged", first(odb::kNames).second)); }},
-      {"nameset key of no kind", "namesof ",
+      {"nameset key of no kind", "nameset ",
        [&](Batch& b) {
          ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRuX/forged" + first(odb::kNames).second, ""));
+       }},
+      // A flipped byte in the name part of a key, the kind still valid:
+      // no document gives the name (reindex mirrored it into the other
+      // table, and audit was clean after).
+      {"nameset key's name flipped", "nameset ",
+       [&](Batch& b) {
+         std::string k = first(odb::kNameSet).first;
+         ASSERT_OK(b.Delete(odb::kNameSet, k));
+         k[k.find('/') + 1] ^= 0x01;
+         ASSERT_OK(b.Put(odb::kNameSet, k, ""));
+       }},
+      {"namesof key's name flipped", "namesof ",
+       [&](Batch& b) {
+         std::string k = first(odb::kNamesOf).first;
+         ASSERT_OK(b.Delete(odb::kNamesOf, k));
+         k[k.find('/', 32) + 1] ^= 0x01;
+         ASSERT_OK(b.Put(odb::kNamesOf, k, ""));
+       }},
+      {"nameset and namesof agree on a name no document gives", "nameset ",
+       [&](Batch& b) {
+         auto [k, v] = first(odb::kNames);
+         ASSERT_OK(b.Put(odb::kNameSet, k + "-forged" + v, ""));
+         ASSERT_OK(b.Put(odb::kNamesOf, v + k + "-forged", ""));
+       }},
+      {"names value another held manifest", "names ",
+       [&](Batch& b) {
+         auto [k, v] = first(odb::kNames);
+         for (const auto& [other, unused] : before.at(std::string(odb::kDocs))) {
+           if (other != v) {
+             ASSERT_OK(b.Put(odb::kNames, k, other));
+             return;
+           }
+         }
+         FAIL() << "one manifest only";
        }},
       {"docs value unheld", "document link",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kDocs, first(odb::kDocs).first, unheld.raw())); }},
@@ -348,6 +383,75 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
       EXPECT_TRUE(want == got) << t << ": " << want.size() << " entries before, " << got.size() << " after reindex";
     }
   }
+}
+
+// Names come from documents, every one the store holds and not only the
+// one docs links (issue 25.2): a manifest added from a YAML document, then
+// from a JSON one that names it otherwise, keeps both names. Both entries
+// of the first name lost: audit reports them and reindex records the name
+// again from the unlinked YAML document (it re-recorded names from linked
+// documents only, so the name was gone). A name no document gives, its two
+// entries agreeing, is a fault, and reindex removes it.
+TEST_F(SeedTest, NamesAreCheckedAgainstEveryDocumentTheStoreHolds) {
+  AddInput yaml;
+  yaml.source = "operation-spec.yaml";
+  yaml.bytes = test::ReadFileOrDie(test::DataPath("kernelindex/examples/operation-spec.yaml"));
+  auto first = AddInputs(*store_, {yaml});
+  ASSERT_OK(first);
+  ASSERT_EQ(first->size(), 1u);
+  const Digest spec = (*first)[0].digest;
+  auto doc = ParseDocument(yaml.bytes, DocFormat::kYaml, "operation-spec.yaml");
+  ASSERT_OK(doc);
+  (*doc)["metadata"]["name"] = "rmsnorm-h4096-renamed";
+  AddInput json;
+  json.source = "operation-spec.json";
+  json.bytes = doc->dump(2) + "\n";
+  auto second = AddInputs(*store_, {json});
+  ASSERT_OK(second);
+  ASSERT_EQ((*second)[0].digest, spec);
+  auto names = store_->NamesOf(spec);
+  ASSERT_OK(names);
+  ASSERT_EQ(names->size(), 2u);
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  const std::string yaml_name = "OperationSpec/rmsnorm-h4096";
+  auto audit_names = [&](std::string_view expect) {
+    auto damaged = store_->Audit();
+    ASSERT_OK(damaged);
+    EXPECT_TRUE(std::any_of(damaged->faults.begin(), damaged->faults.end(), [&](const CheckEntry& e) {
+      return e.what.rfind(std::string(expect), 0) == 0;
+    })) << (damaged->faults.empty() ? std::string("audit is clean") : damaged->faults.front().what);
+  };
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->Delete(odb::kNameSet, yaml_name + std::string(spec.raw())));
+    ASSERT_OK((*b)->Delete(odb::kNamesOf, std::string(spec.raw()) + yaml_name));
+    ASSERT_OK((*b)->Commit());
+  }
+  audit_names("nameset " + yaml_name);
+  auto reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+  auto back = store_->NamesOf(spec);
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, *names);
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->Put(odb::kNameSet, "OperationSpec/forged" + std::string(spec.raw()), ""));
+    ASSERT_OK((*b)->Put(odb::kNamesOf, std::string(spec.raw()) + "OperationSpec/forged", ""));
+    ASSERT_OK((*b)->Commit());
+  }
+  audit_names("namesof OperationSpec/forged");
+  reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+  back = store_->NamesOf(spec);
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, *names);
+  EXPECT_FALSE(store_->Resolve("OperationSpec/forged").ok());
 }
 
 // A version 1 frame (no header check, stores written before 2026-12-01)
