@@ -13,6 +13,8 @@
 #                          (index: only the store touches LMDB)
 #             SYSTEM ...   system headers (fnmatch patterns) only the
 #                          modules naming them may include
+#             EXTERN ...   symbols of a library outside ki (patterns) only
+#                          the modules naming them may call
 #
 # DIR defaults to src/NAME; modules outside src/ (the command, the CUDA
 # kernels) are checked but built by their own CMakeLists. Every folder of
@@ -22,18 +24,18 @@
 
 ki_module(util     HEADERS status.h human.h embedded.h counter_rng.h SHARES utf8.h)
 ki_module(env      HEADERS env.h USES util)
-ki_module(digest   HEADERS digest.h USES env SYSTEM openssl/*)
+ki_module(digest   HEADERS digest.h USES env SYSTEM openssl/* EXTERN SHA256_*)
 ki_module(json     HEADERS json.h SHARES fields.h dump.h USES digest SYSTEM yaml-cpp/*)
 ki_module(manifest HEADERS manifest.h USES json)
-ki_module(index    SHARES lmdb.h USES digest SYSTEM lmdb.h)
+ki_module(index    SHARES lmdb.h USES digest SYSTEM lmdb.h EXTERN mdb_*)
 ki_module(odb      HEADERS store.h store_env.h gc.h tag.h generation.h index_rebuild.h dictionary.h
-                   USES manifest PRIVATE index SYSTEM zstd.h)
+                   USES manifest PRIVATE index EXTERN mdb_*)
 ki_module(ingest   HEADERS ingest.h USES odb)
-ki_module(catalog  HEADERS catalog.h export.h SHARES time.h USES ingest SYSTEM zstd.h)
-ki_module(sign     HEADERS sign.h USES ingest SYSTEM sodium.h)
+ki_module(catalog  HEADERS catalog.h export.h SHARES time.h USES ingest)
+ki_module(sign     HEADERS sign.h USES ingest SYSTEM sodium.h sodium/* EXTERN sodium_* crypto_* randombytes_*)
 ki_module(evidence HEADERS evidence.h USES sign)
 ki_module(fib      HEADERS flashinfer.h USES ingest)
-ki_module(remote   HEADERS remote.h tag_sync.h USES catalog sign SYSTEM curl/* zstd.h)
+ki_module(remote   HEADERS remote.h tag_sync.h USES catalog sign SYSTEM curl/*)
 ki_module(stats    HEADERS stats.h USES util)
 ki_module(kernels  DIR kernels HEADERS kernel_abi.h gpu_backend.h gqa_paged_decode.h USES util
                    SYSTEM cuda*.h cupti*.h nvml*.h)

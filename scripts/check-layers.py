@@ -36,7 +36,7 @@ import subprocess
 import sys
 
 SOURCE_EXT = ('.h', '.hpp', '.cc', '.cpp', '.c', '.cu', '.cuh', '.inc')
-KEYWORDS = ('DIR', 'HEADERS', 'SHARES', 'USES', 'PRIVATE', 'SYSTEM')
+KEYWORDS = ('DIR', 'HEADERS', 'SHARES', 'USES', 'PRIVATE', 'SYSTEM', 'EXTERN')
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 TABLE = 'cmake/modules.cmake'
 
@@ -51,6 +51,7 @@ class Module:
         self.uses = []
         self.private = []
         self.system = []
+        self.extern = []
 
 
 def parse_table(path):
@@ -330,21 +331,27 @@ class Layers:
         found = []
         for name, obj, sym in undefined:
             owners = defined.get(sym)
-            if not owners or name in owners or owners & self.allowed[name]:
+            if owners is None:
+                # A library's: may the module call it (EXTERN)?
+                claims = [m.name for m in self.modules.values()
+                          if any(fnmatch.fnmatchcase(sym, p) for p in m.extern)]
+                if claims and name not in claims:
+                    found.append((obj, name, sym, claims, 'the library that ' + ', '.join(claims) + ' alone may call (EXTERN)'))
                 continue
-            found.append((obj, name, sym, sorted(owners)))
+            if name in owners or owners & self.allowed[name]:
+                continue
+            found.append((obj, name, sym, sorted(owners), 'defined by ' + ', '.join(sorted(owners)) + ', which it may not call'))
         if found:
             demangled = subprocess.run(['c++filt'], input='\n'.join(f[2] for f in found),
                                        capture_output=True, text=True).stdout.splitlines()
             if len(demangled) != len(found):
                 demangled = [f[2] for f in found]
             seen = set()
-            for (obj, name, sym, owners), pretty in zip(found, demangled):
+            for (obj, name, sym, owners, why), pretty in zip(found, demangled):
                 if (obj, sym) in seen:
                     continue
                 seen.add((obj, sym))
-                self.error(source_of(obj), None, f'{name} calls {pretty}, defined by {", ".join(owners)}, '
-                                   f'which it may not call ({TABLE})')
+                self.error(source_of(obj), None, f'{name} calls {pretty}, {why} ({TABLE})')
 
 
 def source_of(obj):

@@ -125,6 +125,7 @@ with tempfile.TemporaryDirectory() as tmp:
         'low.cc': 'namespace ki { int LowFn() { return 1; } }\n',
         'bad.cc': 'namespace ki { int HighFn(); int Sneaky() { return HighFn(); } }\n',
         'high.cc': 'namespace ki { int LowFn(); int HighFn() { return LowFn() + 1; } }\n',
+        'lmdb_call.cc': 'extern "C" void mdb_txn_abort(void*);\nvoid AbortIt(void* t) { mdb_txn_abort(t); }\n',
     }
     for name, body in sources.items():
         with open(os.path.join(objs, name), 'w') as f:
@@ -141,6 +142,14 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write(f'stats;{objs}/low.o\nfleet;{objs}/high.o\n')
     rc, err = check(ROOT, '--objects', listing)
     expect(rc == 0 and err == '', f'the symbol check refused a call down (exit {rc})', err)
+    # LMDB is called by the store alone (index and odb), whatever declares it.
+    for module, refused in (('remote', True), ('index', False)):
+        with open(listing, 'w') as f:
+            f.write(f'{module};{objs}/lmdb_call.o\n')
+        rc, err = check(ROOT, '--objects', listing)
+        want = f'{objs}/lmdb_call.o: error: {module} calls mdb_txn_abort, the library that index, odb alone may call'
+        expect((rc == 1 and want in err) if refused else (rc == 0 and err == ''),
+               f'{module} calling LMDB: exit {rc}', err)
 
 # 5. The drawing in docs/architecture.md matches the table, and a drawing
 # that leaves out a dependency is refused at its line.
