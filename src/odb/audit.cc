@@ -49,6 +49,11 @@ constexpr char kReplaceHint[] =
     "(which takes it out of the index) and then ki pull from a remote that holds it";
 // A frame whose own header check passes (version 2 or 3) but that the
 // index entry disagrees with: the entry is what is wrong.
+// The same disagreement with a version 1 frame (no header check): which of
+// the two is wrong cannot be told, and reindex keeps the entry's media type.
+constexpr char kVersion1Hint[] = "; a version 1 frame has no header check, so which of the two is wrong cannot be "
+                                 "told (ki audit --reindex keeps the entry): ki add of the same bytes, with the right "
+                                 "media type, writes the object anew";
 constexpr char kEntryHint[] = "; the frame's own header check passes, so the index entry is wrong: ki audit --reindex "
                               "rewrites it";
 
@@ -117,8 +122,8 @@ CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out, uint32
   e.detail = s.message();
   if (dict) {
     if (dict_fault) *dict_fault = dict;  // the dictionary's fault says what to run
-  } else if (version >= kFrameVersion && s.message().find("frame header disagrees with the index") != std::string::npos) {
-    e.detail += kEntryHint;
+  } else if (s.message().find("frame header disagrees with the index") != std::string::npos) {
+    e.detail += version >= kFrameVersion ? kEntryHint : kVersion1Hint;
   } else {
     e.detail += kReplaceHint;
   }

@@ -17,7 +17,22 @@ Result<AuditReport> LmdbStore::Reindex() {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, batch->Table(t));
     KI_RETURN_IF_ERROR(batch->txn().Drop(dbi));
   }
-  std::vector<std::string> problems;
+  std::vector<std::string> problems, kept;
+  // A version 1 blob frame has no header check, and a blob's content does
+  // not say its media type: the index entry this reindex replaces is the one
+  // other record of it (read outside the batch, which dropped it). When the
+  // two disagree, which one is wrong cannot be told, so the entry's media
+  // type is kept: the object stays a fault audit reports until a good copy
+  // replaces it, instead of the header's byte being copied into the index.
+  auto keep_v1_media_type = [&](const Digest& d, FrameHeader* h, const std::string& where) {
+    if (h->version != 1 || h->type != ObjectType::kBlob) return;
+    auto old = Get(kMeta, d.raw());
+    ObjectInfo was;
+    if (!old.ok() || !*old || !UnpackMeta(d.raw(), **old, &was) || was.media_type == h->media_type) return;
+    kept.push_back(where + ": a version 1 frame (no header check) says media type '" + h->media_type +
+                   "', its index entry '" + was.media_type + "'; the entry's is kept");
+    h->media_type = was.media_type;
+  };
   // The dictionary a frame needs: filed already (dictionaries are indexed
   // first), or built into ki and stored again here.
   auto dictionary_for = [&](const FrameHeader& h, const std::string& where) -> Result<std::shared_ptr<const Dictionary>> {
@@ -45,6 +60,7 @@ Result<AuditReport> LmdbStore::Reindex() {
       Status agrees = m.ok() ? ContentAgreesWithHeader(h->type, h->kind, h->media_type, &*m, where) : m.status();
       if (!agrees.ok()) return problems.push_back(agrees.message() + "; not indexed"), Status::OK();
     }
+    keep_v1_media_type(d, &*h, where);
     return batch->IndexFrame(d, *h, loc, frame.size(), *raw);
   };
   {
@@ -99,6 +115,7 @@ Result<AuditReport> LmdbStore::Reindex() {
           problems.push_back(path + ": content hashes to " + got->str() + "; not indexed");
         } else {
           KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());
+          keep_v1_media_type(*d, &*h, path);
           KI_RETURN_IF_ERROR(batch->IndexFrame(*d, *h, Location::kLoose, st.size, ""));
         }
         continue;
@@ -114,6 +131,10 @@ Result<AuditReport> LmdbStore::Reindex() {
   // Each is also a fault of the audit above (a frame or loose file that
   // nothing indexes and that does not hold what its name says), which
   // stays until a good copy replaces it: reindex never adopts damage.
+  for (auto& k : kept) {
+    report.notes.push_back(k + " (a fault until a good copy replaces the object: ki add of the same bytes, with "
+                           "the right media type, writes it anew)");
+  }
   for (auto& p : problems) {
     report.notes.push_back("not indexed: " + p +
                            " (a fault until a good copy replaces it: ki pull from a remote that holds it, or ki add "

@@ -526,6 +526,84 @@ TEST_F(SeedTest, AVersion1ManifestFrameIsCheckedAgainstItsContent) {
   }
 }
 
+// A version 1 blob frame (no header check) and its index entry are each
+// other's only cover of the media type (a blob's content does not say it;
+// issue 25.2): a flipped byte in either is a fault of the object, and
+// reindex keeps the entry's media type instead of copying the header's
+// into the index (which left audit clean with the wrong type when the
+// frame's byte was the flipped one); the same bytes added again, with the
+// right type, make the store clean. An intact version 1 blob frame is read
+// and reindexed as it is.
+TEST_F(StoreTest, AVersion1BlobFramesMediaTypeAndItsIndexEntryCoverEachOther) {
+  const std::string raw = "a small blob kept in the index database\n";
+  for (int flipped : {0, 1, 2}) {  // none, the frame's byte, the entry's
+    SCOPED_TRACE(flipped);
+    Reopen();
+    const Digest d = PutBlob(raw);
+    auto info = store_->Stat(d);
+    ASSERT_OK(info);
+    ASSERT_EQ((*info)->location, Location::kIndex);
+    const std::string good = "text/plain", bad = "text/plaiN";
+    const std::string frame_mt = flipped == 1 ? bad : good, entry_mt = flipped == 2 ? bad : good;
+    std::string v1 = "KIOB";
+    v1 += char(1);
+    v1 += char(ObjectType::kBlob);
+    v1 += char(0);  // kind
+    v1 += char(0);  // flags: the raw bytes follow
+    for (int i = 0; i < 8; ++i) v1 += char((raw.size() >> (8 * i)) & 0xff);
+    v1 += char(frame_mt.size() & 0xff);
+    v1 += char(frame_mt.size() >> 8);
+    v1 += frame_mt + raw;
+    ObjectInfo entry = **info;
+    entry.media_type = entry_mt;
+    entry.stored_size = v1.size();
+    {
+      auto b = store_->NewBatch();
+      ASSERT_OK(b);
+      ASSERT_OK((*b)->Put(odb::kObjects, d.raw(), v1));
+      ASSERT_OK((*b)->Put(odb::kMeta, d.raw(), odb::PackMeta(entry)));
+      ASSERT_OK((*b)->Commit());
+    }
+    auto is_this = [&](const CheckEntry& e) { return e.digest == d && e.state == CheckState::kCorrupt; };
+    auto audit = store_->Audit();
+    ASSERT_OK(audit);
+    if (!flipped) {
+      EXPECT_TRUE(audit->faults.empty()) << audit->faults.front().what << ": " << audit->faults.front().detail;
+      auto reindexed = store_->Reindex();
+      ASSERT_OK(reindexed);
+      EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().detail;
+      auto again = store_->Read(d);
+      ASSERT_OK(again);
+      EXPECT_EQ(*again, raw);
+      continue;
+    }
+    ASSERT_TRUE(std::any_of(audit->faults.begin(), audit->faults.end(), is_this)) << "audit is clean";
+    const CheckEntry& f = *std::find_if(audit->faults.begin(), audit->faults.end(), is_this);
+    EXPECT_NE(f.detail.find("version 1 frame has no header check"), std::string::npos) << f.detail;
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(std::any_of(reindexed->faults.begin(), reindexed->faults.end(), is_this)) << "clean after reindex";
+    EXPECT_TRUE(std::any_of(reindexed->notes.begin(), reindexed->notes.end(), [&](const std::string& n) {
+      return n.find("the entry's is kept") != std::string::npos;
+    }));
+    auto stat = store_->Stat(d);
+    ASSERT_OK(stat);
+    ASSERT_TRUE(stat->has_value());
+    EXPECT_EQ((*stat)->media_type, entry_mt);
+    PutBlob(raw, good);
+    auto clean = store_->Audit();
+    ASSERT_OK(clean);
+    EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+    auto back = store_->Stat(d);
+    ASSERT_OK(back);
+    EXPECT_EQ((*back)->media_type, good);
+    auto frame = store_->Get(odb::kObjects, d.raw());
+    ASSERT_OK(frame);
+    ASSERT_TRUE(frame->has_value());
+    EXPECT_GE(uint8_t((**frame)[4]), odb::kFrameVersion) << "written anew in the current frame version";
+  }
+}
+
 // Frames compressed with a zstd dictionary (frame version 3): the batch
 // that writes the first one stores its dictionary; a dictionary that is
 // lost or damaged is a fault that names it (once, with the number of
