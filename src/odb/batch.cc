@@ -12,6 +12,7 @@ Status LmdbBatch::Scan(std::string_view table, std::string_view prefix,
                        const std::function<bool(std::string_view, std::string_view)>& fn) {
   KI_RETURN_IF_ERROR(FlushFor(table));
   KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+  KI_RETURN_IF_ERROR(FlushStaged(dbi));
   return ScanTable(txn_, dbi, prefix, fn);
 }
 
@@ -33,7 +34,9 @@ Result<std::string> LmdbBatch::Read(const Digest& d) {
   if (info->size > store_->options().max_object_size) {
     return Status::InvalidInput(d.str() + " is over the limit for an object read whole into memory");
   }
-  if (auto it = pending_.find(d); it != pending_.end()) return store_->DecodeCheckedIn(&txn_, *info, it->second.frame);
+  if (auto it = pending_.find(d); it != pending_.end() && it->second.info.location == Location::kIndex) {
+    return store_->DecodeCheckedIn(&txn_, *info, it->second.frame);
+  }
   KI_ASSIGN_OR_RETURN(std::string frame, store_->ReadFrameIn(txn_, *info));
   return store_->DecodeCheckedIn(&txn_, *info, frame);
 }
@@ -43,8 +46,10 @@ Status LmdbBatch::FlushPending() {
   KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   for (const auto& [d, p] : pending_) {
-    KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), p.frame.size()));
-    std::memcpy(dst, p.frame.data(), p.frame.size());
+    if (p.info.location == Location::kIndex) {
+      KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), p.frame.size()));
+      std::memcpy(dst, p.frame.data(), p.frame.size());
+    }
     KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(p.info)));
   }
   pending_.clear();
@@ -92,6 +97,63 @@ Result<bool> LmdbBatch::SortsLast(MDB_dbi dbi, std::string_view key) {
 }
 
 Status LmdbBatch::PutKV(MDB_dbi dbi, std::string_view key, std::string_view value) {
+  // A key LMDB would refuse is put now, so that the error is the put's.
+  if (unstaged_.count(dbi) || key.empty() || key.size() > lmdb::kMaxKeyBytes) return WriteKV(dbi, key, value);
+  StagedTable& t = staged_[dbi];
+  // Keys that come in order (the bulk paths sort theirs) go to the end
+  // without a search.
+  const bool after = t.empty() || key > std::string_view(t.rbegin()->first);
+  auto it = after ? t.end() : t.find(key);
+  if (it == t.end()) {
+    staged_bytes_ += key.size() + value.size() + 64;  // 64: the map node, roughly
+    t.emplace_hint(t.end(), std::string(key), std::string(value));
+  } else {
+    staged_bytes_ += value.size();
+    it->second.emplace(value);
+  }
+  return staged_bytes_ > kStagedLimit ? FlushAllStaged() : Status::OK();
+}
+
+Status LmdbBatch::DelKV(MDB_dbi dbi, std::string_view key) {
+  if (unstaged_.count(dbi) || key.empty() || key.size() > lmdb::kMaxKeyBytes) return EraseKV(dbi, key);
+  StagedTable& t = staged_[dbi];
+  auto it = t.find(key);
+  if (it == t.end()) {
+    staged_bytes_ += key.size() + 64;
+    t.emplace(std::string(key), std::nullopt);
+  } else {
+    it->second.reset();
+  }
+  return staged_bytes_ > kStagedLimit ? FlushAllStaged() : Status::OK();
+}
+
+Result<std::optional<std::string_view>> LmdbBatch::GetKV(MDB_dbi dbi, std::string_view key) {
+  if (auto t = staged_.find(dbi); t != staged_.end()) {
+    if (auto it = t->second.find(key); it != t->second.end()) {
+      if (!it->second) return std::optional<std::string_view>();
+      return std::optional<std::string_view>(std::string_view(*it->second));
+    }
+  }
+  return txn_.Get(dbi, key);
+}
+
+Status LmdbBatch::FlushStaged(MDB_dbi dbi) {
+  auto t = staged_.find(dbi);
+  if (t == staged_.end()) return Status::OK();
+  StagedTable rows;
+  rows.swap(t->second);
+  staged_.erase(t);
+  for (const auto& [k, v] : rows) KI_RETURN_IF_ERROR(v ? WriteKV(dbi, k, *v) : EraseKV(dbi, k));
+  return Status::OK();
+}
+
+Status LmdbBatch::FlushAllStaged() {
+  while (!staged_.empty()) KI_RETURN_IF_ERROR(FlushStaged(staged_.begin()->first));
+  staged_bytes_ = 0;
+  return Status::OK();
+}
+
+Status LmdbBatch::WriteKV(MDB_dbi dbi, std::string_view key, std::string_view value) {
   KI_ASSIGN_OR_RETURN(bool last, SortsLast(dbi, key));
   if (last) {
     MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
@@ -124,6 +186,7 @@ Result<MDB_dbi> LmdbBatch::Table(std::string_view name) {
   if (auto it = opened_.find(name); it != opened_.end()) return it->second;
   KI_ASSIGN_OR_RETURN(auto dbi, store_->lmdb().Table(txn_, name));
   opened_.emplace(std::string(name), *dbi);
+  if (name == kObjects || name == kMeta || name == kDicts) unstaged_.insert(*dbi);
   return *dbi;
 }
 
@@ -253,7 +316,6 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
     KI_ASSIGN_OR_RETURN(auto spooled, env->NewSequentialFile(path));
     KI_ASSIGN_OR_RETURN(map, spooled->Map());
   }
-  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   // Is the file's content already stored? Hashing it first costs a read
   // that SHA-256 does several times faster than zstd -3 compresses, and
   // spares an object already held the compression and a scratch write of
@@ -369,7 +431,9 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   info.stored_size = frame_size;
   info.media_type = std::string(media_type);
   info.location = Location::kLoose;
-  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  // Its meta entry waits with the batch's others (a key put now, amid the
+  // digests still to come, would split meta's pages as they follow it).
+  pending_.insert_or_assign(d, PendingObject{info, std::string()});
   arrived_.push_back(info);
   return PutResult{d, false};
 }
@@ -389,7 +453,6 @@ Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
   info.size = o.raw_size;
   info.stored_size = frame.size();
   info.media_type = o.media_type;
-  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   if (frame.size() > store_->options().loose_threshold) {
     // Large objects live as files: LMDB would copy them through its pages
     // on every write and keep the map large. Each is fsynced before its
@@ -409,7 +472,8 @@ Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
     // perhaps before its directory was synced. The index must not name a
     // file whose name a crash could still take away.
     dirs_to_sync_.insert(dir);
-    KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+    // Its meta entry waits with the others', in digest order (PutBlobStream).
+    pending_.insert_or_assign(d, PendingObject{info, std::string()});
   } else {
     // Held back, and written in digest order with the batch's others.
     info.location = Location::kIndex;
@@ -559,7 +623,7 @@ Status LmdbBatch::RecordName(Kind kind, std::string_view name, const Digest& tar
   KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
   std::string key = NameKey(kind, name);
   const std::string nkey = NamesOfKey(target, kind, name);
-  KI_ASSIGN_OR_RETURN(auto had, txn_.Get(namesof, nkey));
+  KI_ASSIGN_OR_RETURN(auto had, GetKV(namesof, nkey));
   KI_RETURN_IF_ERROR(PutKV(namesof, nkey, ""));
   KI_RETURN_IF_ERROR(PutKV(nameset, NameSetKey(kind, name, target), ""));
   // A manifest the store already held that gains a name is handed to the
@@ -592,7 +656,7 @@ Status LmdbBatch::PointName(Kind kind, std::string_view name, const Digest& targ
   KI_ASSIGN_OR_RETURN(MDB_dbi names, Table(kNames));
   KI_ASSIGN_OR_RETURN(MDB_dbi bare, Table(kBareNames));
   std::string key = NameKey(kind, name);
-  KI_ASSIGN_OR_RETURN(auto old, txn_.Get(names, key));
+  KI_ASSIGN_OR_RETURN(auto old, GetKV(names, key));
   if (old && *old == target.raw()) return Status::OK();
   KI_RETURN_IF_ERROR(PutKV(names, key, target.raw()));
   return PutKV(bare, BareNameKey(kind, name), target.raw());
@@ -618,7 +682,7 @@ Status LmdbBatch::RecordAdded() {
   std::sort(digests.begin(), digests.end(), [](const Digest* a, const Digest* b) { return a->raw() < b->raw(); });
   KI_ASSIGN_OR_RETURN(MDB_dbi added, Table(kAdded));
   for (const Digest* d : digests) {
-    KI_ASSIGN_OR_RETURN(auto had, txn_.Get(added, d->raw()));
+    KI_ASSIGN_OR_RETURN(auto had, GetKV(added, d->raw()));
     if (!had) KI_RETURN_IF_ERROR(PutKV(added, d->raw(), value));
   }
   return Status::OK();
@@ -671,6 +735,7 @@ Status LmdbBatch::Commit() {
   // renamed; sync their directories so the names are durable, then commit
   // the index (LMDB fsyncs on commit). A crash before the commit leaves
   // only unreferenced loose files, which audit notes and reindex adopts.
+  KI_RETURN_IF_ERROR(FlushAllStaged());
   for (const auto& dir : dirs_to_sync_) KI_RETURN_IF_ERROR(store_->env()->SyncDir(dir));
   if (!dirs_to_sync_.empty()) KI_RETURN_IF_ERROR(store_->env()->SyncDir(ObjectsDir(store_->path())));
   KI_RETURN_IF_ERROR(txn_.Commit());
