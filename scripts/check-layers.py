@@ -342,8 +342,11 @@ class Layers:
                 continue
             found.append((obj, name, sym, sorted(owners), 'defined by ' + ', '.join(sorted(owners)) + ', which it may not call'))
         if found:
-            demangled = subprocess.run(['c++filt'], input='\n'.join(f[2] for f in found),
-                                       capture_output=True, text=True).stdout.splitlines()
+            try:
+                demangled = subprocess.run(['c++filt'], input='\n'.join(f[2] for f in found),
+                                           capture_output=True, text=True).stdout.splitlines()
+            except OSError:
+                demangled = []  # no c++filt: the mangled names
             if len(demangled) != len(found):
                 demangled = [f[2] for f in found]
             seen = set()
