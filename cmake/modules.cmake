@@ -29,7 +29,7 @@ ki_module(json     HEADERS json.h SHARES fields.h dump.h USES digest SYSTEM yaml
 ki_module(manifest HEADERS manifest.h USES json)
 ki_module(index    SHARES lmdb.h USES digest SYSTEM lmdb.h EXTERN mdb_*)
 ki_module(odb      HEADERS store.h store_env.h gc.h tag.h generation.h index_rebuild.h dictionary.h
-                   USES manifest PRIVATE index EXTERN mdb_*)
+                   USES manifest PRIVATE index)
 ki_module(ingest   HEADERS ingest.h USES odb)
 ki_module(catalog  HEADERS catalog.h export.h SHARES time.h USES ingest)
 ki_module(sign     HEADERS sign.h USES ingest SYSTEM sodium.h sodium/* EXTERN sodium_* crypto_* randombytes_*)

@@ -318,7 +318,7 @@ Status Environment::OpenAllTables(const std::vector<std::string_view>& core) {
 namespace {
 
 // The names in the main table: every named table of the index.
-Result<std::vector<std::string>> TableNames(Txn& txn) {
+Result<std::vector<std::string>> NamesInMain(Txn& txn) {
   std::vector<std::string> names;
   MDB_dbi main;
   int rc = mdb_dbi_open(txn.get(), nullptr, 0, &main);
@@ -344,7 +344,7 @@ Result<Txn> Environment::BeginWrite() {
   // and a table the batch creates could take the same slot.
   for (int attempt = 0;; ++attempt) {
     KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, true));
-    KI_ASSIGN_OR_RETURN(std::vector<std::string> names, TableNames(txn));
+    KI_ASSIGN_OR_RETURN(std::vector<std::string> names, NamesInMain(txn));
     bool all = true;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -363,7 +363,7 @@ Status Environment::RefreshTables() {
   // opened in this process while it opens some.
   std::lock_guard<std::mutex> lock(mu_);
   KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, false));
-  KI_ASSIGN_OR_RETURN(std::vector<std::string> names, TableNames(txn));
+  KI_ASSIGN_OR_RETURN(std::vector<std::string> names, NamesInMain(txn));
   for (const std::string& n : names) {
     if (tables_.count(n)) continue;
     MDB_dbi dbi;
@@ -408,7 +408,7 @@ Status Environment::TrimFile() {
 
 Status Environment::ReadEverything() {
   KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, false));
-  KI_ASSIGN_OR_RETURN(std::vector<std::string> names, TableNames(txn));
+  KI_ASSIGN_OR_RETURN(std::vector<std::string> names, NamesInMain(txn));
   uint64_t sum = 0;
   for (const std::string& n : names) {
     MDB_dbi dbi;
@@ -444,6 +444,19 @@ Result<Txn> Txn::Begin(Environment& env, bool write) {
   }
   t.write_ = write;
   return t;
+}
+
+// Out of line, as every call into LMDB is: only this module calls it
+// (cmake/modules.cmake), through the fault guard's InLmdb.
+void Txn::Abort() {
+  if (!txn_) return;
+  InLmdb in;
+  if (write_) {
+    mdb_txn_abort(txn_);
+  } else {
+    mdb_txn_commit(txn_);
+  }
+  txn_ = nullptr;
 }
 
 Status Txn::Commit() {
@@ -506,8 +519,62 @@ Status Txn::Drop(MDB_dbi dbi) {
   return Status::OK();
 }
 
+Result<bool> Txn::Append(MDB_dbi dbi, std::string_view key, std::string_view value) {
+  if (key.size() > kMaxKeyBytes) return Put(dbi, key, value);  // which says what is wrong
+  MDB_val k = Val(key), v = Val(value);
+  InLmdb in;
+  int rc = mdb_put(txn_, dbi, &k, &v, MDB_APPEND);
+  if (rc == MDB_KEYEXIST) return false;
+  if (rc) return MdbStatus("put", rc);
+  return true;
+}
+
+Result<char*> Txn::ReserveAppend(MDB_dbi dbi, std::string_view key, size_t size) {
+  if (key.size() > kMaxKeyBytes) return Reserve(dbi, key, size);
+  MDB_val k = Val(key), v{size, nullptr};
+  InLmdb in;
+  int rc = mdb_put(txn_, dbi, &k, &v, MDB_RESERVE | MDB_APPEND);
+  if (rc == MDB_KEYEXIST) return nullptr;
+  if (rc) return MdbStatus("put", rc);
+  return static_cast<char*>(v.mv_data);
+}
+
+Result<std::optional<std::string>> Txn::LastKey(MDB_dbi dbi) {
+  KI_ASSIGN_OR_RETURN(Cursor cur, Cursor::Open(*this, dbi));
+  return cur.Last();
+}
+
+uint64_t Txn::id() const { return uint64_t(mdb_txn_id(txn_)); }
+
+Status Environment::CopyCompacted(const std::string& dir) {
+  InLmdb in;
+  int rc = mdb_env_copy2(env_, dir.c_str(), MDB_CP_COMPACT);
+  if (rc) return MdbStatus("compacting copy", rc);
+  return Status::OK();
+}
+
+Result<uint64_t> Environment::LastTxnId() {
+  MDB_envinfo info;
+  InLmdb in;
+  int rc = mdb_env_info(env_, &info);
+  if (rc) return MdbStatus("info", rc);
+  return uint64_t(info.me_last_txnid);
+}
+
+Result<std::vector<std::string>> Environment::TableNames() {
+  KI_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(*this, false));
+  return NamesInMain(txn);
+}
+
+void Environment::UnguardAssertions() { (void)mdb_env_set_assert(env_, nullptr); }
+
+Cursor::~Cursor() {
+  if (c_) mdb_cursor_close(c_);
+}
+
 Result<Cursor> Cursor::Open(Txn& txn, MDB_dbi dbi) {
   MDB_cursor* c = nullptr;
+  InLmdb in;
   int rc = mdb_cursor_open(txn.get(), dbi, &c);
   if (rc) return MdbStatus("cursor", rc);
   return Cursor(c);
@@ -525,6 +592,14 @@ Result<bool> Cursor::Seek(std::string_view key) {
   if (rc == MDB_NOTFOUND) return false;
   if (rc) return MdbStatus("seek", rc);
   return true;
+}
+
+Result<std::optional<std::string>> Cursor::Last() {
+  InLmdb in;
+  int rc = mdb_cursor_get(c_, &k_, &v_, MDB_LAST);
+  if (rc == MDB_NOTFOUND) return std::optional<std::string>();
+  if (rc) return MdbStatus("seek", rc);
+  return std::optional<std::string>(std::string(View(k_)));
 }
 
 Result<bool> Cursor::Next() {

@@ -100,6 +100,16 @@ class Environment {
   // Caches a handle opened in a write transaction, after that transaction
   // committed (LMDB closes handles of aborted transactions).
   void Remember(std::string_view name, MDB_dbi dbi);
+  // A compacted copy of the environment into `dir` (data.mdb there; not
+  // synced).
+  Status CopyCompacted(const std::string& dir);
+  // The ID of the last committed transaction.
+  Result<uint64_t> LastTxnId();
+  // The names of every table, in one read transaction.
+  Result<std::vector<std::string>> TableNames();
+  // LMDB's assertions go back to its default (abort), for a process whose
+  // death is the answer (RebuildDamagedIndex's probe).
+  void UnguardAssertions();
 
  private:
   Status CheckMapFile(const std::string& file);
@@ -131,16 +141,7 @@ class Txn {
   // Ends the transaction without writing. A read-only transaction is ended
   // with commit, not abort: LMDB closes table handles opened inside an
   // aborted transaction, and read paths cache the handles they open.
-  void Abort() {
-    if (txn_) {
-      if (write_) {
-        mdb_txn_abort(txn_);
-      } else {
-        mdb_txn_commit(txn_);
-      }
-    }
-    txn_ = nullptr;
-  }
+  void Abort();
   MDB_txn* get() const { return txn_; }
   bool write() const { return write_; }
 
@@ -152,6 +153,14 @@ class Txn {
   Result<char*> Reserve(MDB_dbi dbi, std::string_view key, size_t size);
   Status Del(MDB_dbi dbi, std::string_view key);  // absent is fine
   Status Drop(MDB_dbi dbi);                        // empties the table
+  // Put and Reserve through LMDB's append path (MDB_APPEND: a new page
+  // instead of a split one), for a key that sorts after every key of the
+  // table: false (nothing written) when LMDB says it does not.
+  Result<bool> Append(MDB_dbi dbi, std::string_view key, std::string_view value);
+  Result<char*> ReserveAppend(MDB_dbi dbi, std::string_view key, size_t size);  // nullptr: does not sort last
+  // The table's last key, copied; nullopt when it is empty.
+  Result<std::optional<std::string>> LastKey(MDB_dbi dbi);
+  uint64_t id() const;  // LMDB's transaction ID
 
  private:
   MDB_txn* txn_ = nullptr;
@@ -160,9 +169,7 @@ class Txn {
 
 class Cursor {
  public:
-  ~Cursor() {
-    if (c_) mdb_cursor_close(c_);
-  }
+  ~Cursor();
   Cursor(const Cursor&) = delete;
   Cursor& operator=(const Cursor&) = delete;
   Cursor(Cursor&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
@@ -171,6 +178,8 @@ class Cursor {
   // Returns false at the end.
   Result<bool> Seek(std::string_view key);
   Result<bool> Next();
+  // The last key, copied (nullopt when the table is empty).
+  Result<std::optional<std::string>> Last();
   std::string_view key() const { return View(k_); }
   std::string_view value() const { return View(v_); }
 

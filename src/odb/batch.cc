@@ -81,15 +81,7 @@ LmdbBatch::~LmdbBatch() {
 Result<bool> LmdbBatch::SortsLast(MDB_dbi dbi, std::string_view key) {
   auto it = last_.find(dbi);
   if (it == last_.end()) {
-    MDB_cursor* c = nullptr;
-    int rc = mdb_cursor_open(txn_.get(), dbi, &c);
-    if (rc) return Status::IOError(std::string("LMDB cursor: ") + mdb_strerror(rc));
-    MDB_val k{}, v{};
-    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-    mdb_cursor_close(c);
-    if (rc && rc != MDB_NOTFOUND) return Status::IOError(std::string("LMDB cursor: ") + mdb_strerror(rc));
-    std::optional<std::string> last;
-    if (rc == 0) last.emplace(static_cast<const char*>(k.mv_data), k.mv_size);
+    KI_ASSIGN_OR_RETURN(std::optional<std::string> last, txn_.LastKey(dbi));
     it = last_.emplace(dbi, std::move(last)).first;
   }
   // LMDB orders keys as memcmp, then shorter first: string_view's order.
@@ -156,13 +148,11 @@ Status LmdbBatch::FlushAllStaged() {
 Status LmdbBatch::WriteKV(MDB_dbi dbi, std::string_view key, std::string_view value) {
   KI_ASSIGN_OR_RETURN(bool last, SortsLast(dbi, key));
   if (last) {
-    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
-    int rc = mdb_put(txn_.get(), dbi, &k, &v, MDB_APPEND);
-    if (rc == 0) {
+    KI_ASSIGN_OR_RETURN(bool appended, txn_.Append(dbi, key, value));
+    if (appended) {
       RememberLast(dbi, key);
       return Status::OK();
     }
-    if (rc != MDB_KEYEXIST) return txn_.Put(dbi, key, value);  // the ordinary path reports it
     last_.erase(dbi);  // LMDB knows better: re-read the last key next time
   }
   return txn_.Put(dbi, key, value);
@@ -171,13 +161,12 @@ Status LmdbBatch::WriteKV(MDB_dbi dbi, std::string_view key, std::string_view va
 Result<char*> LmdbBatch::ReserveKV(MDB_dbi dbi, std::string_view key, size_t size) {
   KI_ASSIGN_OR_RETURN(bool last, SortsLast(dbi, key));
   if (last) {
-    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{size, nullptr};
-    int rc = mdb_put(txn_.get(), dbi, &k, &v, MDB_RESERVE | MDB_APPEND);
-    if (rc == 0) {
+    KI_ASSIGN_OR_RETURN(char* at, txn_.ReserveAppend(dbi, key, size));
+    if (at) {
       RememberLast(dbi, key);
-      return static_cast<char*>(v.mv_data);
+      return at;
     }
-    if (rc == MDB_KEYEXIST) last_.erase(dbi);
+    last_.erase(dbi);
   }
   return txn_.Reserve(dbi, key, size);
 }

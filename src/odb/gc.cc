@@ -157,17 +157,7 @@ class Collector {
       for (auto t : index->Tables()) known.emplace(t);
     for (GcReferences* refs : Registry())
       for (auto t : refs->Tables()) known.emplace(t);
-    std::vector<std::string> names;
-    {
-      KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(store_->lmdb(), false));
-      MDB_dbi main;
-      int rc = mdb_dbi_open(txn.get(), nullptr, 0, &main);
-      if (rc) return lmdb::MdbStatus("open the table list", rc);
-      KI_RETURN_IF_ERROR(ScanTable(txn, main, "", [&](std::string_view k, std::string_view) {
-        names.emplace_back(k);
-        return true;
-      }));
-    }
+    KI_ASSIGN_OR_RETURN(std::vector<std::string> names, store_->lmdb().TableNames());
     for (const auto& name : names) {
       if (known.count(name)) continue;
       bool empty = true;
@@ -365,10 +355,9 @@ class Collector {
     const std::string scratch = IndexDir(store_->path()) + "/" + std::string(kCompactPrefix) + std::to_string(::getpid());
     if (env->Exists(scratch)) KI_RETURN_IF_ERROR(env->RemoveTree(scratch));
     KI_RETURN_IF_ERROR(env->CreateDirs(scratch));
-    int rc = mdb_env_copy2(store_->lmdb().get(), scratch.c_str(), MDB_CP_COMPACT);
-    if (rc) {
+    if (Status s = store_->lmdb().CopyCompacted(scratch); !s.ok()) {
       (void)env->RemoveTree(scratch);
-      return lmdb::MdbStatus("compacting copy", rc);
+      return s;
     }
     // mdb_env_copy2 does not fsync what it wrote.
     KI_RETURN_IF_ERROR(env->SyncFile(scratch + "/data.mdb"));
