@@ -1,5 +1,6 @@
 // Remote URLs, tag and title rules, the remote.config table, credentials.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "ki/env.h"
@@ -90,10 +91,51 @@ Result<RemoteUrl> ParseRemoteUrl(std::string_view url, bool insecure) {
   }
   r.host = std::string(rest.substr(0, slash));
   r.repository = std::string(rest.substr(slash + 1));
-  for (char c : r.host) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '-' || c == ':' || c == '[' || c == ']';
-    if (!ok) return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
+  // HOST is a name, an IPv4 address or a bracketed IPv6 one; PORT, when a
+  // ':' says there is one, is 1 to 65535 (an empty one went to port 80).
+  {
+    std::string_view host = r.host, port;
+    bool has_port = false;
+    if (!host.empty() && host.front() == '[') {
+      const size_t close = host.find(']');
+      if (close == std::string_view::npos || close == 1) {
+        return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "' (an IPv6 address is [ADDRESS])");
+      }
+      for (char c : host.substr(1, close - 1)) {
+        if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') {
+          return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
+        }
+      }
+      std::string_view after = host.substr(close + 1);
+      if (!after.empty() && after.front() != ':') {
+        return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
+      }
+      has_port = !after.empty();
+      if (has_port) port = after.substr(1);
+      host = host.substr(0, close + 1);
+    } else {
+      const size_t colon = host.find(':');
+      has_port = colon != std::string_view::npos;
+      if (has_port) port = host.substr(colon + 1);
+      host = host.substr(0, colon);
+      if (host.empty()) return Status::Usage("'" + std::string(url) + "': no host before the port");
+      for (char c : host) {
+        const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+        if (!ok) return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
+      }
+    }
+    if (has_port) {
+      bool digits = !port.empty() && port.size() <= 5;
+      for (char c : port) digits = digits && c >= '0' && c <= '9';
+      const long n = digits ? std::stol(std::string(port)) : 0;
+      if (port.empty()) {
+        return Status::Usage("'" + std::string(url) + "': empty port after ':' (oci://HOST[:PORT]/REPO; leave out "
+                             "the ':' for the default port)");
+      }
+      if (!digits || n < 1 || n > 65535) {
+        return Status::Usage("'" + std::string(url) + "': bad port '" + std::string(port) + "' (1 to 65535)");
+      }
+    }
   }
   for (auto& c : r.host) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (!IsValidRepository(r.repository)) {
