@@ -454,6 +454,63 @@ TEST_F(SeedTest, NamesAreCheckedAgainstEveryDocumentTheStoreHolds) {
   EXPECT_FALSE(store_->Resolve("OperationSpec/forged").ok());
 }
 
+// A lost names entry of a name several manifests hold (issue 25.2c): the
+// store records which holder is latest in `names` alone, and when each
+// object was first added (`added`, whole seconds); it records neither when
+// a held manifest was named again nor the order within a second. So
+// reindex points the name at the holder added last, and of several added
+// in the same second at the greatest digest (format.md, "Index"): the
+// documented rule, tested here on both of its branches, and the add of a
+// holder's document that makes it the latest again.
+TEST_F(SeedTest, ALostNameOfSeveralHoldersPointsAtTheOneAddedLast) {
+  const std::string name = "BenchmarkRun/sol-trace-gqa-paged-decode-h32-kv4-d128-ps1-27ef153a";
+  const Digest first = AddSeed()[0].digest;
+  Json bundle = Json::parse(test::ReadFileOrDie(
+      test::DataPath("kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json")));
+  bundle["run"]["spec"]["timing"]["latencyNs"]["mean"] = 350000;
+  AddInput in;
+  in.source = "second.manifest.json";
+  in.bytes = bundle.dump();
+  auto r = AddInputs(*store_, {in});
+  ASSERT_OK(r);
+  const Digest second = (*r)[0].digest;
+  ASSERT_NE(first, second);
+  auto latest = [&]() -> std::optional<Digest> {
+    auto v = store_->Get(odb::kNames, name);
+    EXPECT_OK(v);
+    if (!v.ok() || !*v || (*v)->size() != 32) return std::nullopt;
+    return Digest::FromRaw(**v);
+  };
+  ASSERT_EQ(latest(), second);
+  auto lose_name_at = [&](int64_t first_added, int64_t second_added) {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK((*b)->Put(odb::kAdded, first.raw(), odb::AddedValue(first_added)));
+    ASSERT_OK((*b)->Put(odb::kAdded, second.raw(), odb::AddedValue(second_added)));
+    ASSERT_OK((*b)->Delete(odb::kNames, name));
+    ASSERT_OK((*b)->Commit());
+    auto reindexed = store_->Reindex();
+    ASSERT_OK(reindexed);
+    EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+  };
+  // Added in one second: the greatest digest, whichever was latest.
+  lose_name_at(1764633600, 1764633600);
+  EXPECT_EQ(latest(), std::max(first, second));
+  // Added in different seconds: the one added last.
+  lose_name_at(1764633601, 1764633600);
+  EXPECT_EQ(latest(), first);
+  lose_name_at(1764633600, 1764633601);
+  EXPECT_EQ(latest(), second);
+  // The first holder named again (its document added again) is the latest,
+  // and stays so while the names entry is there; `added` keeps its first
+  // time, so a reindex after a loss would point at the second again.
+  ASSERT_EQ(AddSeed().size(), 3u);
+  EXPECT_EQ(latest(), first);
+  auto reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_EQ(latest(), first);
+}
+
 // A version 1 frame (no header check, stores written before 2026-12-01)
 // whose media type byte was flipped, with an index entry that says the
 // same (as a reindex on the old code left it): the manifest's content says
