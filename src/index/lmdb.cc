@@ -566,6 +566,15 @@ Result<std::vector<std::string>> Environment::TableNames() {
   return NamesInMain(txn);
 }
 
+Result<bool> Environment::HasTable(Txn& txn, std::string_view name) {
+  MDB_dbi main;
+  InLmdb in;
+  int rc = mdb_dbi_open(txn.get(), nullptr, 0, &main);  // the table of tables: always open
+  if (rc) return MdbStatus("open main table", rc);
+  KI_ASSIGN_OR_RETURN(auto v, txn.Get(main, name));
+  return v.has_value();
+}
+
 void Environment::UnguardAssertions() { (void)mdb_env_set_assert(env_, nullptr); }
 
 Cursor::~Cursor() {

@@ -107,6 +107,9 @@ class Environment {
   Result<uint64_t> LastTxnId();
   // The names of every table, in one read transaction.
   Result<std::vector<std::string>> TableNames();
+  // Whether the environment has a table of that name, seen from `txn`
+  // (Table would create it in a write transaction).
+  Result<bool> HasTable(Txn& txn, std::string_view name);
   // LMDB's assertions go back to its default (abort), for a process whose
   // death is the answer (RebuildDamagedIndex's probe).
   void UnguardAssertions();

@@ -507,7 +507,7 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
   // Names: nameset ("Kind/name" + digest) and namesof (digest + "Kind/name")
   // are one fact kept both ways, and hold exactly the names the documents
   // give (DocumentNames: names come from nothing else); names' latest
-  // holder of a name is one the documents give it; barenames mirrors names.
+  // holder of a name is one the documents give it.
   {
     // A nameset key as text: "Kind/name sha256:...".
     auto label = [](std::string_view name) { return lmdb::KeyText(name); };
@@ -545,7 +545,7 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       if (v.size() == 32) latest.emplace(std::string(k), std::string(v));
       return true;
     }));
-    TableDiff names(kNames, report), bare(kBareNames, report);
+    TableDiff names(kNames, report);
     // A `Kind/name` key: what every name is (reindex removes one that is not).
     auto is_name = [](std::string_view key) {
       const size_t slash = key.find('/');
@@ -570,21 +570,6 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
                     "points it at the holder added last)");
       }
     }
-    std::set<std::string> bare_seen;
-    KI_RETURN_IF_ERROR(Scan(kBareNames, "", [&](std::string_view k, std::string_view v) {
-      const size_t nul = k.find('\0');
-      std::string name = nul == std::string_view::npos ? std::string(k)
-                                                       : std::string(k.substr(nul + 1)) + "/" + std::string(k.substr(0, nul));
-      auto it = latest.find(name);
-      if (it == latest.end() || it->second != v) {
-        bare.Fault(v.size() == 32 ? std::optional<Digest>(Digest::FromRaw(v)) : std::nullopt, name,
-                   "does not mirror names (ki audit --reindex rebuilds it)");
-      }
-      bare_seen.insert(std::move(name));
-      return true;
-    }));
-    for (const auto& [name, d] : latest)
-      if (!bare_seen.count(name)) bare.Fault(Digest::FromRaw(d), name, kLacking);
   }
   // docs: a document blob (kernelindex document media types) that is linked
   // to no manifest lost its link; the manifest it holds says which.

@@ -171,6 +171,12 @@ Result<char*> LmdbBatch::ReserveKV(MDB_dbi dbi, std::string_view key, size_t siz
   return txn_.Reserve(dbi, key, size);
 }
 
+Status LmdbBatch::DropTableIfPresent(std::string_view table) {
+  KI_ASSIGN_OR_RETURN(bool present, store_->lmdb().HasTable(txn_, table));
+  if (!present) return Status::OK();
+  return DropTable(table);
+}
+
 Result<MDB_dbi> LmdbBatch::Table(std::string_view name) {
   if (auto it = opened_.find(name); it != opened_.end()) return it->second;
   KI_ASSIGN_OR_RETURN(auto dbi, store_->lmdb().Table(txn_, name));
@@ -643,12 +649,10 @@ Status LmdbBatch::DropRecordedName(std::string_view table, std::string_view key,
 
 Status LmdbBatch::PointName(Kind kind, std::string_view name, const Digest& target) {
   KI_ASSIGN_OR_RETURN(MDB_dbi names, Table(kNames));
-  KI_ASSIGN_OR_RETURN(MDB_dbi bare, Table(kBareNames));
   std::string key = NameKey(kind, name);
   KI_ASSIGN_OR_RETURN(auto old, GetKV(names, key));
   if (old && *old == target.raw()) return Status::OK();
-  KI_RETURN_IF_ERROR(PutKV(names, key, target.raw()));
-  return PutKV(bare, BareNameKey(kind, name), target.raw());
+  return PutKV(names, key, target.raw());
 }
 
 Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {

@@ -112,6 +112,7 @@ constexpr std::string_view kCompactPrefix = "gc-compact-";
 
 // Tables the store itself keeps (tables.h).
 const std::vector<std::string_view>& StoreTables() {
+  // barenames: a store of format 3 or before kept it (emptied since).
   static const std::vector<std::string_view> t = {kObjects,   kMeta,    kKinds,   kRefs, kDicts, kAbsent, kNames,
                                                   kBareNames, kNamesOf, kNameSet, kDocs, kTags,  kAdded};
   return t;
@@ -422,7 +423,7 @@ Result<GcReport> CollectGarbage(std::unique_ptr<Store> store, const GcOptions& o
     auto own = std::make_unique<odb::LmdbStore>(dir, sopts);
     own->UseCallersLock();
     KI_RETURN_IF_ERROR(own->Open(OpenMode::kReadWrite));
-    if (own->format_version() != 3) return Status::InvalidInput(dir + ": upgrade the store first (open it with ki)");
+    if (own->format_version() != odb::kFormatVersion) return Status::InvalidInput(dir + ": upgrade the store first (open it with ki)");
     odb::Collector c(own.get(), opts, &report);
     KI_RETURN_IF_ERROR(c.CheckTables());
     KI_RETURN_IF_ERROR(c.Mark());

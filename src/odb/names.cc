@@ -1,5 +1,5 @@
 // What the documents the store holds say the names are: the one source of
-// every names, nameset, namesof and barenames entry (a name is recorded
+// every names, nameset and namesof entry (a name is recorded
 // only from a document that carries it: LinkManifest), so what audit
 // compares those tables with and what reindex rebuilds them from.
 #include "odb/store_impl.h"

@@ -154,7 +154,7 @@ Status LmdbStore::Upgrade() {
   const std::string format = FormatPath(dir_);
   KI_RETURN_IF_ERROR(env()->WriteFileAtomic(format, kFormatLine, Durability::kSync));
   KI_RETURN_IF_ERROR(env()->SyncDir(dir_));
-  format_version_ = 3;
+  format_version_ = kFormatVersion;
   return Status::OK();
 }
 
@@ -164,8 +164,8 @@ Status LmdbStore::Upgrade() {
 // a damaged key, goes; one a document gives that they lack, a lost entry
 // or a store written before nameset existed, is recorded again), a names
 // entry whose holder no document gives the name goes, a name with holders
-// but no latest one points at the one added last, and barenames is rebuilt
-// from names (a pure function of it). A document that cannot be read gives
+// but no latest one points at the one added last, and barenames (a copy
+// of names that stores before format 4 kept) is emptied. A document that cannot be read gives
 // no name: it is a fault audit reports, and the same bytes added again
 // give its name back. First, a document blob that lost its docs link is
 // linked again (the manifest it holds says to which).
@@ -284,15 +284,9 @@ Status LmdbStore::RecordDocumentNames() {
   }
   for (const auto& [name, td] : latest)
     if (auto kn = split(name)) KI_RETURN_IF_ERROR(batch->PointName(kn->first, kn->second, td.second));
-  // barenames: a function of names, rebuilt whole.
-  std::vector<std::pair<std::string, Digest>> final_names;
-  KI_RETURN_IF_ERROR(batch->Scan(kNames, "", [&](std::string_view k, std::string_view v) {
-    if (v.size() == 32) final_names.emplace_back(std::string(k), Digest::FromRaw(v));
-    return true;
-  }));
-  KI_RETURN_IF_ERROR(batch->DropTable(kBareNames));
-  for (const auto& [key, d] : final_names)
-    if (auto kn = split(key)) KI_RETURN_IF_ERROR(batch->Put(kBareNames, BareNameKey(kn->first, kn->second), d.raw()));
+  // barenames (before format 4): what a store of an earlier format kept
+  // of names, emptied.
+  KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kBareNames));
   return batch->Commit();
 }
 

@@ -87,7 +87,7 @@ class LmdbBatch final : public Batch {
   Result<std::vector<PutResult>> PutEncodedManifests(const std::vector<EncodedManifest>& ms) override;
   Status SetName(Kind kind, std::string_view name, const Digest& target) override;
   // SetName's two halves: `target` carries the name (namesof, nameset), and
-  // is the name's latest holder (names, barenames).
+  // is the name's latest holder (names).
   Status RecordName(Kind kind, std::string_view name, const Digest& target);
   Status PointName(Kind kind, std::string_view name, const Digest& target);
   // Deletes a nameset or namesof entry no document gives (reindex);
@@ -126,6 +126,9 @@ class LmdbBatch final : public Batch {
     return txn_.Drop(dbi);
   }
   Status Commit() override;
+  // Empties a table if the store has one of that name (DropTable would
+  // create it): what an upgrade does to a table a format no longer keeps.
+  Status DropTableIfPresent(std::string_view table);
 
   // Makes sure the store holds the dictionary with this ID before a frame
   // that names it is written: a built-in one is stored (once per batch) if
@@ -411,7 +414,7 @@ class LmdbStore final : public Store {
   std::string dir_;
   StoreOptions opts_;
   bool read_only_ = true;
-  int format_version_ = 3;
+  int format_version_ = kFormatVersion;
   // Declared before lmdb_: released only after the environment is closed.
   StoreLock lock_;
   bool callers_lock_ = false;

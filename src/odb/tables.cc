@@ -105,12 +105,6 @@ std::string RefKey(const Digest& target, const Digest& referrer, std::string_vie
   return lmdb::FitKey(std::move(key));
 }
 
-std::string BareNameKey(Kind k, std::string_view name) {
-  std::string key(name);
-  key.push_back('\0');
-  key.append(KindName(k));
-  return key;
-}
 
 std::string AbsentValue(const AbsentInfo& a) {
   Json j = Json::object();

@@ -192,7 +192,7 @@ TEST_F(StoreTest, DamagedIndexedObjectIsReplacedByTheSameBytes) {
 
 // Every table of the store's own is compared with what the objects (and
 // the recorded names) give (issue 25.2): an entry deleted from kinds, refs,
-// namesof, nameset, barenames or docs, or a media type changed in meta, is a
+// namesof, nameset or docs, or a media type changed in meta, is a
 // fault audit names by its table, and reindex restores the entry.
 TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
   const Digest blob = AddSeedYamlAndBlob();
@@ -208,7 +208,7 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
   auto clean = store_->Audit();
   ASSERT_OK(clean);
   ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
-  for (std::string_view table : {odb::kKinds, odb::kRefs, odb::kNamesOf, odb::kNameSet, odb::kBareNames, odb::kDocs,
+  for (std::string_view table : {odb::kKinds, odb::kRefs, odb::kNamesOf, odb::kNameSet, odb::kDocs,
                                  odb::kMeta, odb::kDicts}) {
     SCOPED_TRACE(std::string(table));
     auto kv = first_key(table);
@@ -258,7 +258,7 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
   const Digest blob = AddSeedYamlAndBlob();
   ASSERT_FALSE(HasFailure());
   const std::vector<std::string_view> tables = {odb::kMeta,    odb::kKinds,   odb::kRefs,    odb::kDicts,
-                                                odb::kNames,   odb::kBareNames, odb::kNamesOf, odb::kNameSet,
+                                                odb::kNames,   odb::kNamesOf, odb::kNameSet,
                                                 odb::kDocs};
   using Dump = std::map<std::string, std::map<std::string, std::string>>;
   auto dump = [&]() {
@@ -294,11 +294,6 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
          ASSERT_OK(b.Put(odb::kMeta, blob.raw(), v));
        }},
       {"names deleted", "names ", [&](Batch& b) { ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first)); }},
-      {"names and barenames deleted", "names ",
-       [&](Batch& b) {
-         ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first));
-         ASSERT_OK(b.Delete(odb::kBareNames, first(odb::kBareNames).first));
-       }},
       {"names value unheld", "name ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, first(odb::kNames).first, unheld.raw())); }},
       {"namesof of an unheld object", "namesof ",
