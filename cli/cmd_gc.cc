@@ -6,18 +6,10 @@
 #include "command.h"
 #include "ki/gc.h"
 #include "ki/human.h"
+#include "ki/utc.h"
 
 namespace ki::cli {
 namespace {
-
-std::string Utc(int64_t t) {
-  std::time_t tt = std::time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 Json SizesJson(const GcSizes& s) {
   return {{"indexBytes", s.index_bytes}, {"looseFiles", s.loose_files}, {"looseBytes", s.loose_bytes}};
@@ -54,7 +46,7 @@ RunFn SetupGc(CLI::App* sub, GlobalOptions* g) {
                            {"what", x.what},
                            {"size", x.size},
                            {"storedSize", x.stored_size},
-                           {"addedAt", x.added ? Json(Utc(*x.added)) : Json(nullptr)}});
+                           {"addedAt", x.added ? Json(UtcText(*x.added)) : Json(nullptr)}});
       }
       PrintJson({{"dryRun", o->dry_run},
                  {"graceSeconds", grace},
@@ -73,7 +65,7 @@ RunFn SetupGc(CLI::App* sub, GlobalOptions* g) {
     }
     for (const auto& x : r.removed) {
       std::cout << (o->dry_run ? "would remove " : "removed ") << x.digest.str() << "  " << x.what << "  "
-                << human::Bytes(x.size) << "  added " << (x.added ? Utc(*x.added) : std::string("(unknown)"))
+                << human::Bytes(x.size) << "  added " << (x.added ? UtcText(*x.added) : std::string("(unknown)"))
                 << "\n";
     }
     std::cout << (o->dry_run ? "would remove " : "removed ") << r.removed.size() << " of " << r.objects

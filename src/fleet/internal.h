@@ -8,7 +8,6 @@
 
 namespace ki::fleet::internal {
 
-std::string NowUtc();  // RFC 3339 UTC, milliseconds
 double Seconds(std::chrono::steady_clock::time_point since);
 
 // The kSetsTable value of a submission, and back.

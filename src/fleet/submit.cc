@@ -7,24 +7,11 @@
 
 #include "fleet/internal.h"
 #include "ki/flashinfer.h"
+#include "ki/utc.h"
 
 namespace ki::fleet {
 
 namespace internal {
-
-std::string NowUtc() {
-  // Milliseconds: `ki fleet status` with no SET takes the latest
-  // submission, and two can fall in one second.
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const long ms = long(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[96];  // what the format could take for any int, so no truncation warning
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
-}
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -83,7 +70,9 @@ Status RecordSubmission(Store& store, const SetRecord& rec, const std::string& j
     Json o = Json::parse(*old, nullptr, false);
     if (o.is_object() && o.contains("jobs") && o["jobs"].is_array()) jobs = o["jobs"];
   }
-  jobs.push_back({{"job", job}, {"array", array}, {"submittedAt", internal::NowUtc()}});
+  // Milliseconds: `ki fleet status` with no SET takes the latest
+  // submission, and two can fall in one second.
+  jobs.push_back({{"job", job}, {"array", array}, {"submittedAt", UtcNow(UtcForm::kMillis)}});
   KI_ASSIGN_OR_RETURN(auto batch, store.NewBatch());
   KI_RETURN_IF_ERROR(batch->Put(kSetsTable, key, internal::SetRecordJson(rec, jobs).dump()));
   return batch->Commit();

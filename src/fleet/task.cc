@@ -15,6 +15,7 @@
 #include "ki/flashinfer.h"
 #include "ki/run.h"
 #include "ki/sign.h"
+#include "ki/utc.h"
 
 namespace ki::fleet {
 
@@ -31,7 +32,7 @@ std::string EnvOr(const char* name, const std::string& fallback = "") {
 class TaskLog {
  public:
   void Line(const std::string& s) {
-    std::string line = internal::NowUtc() + " " + s + "\n";
+    std::string line = UtcNow(UtcForm::kMillis) + " " + s + "\n";
     std::fputs(line.c_str(), stderr);
     text_ += line;
   }
@@ -65,7 +66,7 @@ Result<Identity> LoadRunner(const TaskSettings& s) {
 Status StoreAndPush(Store& store, const TaskRequest& req, const RemoteUrl& url, const Identity& id,
                     TaskLog& log, TaskOutcome& out) {
   FleetResult& r = out.result;
-  r.finished_at = internal::NowUtc();
+  r.finished_at = UtcNow(UtcForm::kMillis);
   log.Line("result: " + r.outcome + (r.status.empty() ? "" : " " + r.status) +
            (r.failure.empty() ? "" : ", " + r.failure_step + ": " + r.failure));
   out.log = log.text();
@@ -129,7 +130,7 @@ Result<TaskOutcome> RunTask(const TaskRequest& req) {
   TaskOutcome out;
   FleetResult& r = out.result;
   TaskLog log;
-  r.started_at = internal::NowUtc();
+  r.started_at = UtcNow(UtcForm::kMillis);
   auto slot = SlotOfArrayId(req.array_id, req.runs.size(), req.replicas);
   if (!slot) {
     return Status::InvalidInput("array task " + std::to_string(req.array_id) + " is past the set's " +

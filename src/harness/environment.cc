@@ -12,6 +12,7 @@
 
 #include "ki/env.h"
 #include "ki/harness.h"
+#include "ki/utc.h"
 
 #ifndef KI_VERSION
 #define KI_VERSION "unknown"
@@ -141,12 +142,7 @@ Environment CaptureHostEnvironment() {
   }
   e.cpu_count = static_cast<int>(std::thread::hardware_concurrency());
   e.ki_version = KI_VERSION;
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  e.captured_at = buf;
+  e.captured_at = UtcNow();
   return e;
 }
 

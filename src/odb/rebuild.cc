@@ -14,6 +14,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "ki/utc.h"
 #include "odb/store_impl.h"
 
 namespace ki {
@@ -21,16 +22,6 @@ namespace ki {
 namespace {
 
 constexpr std::string_view kRebuildPrefix = "rebuild-";
-
-// "20261201T204512Z": the damaged file's new name, one per rebuild.
-std::string UtcStamp() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
 
 // Whether the index in `index_dir` opens and reads whole; the Corruption
 // that says why when the file is damaged, any other failure as it is.
@@ -262,7 +253,7 @@ Result<std::optional<IndexRebuild>> RebuildDamagedIndex(const std::string& ki_di
     KI_RETURN_IF_ERROR(txn.Commit());
   }  // closed before it is renamed
   KI_RETURN_IF_ERROR(env->SyncFile(scratch + "/data.mdb"));
-  out.moved_to = data + ".damaged-" + UtcStamp();
+  out.moved_to = data + ".damaged-" + UtcNow(UtcForm::kCompact);
   KI_RETURN_IF_ERROR(env->Rename(data, out.moved_to));
   // Env has no link(): between these two renames index/ has no data.mdb
   // (killed there, the next open would start an empty index beside the

@@ -80,15 +80,6 @@ std::optional<std::string> HexPrefix(std::string_view ref) {
 
 }  // namespace
 
-std::string NowRfc3339() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Result<std::vector<RemoteEntry>> ReadListing(Conn& conn, const TransferOptions& opts, std::string* note) {
   std::vector<RemoteEntry> rows;
   auto m = conn.GetManifest(kListingTag);

@@ -40,7 +40,4 @@ Result<std::optional<BundleToc>> ReadBundleToc(Conn& conn, std::string_view ref,
 // ListRemote over an open connection (pull reads names against it).
 Result<RemoteListing> ReadRemoteListing(Conn& conn, const TransferOptions& opts, bool bundle_roots);
 
-// The current time as RFC 3339 UTC (seconds).
-std::string NowRfc3339();
-
 }  // namespace ki::remote

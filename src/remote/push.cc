@@ -35,6 +35,7 @@
 #include "remote/store_io.h"
 #include "remote/target.h"
 #include "remote/transfer.h"
+#include "ki/utc.h"
 
 namespace ki {
 
@@ -776,7 +777,7 @@ Status Pusher::WriteClosure(Conn& conn, size_t r) {
 Status Pusher::WriteListing() {
   if (!tag_written_) return Status::OK();
   std::vector<RemoteEntry> rows;
-  const std::string now = remote::NowRfc3339();
+  const std::string now = UtcNow();
   if (bundle()) {
     RemoteEntry e;
     e.tag = opts_.bundle_tag;

@@ -62,18 +62,6 @@ std::string CudaRelease(const std::string& nvcc_line) {
 
 }  // namespace
 
-std::string NowUtc() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  int ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[80];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
-}
-
 Json ProtocolSpec(const HarnessSettings& s, bool cuda, const std::string& timer) {
   // The L2 policy decides comparability (a warm-L2 number is not a cold-L2
   // number), so it is the family; the schema has no field of its own for it.

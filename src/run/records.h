@@ -30,9 +30,6 @@ Result<HarnessSettings> SettingsFromProtocol(const Json& protocol_spec);
 // else from the host (and nvidia-smi for a GPU).
 Json EnvironmentSpec(Env& env, const Json* harness_environment, bool cuda, int device, const std::string& compiler);
 
-// Now, RFC 3339 UTC with milliseconds.
-std::string NowUtc();
-
 // The comparison key of a run (docs/kernelindex-identity.md, "Comparison key").
 Result<Digest> CohortKeyOf(const Json& run_spec, const Json& workload_spec);
 // The ranking facts of a run, as the catalog keeps them.

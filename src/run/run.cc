@@ -22,6 +22,7 @@
 #include "run/records.h"
 #include "run/verdict.h"
 #include "util/utf8.h"
+#include "ki/utc.h"
 
 namespace ki::run {
 namespace {
@@ -600,7 +601,7 @@ Result<RunOutcome> Run(Store& store, const RunRequest& req) {
                {"protocolDigest", out.protocol.str()},
                {"environmentDigest", out.environment.str()},
                {"status", status},
-               {"observedAt", internal::NowUtc()},
+               {"observedAt", UtcNow(UtcForm::kMillis)},
                {"evidence", {{"logs", {{"uri", Artifact(log_digest)}, {"digest", log_digest.str()}}},
                              {"rawSamples", {{"uri", Artifact(samples_digest)}, {"digest", samples_digest.str()}}}}}};
   if (hres.is_object() && hres["correctness"].value("checked", false)) {

@@ -10,6 +10,7 @@
 #include "json/fields.h"
 #include "ki/sign.h"
 #include "sign/internal.h"
+#include "ki/utc.h"
 
 namespace ki {
 
@@ -210,7 +211,7 @@ Result<std::string> BuildAttestation(Store& store, const SigningKey& key, const 
   Json predicate = {{"signer", {{"keyid", key.public_key().KeyId()},
                                 {"publicKey", key.public_key().ToString()},
                                 {"name", key.name()}}},
-                    {"signedAt", req.signed_at.empty() ? sign_internal::NowRfc3339() : req.signed_at}};
+                    {"signedAt", req.signed_at.empty() ? UtcNow() : req.signed_at}};
   if (!req.note.empty()) predicate["note"] = req.note;
   if (req.rerun) predicate["rerun"] = RerunJson(*req.rerun);
   if (!req.evidence.empty()) {

@@ -16,8 +16,6 @@ void EnsureSodium();
 // secret never passes through a std::string. False when malformed, when
 // not every character is consumed, or when it does not fit.
 bool DecodeBase64Into(std::string_view text, uint8_t* out, size_t out_cap, size_t* out_len);
-// The current time as RFC 3339 UTC with seconds ("2026-08-16T12:00:00Z").
-std::string NowRfc3339();
 
 }  // namespace ki::sign_internal
 

@@ -13,19 +13,11 @@
 #include "json/fields.h"
 #include "ki/sign.h"
 #include "sign/internal.h"
+#include "ki/utc.h"
 
 namespace ki {
 
 namespace sign_internal {
-
-std::string NowRfc3339() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace sign_internal
 
@@ -222,7 +214,7 @@ Result<bool> TrustStore::Add(const PublicKey& key, std::string_view name, Role r
       return false;
     }
   }
-  trusted_.push_back({key, keyid, std::string(name), role, sign_internal::NowRfc3339()});
+  trusted_.push_back({key, keyid, std::string(name), role, UtcNow()});
   return true;
 }
 
@@ -258,7 +250,7 @@ Result<TrustEntry> TrustStore::Remove(std::string_view who) {
   }
   TrustEntry e = trusted_[hits[0]];
   trusted_.erase(trusted_.begin() + long(hits[0]));
-  e.when = sign_internal::NowRfc3339();
+  e.when = UtcNow();
   revoked_.erase(std::remove_if(revoked_.begin(), revoked_.end(), [&](const auto& r) { return r.keyid == e.keyid; }),
                  revoked_.end());
   revoked_.push_back(e);
