@@ -7,6 +7,7 @@
 
 #include "command.h"
 #include "ki/catalog.h"
+#include "ki/human.h"
 #include "ki/run.h"
 #include "ki/stats.h"
 
@@ -104,11 +105,7 @@ Result<Judged> Judge(Store& store, const Json& sa, const Json& sb, const Primary
   return j;
 }
 
-std::string Num3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
+std::string Num3(double v) { return human::Fixed(v, 3); }
 
 void PrintJudged(const Judged& j, std::string& out) {
   const stats::Comparison& c = j.c;

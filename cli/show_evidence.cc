@@ -4,6 +4,7 @@
 
 #include "command.h"
 #include "ki/evidence.h"
+#include "ki/human.h"
 
 namespace ki::cli {
 namespace {
@@ -33,9 +34,7 @@ std::string Describe(const AttestationReport& a) {
       const Json& r = p["rerun"];
       if (r.contains("latencyNs") && r["latencyNs"].is_number()) s += " · " + FormatNs(r["latencyNs"].get<double>());
       if (r.contains("ratio") && r["ratio"].is_number()) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3f", r["ratio"].get<double>());
-        s += std::string(" · ratio ") + buf;
+        s += " · ratio " + human::Fixed(r["ratio"].get<double>(), 3);
       }
       if (r.contains("machine") && r["machine"].is_string()) s += " · on " + r["machine"].get<std::string>();
       if (r.contains("passed") && r["passed"] == false) s += " · re-run FAILED";

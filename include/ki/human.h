@@ -36,6 +36,15 @@ std::string Bytes(uint64_t n);
 // TFLOP/s"), an empty unit Sig4 alone.
 std::string Quantity(double v, std::string_view unit);
 
+// `v` with exactly `decimals` digits after the point ("1.034" for
+// Fixed(1.0341, 3)): ratios of two runs, change points and their intervals,
+// which are read against each other and so keep one width.
+std::string Fixed(double v, int decimals);
+
+// A ratio as a signed change in percent to one decimal: 1.034 is "+3.4%",
+// 0.981 is "-1.9%" (how much slower or faster B is than A).
+std::string PercentChange(double ratio);
+
 // The shortest decimal that parses back to `v` (std::to_chars), the form
 // for a number read from a JSON document: "0.006794965825974941",
 // "49215.9", "1e+21".

@@ -36,9 +36,7 @@ std::string Ns(double v) { return human::Duration(v); }
 
 std::string Number(const Json& v) {
   if (!v.is_number()) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v.get<double>());
-  return buf;
+  return human::Fixed(v.get<double>(), 3);
 }
 
 // The primary latency a run recorded (what ranking reads), in ns.

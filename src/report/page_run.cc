@@ -204,9 +204,7 @@ std::string HistoryAndReruns(const Model& m, const RunPlace& place) {
       const std::string outcome = OutcomeText(r->verdict);
       std::string ratio = "-";
       if (r->verdict && r->verdict->contains("ratio") && (*r->verdict)["ratio"].is_number()) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3f", (*r->verdict)["ratio"].get<double>());
-        ratio = buf;
+        ratio = human::Fixed((*r->verdict)["ratio"].get<double>(), 3);
       }
       out += "<tr><td>" + Link(m, kSubpageRoot, RunPage(r->rerun), Esc(ShortDigest(r->rerun)), "class=\"digest\"") + "</td>" +
              Tag("td", outcome.empty() ? "no verdict" : outcome) + Tag("td", ratio, "class=\"num\"") + "<td>" +

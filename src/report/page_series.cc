@@ -9,6 +9,7 @@
 #include <map>
 
 #include "catalog/time.h"
+#include "ki/human.h"
 #include "report/html.h"
 #include "report/pages.h"
 
@@ -16,17 +17,8 @@ namespace ki::report {
 
 namespace {
 
-std::string Pct(double ratio) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", (ratio - 1) * 100);
-  return buf;
-}
-
-std::string F3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
+std::string Pct(double ratio) { return human::PercentChange(ratio); }
+std::string F3(double v) { return human::Fixed(v, 3); }
 
 catalog::RankEntry Quantity(double v, const std::string& unit) {
   catalog::RankEntry e;

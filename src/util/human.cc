@@ -20,12 +20,6 @@ double Round4(double v) {
   return std::strtod(buf, nullptr);
 }
 
-std::string Fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 bool Is(std::string_view unit, std::initializer_list<std::string_view> names) {
   for (auto n : names)
     if (unit == n) return true;
@@ -33,6 +27,18 @@ bool Is(std::string_view unit, std::initializer_list<std::string_view> names) {
 }
 
 }  // namespace
+
+std::string Fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string PercentChange(double ratio) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", (ratio - 1) * 100);
+  return buf;
+}
 
 std::string Sig4(double v) {
   if (std::isnan(v)) return "nan";

@@ -11,6 +11,20 @@
 namespace ki::human {
 namespace {
 
+TEST(Fixed, ExactlyTheDecimalsAsked) {
+  EXPECT_EQ(Fixed(1.0341, 3), "1.034");
+  EXPECT_EQ(Fixed(0.98, 3), "0.980");  // trailing zeros kept: a column lines up
+  EXPECT_EQ(Fixed(2, 0), "2");
+  EXPECT_EQ(Fixed(-0.5, 2), "-0.50");
+}
+
+TEST(PercentChange, SignedOneDecimal) {
+  EXPECT_EQ(PercentChange(1.034), "+3.4%");
+  EXPECT_EQ(PercentChange(0.981), "-1.9%");
+  EXPECT_EQ(PercentChange(1.0), "+0.0%");
+  EXPECT_EQ(PercentChange(2.5), "+150.0%");
+}
+
 TEST(Sig4, FourSignificantDigitsTrailingZerosKept) {
   EXPECT_EQ(Sig4(353), "353.0");
   EXPECT_EQ(Sig4(12.4), "12.40");
