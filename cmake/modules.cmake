@@ -22,7 +22,7 @@
 # USES must not form a cycle: the check says so otherwise. Adding a module
 # is one line here, in its place among the layers (lower ones first).
 
-ki_module(util     HEADERS status.h human.h embedded.h counter_rng.h SHARES utf8.h)
+ki_module(util     HEADERS status.h human.h embedded.h counter_rng.h utc.h SHARES utf8.h)
 ki_module(env      HEADERS env.h USES util)
 ki_module(digest   HEADERS digest.h USES env SYSTEM openssl/* EXTERN SHA256_*)
 ki_module(json     HEADERS json.h SHARES fields.h dump.h USES digest SYSTEM yaml-cpp/*)
@@ -41,7 +41,8 @@ ki_module(kernels  DIR kernels HEADERS kernel_abi.h gpu_backend.h gqa_paged_deco
                    SYSTEM cuda*.h cupti*.h nvml*.h)
 ki_module(harness  HEADERS harness.h USES kernels env)
 ki_module(run      HEADERS run.h USES harness stats catalog sign fib)
+ki_module(history  HEADERS history.h USES catalog evidence stats)
 ki_module(report   HEADERS report.h USES catalog evidence run stats)
 ki_module(fleet    HEADERS fleet.h USES run remote sign evidence)
 ki_module(audit    HEADERS audit.h USES catalog sign)
-ki_module(cli      DIR cli USES audit report fleet remote run SYSTEM CLI/*)
+ki_module(cli      DIR cli USES audit history report fleet remote run SYSTEM CLI/*)
