@@ -189,7 +189,9 @@ TEST(Trust, PowerCutAtEachStepOfASaveLeavesTheOldListOrTheNew) {
     auto now = TrustStore::Load(path);
     ASSERT_OK(now);
     ASSERT_NE(now->FindTrusted(a.public_key().KeyId()), nullptr) << "the old list is lost";
-    if (saved.ok()) EXPECT_NE(now->FindTrusted(b.public_key().KeyId()), nullptr) << "a save that returned is lost";
+    if (saved.ok()) {
+      EXPECT_NE(now->FindTrusted(b.public_key().KeyId()), nullptr) << "a save that returned is lost";
+    }
   }
 }
 
