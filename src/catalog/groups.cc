@@ -308,11 +308,7 @@ class GroupUpdate {
     }
 
     KI_RETURN_IF_ERROR(b_.Delete(tables::kPending, run.raw()));
-    Json entry = tables::EntryToJson(e);
-    Json run_value = entry;
-    run_value["cohort"] = cohort.str();
-    run_value["kind"] = kernel ? "kernel" : "serving";
-    KI_RETURN_IF_ERROR(b_.Put(tables::kRuns, run.raw(), run_value.dump()));
+    KI_RETURN_IF_ERROR(b_.Put(tables::kRuns, run.raw(), tables::EncodeRunValue(e, cohort, kernel)));
     // Membership only: the entry is catalog.runs' (one copy per run).
     KI_RETURN_IF_ERROR(b_.Put(tables::kCohortRuns, PairKey(cohort, run), ""));
     // A group's description is a function of its key's parts, but for
@@ -369,6 +365,23 @@ class GroupIndex final : public DerivedIndex {
         return true;
       }));
       for (const std::string& k : keys) KI_RETURN_IF_ERROR(batch.Put(tables::kCohortRuns, k, ""));
+    }
+    if (from <= 4) {
+      // Format 5: catalog.runs values are binary (EncodeRunValue) instead
+      // of JSON; each is decoded and encoded again, nothing else changes.
+      // One that does not decode is left for audit to report.
+      std::vector<std::pair<std::string, std::string>> converted;
+      KI_RETURN_IF_ERROR(batch.Scan(tables::kRuns, "", [&](std::string_view k, std::string_view v) {
+        if (k.size() != 32 || v.empty() || v.front() != '{') return true;
+        RankEntry e;
+        tables::RunEntryExtra x;
+        if (!tables::EntryFromStored(Digest::FromRaw(k), v, &e, &x)) return true;
+        auto cohort = Digest::Parse(x.cohort.value_or(""));
+        if (!cohort.ok() || !x.kind || (*x.kind != "kernel" && *x.kind != "serving")) return true;
+        converted.emplace_back(std::string(k), tables::EncodeRunValue(e, *cohort, *x.kind == "kernel"));
+        return true;
+      }));
+      for (const auto& [k, v] : converted) KI_RETURN_IF_ERROR(batch.Put(tables::kRuns, k, v));
     }
     return Status::OK();
   }

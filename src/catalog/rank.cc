@@ -1,6 +1,7 @@
 // ranking-v1 and record history over the catalog tables.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "catalog/tables.h"
@@ -129,6 +130,111 @@ RankEntry EntryFromJson(const Digest& run, const Json& j) {
   return e;
 }
 
+namespace {
+
+constexpr char kRunValueTag = 0x01;
+enum : uint8_t { kServing = 1, kPub = 2, kRet = 4, kSup = 8, kHasValue = 16, kHasInterval = 32 };
+
+void PutDouble(std::string* out, double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  for (int i = 0; i < 8; ++i) out->push_back(char(bits >> (8 * i)));
+}
+void PutText(std::string* out, std::string_view s) {
+  for (uint64_t n = s.size();; n >>= 7) {
+    if (n < 0x80) {
+      out->push_back(char(n));
+      break;
+    }
+    out->push_back(char(0x80 | (n & 0x7f)));
+  }
+  out->append(s);
+}
+
+struct Reader {
+  std::string_view in;
+  bool Byte(uint8_t* b) {
+    if (in.empty()) return false;
+    *b = uint8_t(in.front());
+    in.remove_prefix(1);
+    return true;
+  }
+  bool Double(double* v) {
+    if (in.size() < 8) return false;
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits |= uint64_t(uint8_t(in[i])) << (8 * i);
+    std::memcpy(v, &bits, 8);
+    in.remove_prefix(8);
+    return true;
+  }
+  bool Text(std::string* s) {
+    uint64_t n = 0;
+    for (int shift = 0;; shift += 7) {
+      uint8_t b;
+      if (shift > 28 || !Byte(&b)) return false;
+      n |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+    }
+    if (n > in.size()) return false;
+    s->assign(in.substr(0, n));
+    in.remove_prefix(n);
+    return true;
+  }
+};
+
+bool RunValueFromBinary(std::string_view stored, RankEntry* e, RunEntryExtra* extra) {
+  Reader r{stored.substr(1)};
+  if (r.in.size() < 32) return false;
+  const Digest cohort = Digest::FromRaw(r.in.substr(0, 32));
+  r.in.remove_prefix(32);
+  uint8_t flags, ev;
+  if (!r.Byte(&flags) || !r.Byte(&ev) || flags >= 64 || ev < 1 || ev > 4) return false;
+  e->evidence = Evidence(ev);
+  e->published = flags & kPub;
+  e->retracted = flags & kRet;
+  e->superseded = flags & kSup;
+  if (flags & kHasValue) {
+    double v;
+    if (!r.Double(&v)) return false;
+    e->value = v;
+  }
+  if (flags & kHasInterval) {
+    double lo, hi;
+    if (!r.Double(&lo) || !r.Double(&hi)) return false;
+    e->interval = std::make_pair(lo, hi);
+  }
+  if (!r.Text(&e->id) || !r.Text(&e->name) || !r.Text(&e->implementation) || !r.Text(&e->status) ||
+      !r.Text(&e->observed_at) || !r.Text(&e->unit) || !r.in.empty()) {
+    return false;
+  }
+  if (extra) {
+    extra->cohort = cohort.str();
+    extra->kind = (flags & kServing) ? "serving" : "kernel";
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeRunValue(const RankEntry& e, const Digest& cohort, bool kernel) {
+  std::string out(1, kRunValueTag);
+  out.append(cohort.raw());
+  uint8_t flags = (kernel ? 0 : kServing) | (e.published ? kPub : 0) | (e.retracted ? kRet : 0) |
+                  (e.superseded ? kSup : 0) | (e.value ? kHasValue : 0) | (e.interval ? kHasInterval : 0);
+  out.push_back(char(flags));
+  const int ev = int(e.evidence);
+  out.push_back(char(ev >= 1 && ev <= 4 ? ev : 1));
+  if (e.value) PutDouble(&out, *e.value);
+  if (e.interval) {
+    PutDouble(&out, e.interval->first);
+    PutDouble(&out, e.interval->second);
+  }
+  for (std::string_view s : {std::string_view(e.id), std::string_view(e.name), std::string_view(e.implementation),
+                             std::string_view(e.status), std::string_view(e.observed_at), std::string_view(e.unit)})
+    PutText(&out, s);
+  return out;
+}
+
 // The stored entry decoded without building a Json tree: `ki rank` and
 // `ki show` decode every entry of a cohort (up to hundreds), and the tree's
 // allocations were most of their time. Same fields and defaults as
@@ -228,6 +334,7 @@ bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out,
   *out = RankEntry();
   out->run = run;
   if (extra) *extra = RunEntryExtra();
+  if (!stored.empty() && stored.front() == kRunValueTag) return RunValueFromBinary(stored, out, extra);
   if (stored.empty() || stored.front() != '{') return false;
   Handler h(*out, extra);
   if (!Json::sax_parse(stored.begin(), stored.end(), &h, nlohmann::detail::input_format_t::json, true)) return false;
@@ -398,10 +505,14 @@ struct RunEntry {
 Result<std::optional<RunEntry>> ReadRunEntry(Store& store, const Digest& run) {
   KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
   if (!v) return std::optional<RunEntry>();
-  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kRuns, run.raw()));
-  auto d = Digest::Parse(j.value("cohort", ""));
+  RankEntry e;
+  tables::RunEntryExtra x;
+  if (!tables::EntryFromStored(run, *v, &e, &x)) {
+    return Status::Corruption("malformed catalog entry in " + std::string(tables::kRuns) + " of " + run.str());
+  }
+  auto d = Digest::Parse(x.cohort.value_or(""));
   if (!d.ok()) return Status::Corruption("catalog entry of " + run.str() + " names no cohort");
-  return std::optional<RunEntry>(RunEntry{std::move(*v), *d, j.value("kind", "kernel") == "kernel"});
+  return std::optional<RunEntry>(RunEntry{std::move(*v), *d, x.kind.value_or("kernel") == "kernel"});
 }
 
 }  // namespace

@@ -58,10 +58,11 @@ Status LmdbStore::Open(OpenMode mode) {
     format_version_ = 2;
   } else if (fmt == kFormatLineV3) {
     format_version_ = 3;
+  } else if (fmt == kFormatLineV4) {
+    format_version_ = 4;
   } else if (fmt != kFormatLine) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 4', 'ki-store 3' and 'ki-store 2', and upgrades "
-                                "'ki-store 1')");
+                                "' (this ki reads 'ki-store 5' to 'ki-store 2', and upgrades 'ki-store 1')");
   }
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
@@ -75,13 +76,14 @@ Status LmdbStore::Open(OpenMode mode) {
   KI_RETURN_IF_ERROR(lmdb_.Open(IndexDir(dir_), opts_.map_size, read_only_));
   KI_RETURN_IF_ERROR(lmdb_.OpenAllTables(
       {kObjects, kMeta, kKinds, kRefs, kDicts, kAbsent, kNames, kNamesOf, kNameSet, kDocs, kTags, kAdded}));
-  if (!read_only_ && (format_version_ == 2 || format_version_ == 3)) {
+  if (!read_only_ && format_version_ >= 2 && format_version_ < kFormatVersion) {
     // Format 2 -> 3: frames are read as they are; each derived index
     // adapts its tables (catalog.cohort drops its copies of the run
     // entries). FORMAT says 3 before a dictionary frame can be written, so
     // that a ki reading format 2 refuses the store instead of failing on
-    // frames. 3 -> 4: barenames is emptied (names serves bare names), and
-    // each derived index adapts its tables. One batch does every step;
+    // frames. 3 -> 4: barenames is emptied (names serves bare names). 4 ->
+    // 5: each derived index adapts its tables (catalog.runs values become
+    // binary). One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
     {
@@ -89,8 +91,10 @@ Status LmdbStore::Open(OpenMode mode) {
       if (format_version_ == 2) {
         for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 2));
       }
-      KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->DropTableIfPresent(kBareNames));
-      for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 3));
+      if (format_version_ <= 3) {
+        KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->DropTableIfPresent(kBareNames));
+      }
+      for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 4));
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     KI_RETURN_IF_ERROR(env()->WriteFileAtomic(FormatPath(dir_), kFormatLine, Durability::kSync));

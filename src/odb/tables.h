@@ -76,8 +76,13 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // reads format 3 would resolve no bare name of a format-4 store, so it
 // must refuse it. A format-3 store is upgraded when it is opened for
 // writing (barenames emptied); read as it is otherwise.
-inline constexpr int kFormatVersion = 4;
-inline constexpr std::string_view kFormatLine = "ki-store 4\n";
+// Format 5: catalog.runs values are binary (the catalog's EncodeRunValue),
+// which a ki that reads format 4 cannot decode. A format-4 store is
+// upgraded when it is opened for writing (each value encoded again); read
+// as it is otherwise (both forms decode).
+inline constexpr int kFormatVersion = 5;
+inline constexpr std::string_view kFormatLine = "ki-store 5\n";
+inline constexpr std::string_view kFormatLineV4 = "ki-store 4\n";
 inline constexpr std::string_view kFormatLineV3 = "ki-store 3\n";
 inline constexpr std::string_view kFormatLineV2 = "ki-store 2\n";
 inline constexpr std::string_view kFormatLineV1 = "ki-store 1\n";

@@ -487,6 +487,40 @@ TEST(CatalogTables, StoredEntriesDecodeAsTheirJson) {
   EXPECT_FALSE(tables::EntryFromStored(run, R"({"id":"r9")", &got));
 }
 
+// catalog.runs values of store format 5 (EncodeRunValue) decode to the
+// entry and its cohort and kind; a cut or padded one is refused.
+TEST(CatalogTables, BinaryRunValuesDecodeToTheirEntry) {
+  Digest run = Sha256Of("run"), cohort = Sha256Of("cohort");
+  RankEntry full = E("r1", 353000.5, {{352000, 354000.25}}, Evidence::kVerified, "2026-05-01T00:00:00Z");
+  full.run = run;
+  full.name = "gqa \"decode\" é" + std::string(200, 'n');  // a length of two LEB128 bytes
+  full.implementation = "impl";
+  full.unit = "ns";
+  full.retracted = true;
+  full.superseded = true;
+  RankEntry bare;
+  bare.run = run;
+  bare.id = "r2";
+  for (bool kernel : {true, false}) {
+    for (const RankEntry& want : {full, bare}) {
+      const std::string v = tables::EncodeRunValue(want, cohort, kernel);
+      RankEntry got;
+      tables::RunEntryExtra x;
+      ASSERT_TRUE(tables::EntryFromStored(run, v, &got, &x));
+      EXPECT_TRUE(SameEntry(got, want)) << want.id;
+      EXPECT_EQ(x.cohort.value_or(""), cohort.str());
+      EXPECT_EQ(x.kind.value_or(""), kernel ? "kernel" : "serving");
+      // Shorter than its JSON (the reason for it).
+      Json j = tables::EntryToJson(want);
+      j["cohort"] = cohort.str();
+      j["kind"] = kernel ? "kernel" : "serving";
+      EXPECT_LT(v.size(), j.dump().size());
+      for (size_t cut = 0; cut < v.size(); ++cut) EXPECT_FALSE(tables::EntryFromStored(run, v.substr(0, cut), &got));
+      EXPECT_FALSE(tables::EntryFromStored(run, v + "x", &got));
+    }
+  }
+}
+
 // ki audit's pass over the catalog tables: an imported slice is clean; a
 // malformed entry is a fault naming its table and key; a run an entry names
 // that the store lacks is a missing reference.
@@ -522,9 +556,15 @@ TEST(CatalogTables, CheckTablesFindsMalformedEntriesAndMissingRuns) {
   // string and one whose kind is neither kernel nor serving (a repeated key:
   // the last one counts, as in a parsed document).
   std::vector<std::pair<std::string, std::string>> runs;
+  // Written as the JSON of stores before format 5, which ki still reads.
   ASSERT_OK(store->Scan(tables::kRuns, "", [&](std::string_view k, std::string_view v) {
-    Json j = Json::parse(v);
-    if (j["cohort"] != cohort.str()) runs.emplace_back(k, v);
+    RankEntry e;
+    tables::RunEntryExtra x;
+    EXPECT_TRUE(tables::EntryFromStored(Digest::FromRaw(k), v, &e, &x));
+    Json j = tables::EntryToJson(e);
+    j["cohort"] = x.cohort.value_or("");
+    j["kind"] = x.kind.value_or("");
+    if (j["cohort"] != cohort.str()) runs.emplace_back(k, j.dump());
     return runs.size() < 2;
   }));
   ASSERT_EQ(runs.size(), 2u);

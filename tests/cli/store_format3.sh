@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A store of format 3 (tests/data/store-format3, made by ki at 65064a6:
 # barenames kept a copy of names) reads as it is with today's ki, bare
-# names included; the first write makes it format 4 and empties barenames;
+# names included; the first write makes it format 5 (barenames emptied,
+# catalog.runs values encoded again as binary);
 # audit, reindex, rank and groups agree with what format 3's ki printed.
 set -u
 KI=$1
@@ -46,12 +47,12 @@ grep -qx "ki-store 3" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 # there to look), and nothing else changes.
 echo "a log line" >"$T/log.txt"
 expect_rc 0 "add" K add "$T/log.txt"
-grep -qx "ki-store 4" "$T/.ki/FORMAT" || fail "the first write makes the store format 4: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "the first write makes the store format 5: $(cat "$T/.ki/FORMAT")"
 if command -v mdb_stat >/dev/null; then
   n=$(mdb_stat -s barenames "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "barenames still holds $n entries after the upgrade"
 fi
-bare_names "format 4"
+bare_names "upgraded"
 expect_rc 0 "rank after the upgrade" K rank ae5aacaf --json
 same_json rank_ae5.json
 expect_rc 0 "audit" K audit
