@@ -135,10 +135,17 @@ expect_contains "$OUT" '"logs"' "a timeout keeps its log"
 # to spin on for ever, with no parent left to enforce its timeout.
 "$KI_BIN" run --implementation test-hang --workload $WL --timeout 60 >/dev/null 2>&1 &
 KIPID=$!
+CACHE="$WORK/store/.ki/cache"
 child=""
-for _ in $(seq 100); do  # the forked run child is "ki" too (not the compiler's `c++ --version`)
-  child=$(ps -o pid=,comm= --ppid $KIPID | awk '$2 == "ki" {print $1}')
-  [ -n "$child" ] && break
+# The run child is the "ki" child forked once the run's log exists (ki opens
+# it before the fork). Before that, a child called "ki" can be one forked to
+# exec the compiler that has not exec'd yet: under load the check once took
+# such a one for the run child, killed ki too early, and found no log.
+for _ in $(seq 300); do
+  if ls "$CACHE/runs" 2>/dev/null | grep -q "^run-$KIPID-"; then
+    child=$(ps -o pid=,comm= --ppid $KIPID | awk '$2 == "ki" {print $1}')
+    [ -n "$child" ] && break
+  fi
   sleep 0.1
 done
 [ -n "$child" ] || fail "ki run started its run child"
@@ -152,7 +159,6 @@ if [ -n "$child" ] && alive "$child"; then
 fi
 # What the killed run left in the cache (its child's log, which may be up to
 # 256 MiB; a build directory) goes at the next run: such files used to pile up.
-CACHE="$WORK/store/.ki/cache"
 ls "$CACHE/runs" | grep -q "^run-$KIPID-" || fail "the killed run left its child's log (this check's setup)"
 mkdir -p "$CACHE/build/tmp-0123456789abcdef-$KIPID/src"
 expect_exit 0 ki run --implementation test-cpu --workload $WL
