@@ -28,7 +28,7 @@ ki_module(digest   HEADERS digest.h USES env SYSTEM openssl/* EXTERN SHA256_*)
 ki_module(json     HEADERS json.h SHARES fields.h dump.h USES digest SYSTEM yaml-cpp/*)
 ki_module(manifest HEADERS manifest.h USES json)
 ki_module(index    SHARES lmdb.h USES digest SYSTEM lmdb.h EXTERN mdb_*)
-ki_module(odb      HEADERS store.h store_env.h gc.h tag.h generation.h index_rebuild.h dictionary.h
+ki_module(odb      HEADERS store.h store_env.h blob_stream.h gc.h tag.h generation.h index_rebuild.h dictionary.h
                    USES manifest PRIVATE index)
 ki_module(ingest   HEADERS ingest.h USES odb)
 ki_module(catalog  HEADERS catalog.h export.h SHARES time.h USES ingest)

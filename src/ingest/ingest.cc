@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "ki/blob_stream.h"
 #include "ki/store_env.h"
 
 namespace ki {
@@ -126,30 +127,19 @@ bool LooksLikeManifestInput(const AddInput& in) {
 
 namespace {
 
-// What was read of a pipe, then the rest of it. It reports itself as a
-// pipe (no size), so PutBlobStream spools it instead of mapping it.
-class PrefixedFile final : public SequentialFile {
- public:
-  PrefixedFile(std::string_view prefix, std::unique_ptr<SequentialFile> rest)
-      : prefix_(prefix), rest_(std::move(rest)) {}
-  Result<size_t> Read(char* buf, size_t n) override {
-    if (prefix_.empty()) return rest_->Read(buf, n);
-    n = std::min(n, prefix_.size());
-    std::memcpy(buf, prefix_.data(), n);
-    prefix_.remove_prefix(n);
-    return n;
+// A streamed input of which the first bytes (`in.prefix`) were already read.
+Result<PutResult> StoreWithPrefix(Store& store, Batch& batch, const AddInput& in, SequentialFile& rest,
+                                  const std::string& media_type) {
+  KI_ASSIGN_OR_RETURN(auto writer, OpenBlobWriter(store, in.source));
+  KI_RETURN_IF_ERROR(writer->Append(in.prefix));
+  std::string buf(1 << 20, '\0');
+  for (;;) {
+    KI_ASSIGN_OR_RETURN(size_t n, rest.Read(buf.data(), buf.size()));
+    if (n == 0) break;
+    KI_RETURN_IF_ERROR(writer->Append(std::string_view(buf.data(), n)));
   }
-  Result<FileStat> Stat() override {
-    KI_ASSIGN_OR_RETURN(FileStat st, rest_->Stat());
-    st.regular = false;
-    st.size = 0;
-    return st;
-  }
-
- private:
-  std::string_view prefix_;
-  std::unique_ptr<SequentialFile> rest_;
-};
+  return writer->Finish(batch, media_type);
+}
 
 // One manifest of an input with the document it is stored with.
 struct ManifestWithDocument {
@@ -272,8 +262,13 @@ Result<std::vector<AddedObject>> AddInputs(Store& store, const std::vector<AddIn
         } else {
           KI_ASSIGN_OR_RETURN(file, env->NewSequentialFile(in.source));
         }
-        if (!in.prefix.empty()) file = std::make_unique<PrefixedFile>(in.prefix, std::move(file));
-        KI_ASSIGN_OR_RETURN(r, batch->PutBlobStream(*file, mt, in.source));
+        if (in.prefix.empty()) {
+          KI_ASSIGN_OR_RETURN(r, batch->PutBlobStream(*file, mt, in.source));
+        } else {
+          // What was read to tell a blob from a manifest, then the rest:
+          // into a scratch file of the store, stored from there.
+          KI_ASSIGN_OR_RETURN(r, StoreWithPrefix(store, *batch, in, *file, mt));
+        }
       } else {
         KI_ASSIGN_OR_RETURN(r, batch->PutBlob(in.bytes, mt));
       }

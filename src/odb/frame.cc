@@ -349,89 +349,127 @@ Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& whe
   return ParseFrameHeader(buf, where);
 }
 
-Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, const std::string& where,
-                                 const ByteSink& out, const Dictionary* dict) {
+// The decoder's buffers and zstd context, kept out of frame.h (zstd.h
+// wants ZSTD_STATIC_LINKING_ONLY before its first inclusion).
+struct FrameDecoder::State {
+  explicit State(const FrameHeader& hdr) : h(hdr) {}
+  const FrameHeader h;
   Sha256 hash;
-  std::string inbuf(kStreamChunk, '\0');
   uint64_t produced = 0;
+  std::string inbuf = std::string(kStreamChunk, '\0');
+  size_t in_size = 0, in_pos = 0;
+  std::string outbuf;
+  // Its own context, not the thread's: a decoder lives across calls, and
+  // the thread may decode other frames in between (a manifest read).
+  std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx;
+  bool started = false;     // the first input read (and its checks) done
+  bool eof = false;         // the file is spent
+  bool full = false;        // the last zstd call filled the output buffer
+  bool frame_done = false;  // zstd has ended the frame
+  bool finished = false;    // every check passed; digest set
+  Digest digest;
+};
+
+FrameDecoder::FrameDecoder(SequentialFile& file, const FrameHeader& h, std::string where, const Dictionary* dict)
+    : file_(file), where_(std::move(where)), dict_(dict), s_(std::make_unique<State>(h)) {}
+
+FrameDecoder::~FrameDecoder() = default;
+
+const Digest& FrameDecoder::digest() const { return s_->digest; }
+
+Result<std::string_view> FrameDecoder::Next() {
+  State& s = *s_;
+  const FrameHeader& h = s.h;
+  if (s.finished) return std::string_view();
   auto wrong_length = [&](const std::string& held) {
-    return Status::Corruption(where + ": frame holds " + held + " bytes, header says " + std::to_string(h.raw_size));
+    return Status::Corruption(where_ + ": frame holds " + held + " bytes, header says " + std::to_string(h.raw_size));
+  };
+  auto finish = [&] {
+    s.digest = s.hash.Finish();
+    s.finished = true;
+    return std::string_view();
   };
   if (!h.compressed) {
-    for (;;) {
-      KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file, inbuf.data(), inbuf.size()));
-      if (n == 0) break;
-      if (n > h.raw_size - produced) return wrong_length("more");
-      produced += n;
-      std::string_view piece(inbuf.data(), n);
-      hash.Update(piece);
-      KI_RETURN_IF_ERROR(out(piece));
+    KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file_, s.inbuf.data(), s.inbuf.size()));
+    if (n == 0) {
+      if (s.produced != h.raw_size) return wrong_length(std::to_string(s.produced));
+      return finish();
     }
-    if (produced != h.raw_size) return wrong_length(std::to_string(produced));
-    return hash.Finish();
+    if (n > h.raw_size - s.produced) return wrong_length("more");
+    s.produced += n;
+    std::string_view piece(s.inbuf.data(), n);
+    s.hash.Update(piece);
+    return piece;
   }
-  ZSTD_DCtx* d = ThreadDCtx();
-  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
-  // The dictionary referenced below is not left behind in the thread's
-  // context (it may be freed before the next read).
-  struct Unref {
-    ZSTD_DCtx* d;
-    ~Unref() { ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters); }
-  } unref{d};
-  std::string outbuf(ZSTD_DStreamOutSize(), '\0');
-  bool first = true, frame_done = false;
-  // One call of zstd; true when it filled the output buffer (it may hold
-  // more output even with no input left).
-  auto step = [&](ZSTD_inBuffer& ib) -> Result<bool> {
-    ZSTD_outBuffer ob{outbuf.data(), outbuf.size(), 0};
-    size_t r = ZSTD_decompressStream(d, &ob, &ib);
-    if (ZSTD_isError(r)) return Status::Corruption(where + ": cannot decompress: " + ZstdError(r));
-    if (ob.pos > h.raw_size - produced) return Status::Corruption(where + ": decompresses to more than raw-size");
-    produced += ob.pos;
-    std::string_view piece(outbuf.data(), ob.pos);
-    hash.Update(piece);
-    if (!piece.empty()) KI_RETURN_IF_ERROR(out(piece));
-    if (r == 0) frame_done = true;
-    return ob.pos == ob.size;
-  };
   for (;;) {
-    KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file, inbuf.data(), inbuf.size()));
-    if (first) {
-      // The zstd frame's own content size must agree with ours before a
-      // byte is passed on: a header is untrusted until both say the same.
-      unsigned long long content = ZSTD_getFrameContentSize(inbuf.data(), n);
-      if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
-        return Status::Corruption(where + ": compressed payload does not match the frame header");
+    if (s.frame_done) {
+      // Nothing may follow the zstd frame, in the buffer or in the file.
+      bool after = s.in_pos < s.in_size;
+      if (!after && !s.eof) {
+        KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file_, s.inbuf.data(), s.inbuf.size()));
+        after = n > 0;
+        s.in_size = n;
+        s.in_pos = 0;
+        s.eof = true;
       }
-      KI_ASSIGN_OR_RETURN(const ZSTD_DDict* ddict, PayloadDictionary(std::string_view(inbuf.data(), n), h, dict, where));
-      if (ddict) {
-        size_t r = ZSTD_DCtx_refDDict(d, ddict);
-        if (ZSTD_isError(r)) return Status::IOError(where + ": zstd: " + ZstdError(r));
-      }
-      first = false;
+      if (after) return Status::Corruption(where_ + ": bytes after the compressed payload");
+      if (s.produced != h.raw_size) return Status::Corruption(where_ + ": cannot decompress: short output");
+      return finish();
     }
-    if (n == 0) break;
-    ZSTD_inBuffer ib{inbuf.data(), n, 0};
-    bool full = false;
-    while (ib.pos < ib.size || full) {
-      if (frame_done) {
-        if (ib.pos < ib.size) return Status::Corruption(where + ": bytes after the compressed payload");
-        break;
+    if (s.in_pos == s.in_size && !s.full && !s.eof) {
+      KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file_, s.inbuf.data(), s.inbuf.size()));
+      if (!s.started) {
+        // The zstd frame's own content size must agree with ours before a
+        // byte is passed on: a header is untrusted until both say the same.
+        unsigned long long content = ZSTD_getFrameContentSize(s.inbuf.data(), n);
+        if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
+          return Status::Corruption(where_ + ": compressed payload does not match the frame header");
+        }
+        KI_ASSIGN_OR_RETURN(const ZSTD_DDict* ddict,
+                            PayloadDictionary(std::string_view(s.inbuf.data(), n), h, dict_, where_));
+        s.dctx.reset(ZSTD_createDCtx());
+        if (!s.dctx) return Status::IOError(where_ + ": zstd: out of memory");
+        if (ddict) {
+          size_t r = ZSTD_DCtx_refDDict(s.dctx.get(), ddict);
+          if (ZSTD_isError(r)) return Status::IOError(where_ + ": zstd: " + ZstdError(r));
+        }
+        s.outbuf.assign(ZSTD_DStreamOutSize(), '\0');
+        s.started = true;
       }
-      KI_ASSIGN_OR_RETURN(full, step(ib));
+      s.in_size = n;
+      s.in_pos = 0;
+      if (n == 0) s.eof = true;
+      continue;
+    }
+    // One call of zstd, over what input is left (none once the file is
+    // spent: zstd may still hold output of the frame).
+    const bool starving = s.in_pos == s.in_size;
+    ZSTD_inBuffer ib{s.inbuf.data(), s.in_size, s.in_pos};
+    ZSTD_outBuffer ob{s.outbuf.data(), s.outbuf.size(), 0};
+    size_t r = ZSTD_decompressStream(s.dctx.get(), &ob, &ib);
+    if (ZSTD_isError(r)) return Status::Corruption(where_ + ": cannot decompress: " + ZstdError(r));
+    s.in_pos = ib.pos;
+    if (ob.pos > h.raw_size - s.produced) return Status::Corruption(where_ + ": decompresses to more than raw-size");
+    s.produced += ob.pos;
+    s.full = ob.pos == ob.size;
+    if (r == 0) s.frame_done = true;
+    std::string_view piece(s.outbuf.data(), ob.pos);
+    s.hash.Update(piece);
+    if (!piece.empty()) return piece;
+    if (starving && s.eof && !s.full && !s.frame_done) {
+      return Status::Corruption(where_ + ": cannot decompress: truncated compressed payload");
     }
   }
-  // The file is spent; zstd may still hold output of the frame.
-  ZSTD_inBuffer none{nullptr, 0, 0};
-  while (!frame_done) {
-    KI_ASSIGN_OR_RETURN(bool full, step(none));
-    if (!full) break;
+}
+
+Result<Digest> DecodeFrameStream(SequentialFile& file, const FrameHeader& h, const std::string& where,
+                                 const ByteSink& out, const Dictionary* dict) {
+  FrameDecoder decoder(file, h, where, dict);
+  for (;;) {
+    KI_ASSIGN_OR_RETURN(std::string_view piece, decoder.Next());
+    if (piece.empty()) return decoder.digest();
+    KI_RETURN_IF_ERROR(out(piece));
   }
-  if (!frame_done) return Status::Corruption(where + ": cannot decompress: truncated compressed payload");
-  if (produced != h.raw_size) {
-    return Status::Corruption(where + ": cannot decompress: short output");
-  }
-  return hash.Finish();
 }
 
 }  // namespace ki::odb

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,32 @@ Result<Digest> HashMapped(MappedFile& in, const std::string& where);
 // Reads and parses a frame's header (media type included) from the start
 // of `file`, leaving it at the payload.
 Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& where);
+
+// A frame's payload after ReadFrameHeader, decoded a piece at a time as
+// the caller asks for it (a blob reader that an upload pulls from), with
+// the checks DecodeFrameStream lists. Next returns the next piece (valid
+// until the next call), or an empty one at the end, once every check has
+// passed; digest() is then the SHA-256 of all pieces, which the caller
+// compares. Memory is bounded (about 1 MiB of input, zstd's output buffer
+// and its window) whatever raw_size says. `file` (and `dict`) must outlive
+// it. Not thread-safe.
+class FrameDecoder {
+ public:
+  FrameDecoder(SequentialFile& file, const FrameHeader& h, std::string where, const Dictionary* dict = nullptr);
+  ~FrameDecoder();
+  FrameDecoder(const FrameDecoder&) = delete;
+  FrameDecoder& operator=(const FrameDecoder&) = delete;
+
+  Result<std::string_view> Next();
+  const Digest& digest() const;
+
+ private:
+  struct State;
+  SequentialFile& file_;
+  const std::string where_;
+  const Dictionary* dict_;
+  std::unique_ptr<State> s_;
+};
 
 // DecodeFrame for the payload that follows ReadFrameHeader, passed to `out`
 // in pieces as it is decoded; returns the SHA-256 of the raw bytes, which

@@ -17,9 +17,9 @@
 // arrive (Hold), so that memory stays bounded.
 //
 // Blobs over TransferOptions::stream_above are never held whole: each is
-// downloaded into a scratch file under objects/incoming (ScratchDownload),
-// checked as it arrives, and stored at once through Batch::PutBlobStream,
-// in a batch of its own (StreamBlob).
+// downloaded into one of the store's blob writers (its scratch file),
+// checked as it arrives, and stored at once, in a batch of its own
+// (StreamBlob).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -29,6 +29,7 @@
 #include <unordered_set>
 
 #include "json/fields.h"
+#include "ki/blob_stream.h"
 #include "ki/env.h"
 #include "ki/json.h"
 #include "ki/sign.h"
@@ -37,7 +38,6 @@
 #include "remote/mapping.h"
 #include "remote/pack.h"
 #include "remote/state.h"
-#include "remote/store_io.h"
 #include "remote/target.h"
 #include "remote/transfer.h"
 
@@ -210,7 +210,6 @@ class Puller {
   std::atomic<uint64_t> written_early_{0};
   std::mutex batch_mu_;  // one Batch at a time: the early blob writes and the streamed blobs
   std::atomic<uint64_t> streamed_stored_{0};
-  std::once_flag swept_;  // RemoveStaleScratch, before the first streamed blob
 
   std::vector<size_t> ready_;  // manifests a pack completed: prepared on the download workers
   std::vector<Digest> pack_blobs_;
@@ -694,18 +693,14 @@ Status Puller::Hold(size_t i) {
 // bytes after its check). The scratch file goes away on every way out.
 Status Puller::StreamBlob(Conn& c, size_t i) {
   PullItem& p = items_[i];
-  Env* env = &EnvOf(store_);
-  KI_RETURN_IF_ERROR(env->CreateDirs(store_.path() + "/objects/incoming"));
-  std::call_once(swept_, [&] { remote::RemoveStaleScratch(env, store_.path() + "/objects/incoming"); });
-  remote::ScratchDownload scratch(env, remote::ScratchPath(store_));
-  KI_RETURN_IF_ERROR(c.GetBlobTo(p.layer.digest, p.layer.size, scratch));
-  KI_ASSIGN_OR_RETURN(std::string path, scratch.Commit());
-  KI_ASSIGN_OR_RETURN(auto in, env->NewSequentialFile(path));
+  KI_ASSIGN_OR_RETURN(auto writer, OpenBlobWriter(store_, "blob " + p.layer.digest.str() + " from the remote"));
+  remote::WriterSink sink(*writer);
+  KI_RETURN_IF_ERROR(c.GetBlobTo(p.layer.digest, p.layer.size, sink));
   std::lock_guard<std::mutex> bl(batch_mu_);
   KI_ASSIGN_OR_RETURN(auto batch, store_.NewBatch());
   // Hashed on arrival: the store reads the scratch file once, to compress
   // it, and refuses it (Corruption) if it no longer hashes to the digest.
-  KI_RETURN_IF_ERROR(batch->PutBlobStream(*in, p.layer.media_type, path, p.layer.digest).status());
+  KI_RETURN_IF_ERROR(writer->Finish(*batch, p.layer.media_type, p.layer.digest).status());
   KI_RETURN_IF_ERROR(batch->Commit().WithContext("writing verified blob " + p.layer.digest.str() + " to the store"));
   p.stored = true;
   streamed_stored_++;

@@ -14,7 +14,8 @@
 // whose blobs are absent.
 //
 // Blobs over TransferOptions::stream_above are never held whole: they are
-// read from the store into the upload through a bounded pipe (StoreSource).
+// read from the store into the upload by the store's blob reader, which
+// curl pulls from (StoredBlob).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -32,7 +33,7 @@
 #include "remote/mapping.h"
 #include "remote/pack.h"
 #include "remote/state.h"
-#include "remote/store_io.h"
+#include "remote/stream.h"
 #include "remote/target.h"
 #include "remote/transfer.h"
 #include "ki/utc.h"
@@ -47,6 +48,11 @@ using remote::RunParallel;
 using remote::Target;
 
 namespace {
+
+// What a streamed upload counts against TransferOptions::push_buffer_bytes:
+// its reader's input buffer, zstd's output buffer and window, and curl's
+// own buffer, a few MiB whatever the object's size.
+constexpr uint64_t kStreamedHold = 4 << 20;
 
 // What a failed push tells the user to do next: run it again where that
 // can help (a dropped connection, a registry error, a time limit), and
@@ -456,8 +462,8 @@ void Pusher::StartPack() {
 
 Status Pusher::Upload(Conn& conn, size_t i) {
   const bool streamed = i != 0 && items_[i].size > opts_.stream_above;
-  // A streamed object holds its pipe, not itself.
-  const uint64_t n = streamed ? std::min<uint64_t>(items_[i].size, remote::kPipeBytes) : items_[i].size;
+  // A streamed object holds its reader's buffers, not itself.
+  const uint64_t n = streamed ? std::min<uint64_t>(items_[i].size, kStreamedHold) : items_[i].size;
   {
     std::unique_lock<std::mutex> l(flight_mu_);
     flight_cv_.wait(l, [&] { return in_flight_ == 0 || in_flight_ + n <= opts_.push_buffer_bytes; });
@@ -474,8 +480,8 @@ Status Pusher::Upload(Conn& conn, size_t i) {
     }
   } landed{this, n};
   if (streamed) {
-    // ReadStream re-hashes as it reads: what we upload is what the digest names.
-    remote::StoreSource source(store_, items_[i].digest, items_[i].size);
+    // The reader re-hashes as it reads: what we upload is what the digest names.
+    remote::StoredBlob source(store_, items_[i].digest);
     KI_RETURN_IF_ERROR(conn.PutBlobFrom(items_[i].digest, items_[i].size, source));
     bytes_up_ += items_[i].size;
     n_streamed_++;

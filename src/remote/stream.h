@@ -6,15 +6,22 @@
 // connection, a 401 answered, a redirect) sends or receives the whole blob
 // again, so the HTTP client calls Rewind / Restart before each attempt.
 // Neither is thread-safe; each belongs to the one transfer using it.
+//
+// A stored object is uploaded through the store's own blob reader
+// (StoredBlob) and a download lands in its blob writer (WriterSink): the
+// store keeps its scratch files and checks its bytes (ki/blob_stream.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "ki/blob_stream.h"
 #include "ki/digest.h"
 #include "ki/status.h"
+#include "ki/store.h"
 
 namespace ki::remote {
 
@@ -35,6 +42,41 @@ class BlobSink {
   // Drops what was appended so far (called before every attempt).
   virtual Status Restart() = 0;
   virtual Status Append(std::string_view bytes) = 0;
+};
+
+// A stored object as a BlobSource: each attempt opens a new reader. The
+// reader re-hashes as it goes and withholds the last byte until the hash
+// agrees, so an upload of a damaged object fails before its request
+// completes, instead of sending bytes that do not hash to the digest
+// announced.
+class StoredBlob final : public BlobSource {
+ public:
+  StoredBlob(Store& store, const Digest& d) : store_(store), digest_(d) {}
+  Status Rewind() override {
+    reader_.reset();
+    KI_ASSIGN_OR_RETURN(reader_, OpenBlobReader(store_, digest_));
+    return Status::OK();
+  }
+  Result<size_t> Read(char* buf, size_t n) override {
+    if (!reader_) return Status::IOError("internal error: " + digest_.str() + " read before Rewind");
+    return reader_->Read(buf, n);
+  }
+
+ private:
+  Store& store_;
+  const Digest digest_;
+  std::unique_ptr<BlobReader> reader_;
+};
+
+// A download into a store's blob writer.
+class WriterSink final : public BlobSink {
+ public:
+  explicit WriterSink(BlobWriter& w) : w_(w) {}
+  Status Restart() override { return w_.Restart(); }
+  Status Append(std::string_view b) override { return w_.Append(b); }
+
+ private:
+  BlobWriter& w_;
 };
 
 // A sink in front of another that counts and hashes what passes, so that a
