@@ -270,18 +270,23 @@ Result<Pusher::Named> Pusher::AllRoots() {
   // Documents travel as their manifests' documents: sent as roots of
   // their own they would arrive as plain blobs, unlinked, and their
   // manifests without their names. A document no manifest links (a second
-  // name's) is a root like any blob. The store's `docs` table maps each
-  // manifest to its document (docs/format.md, "Index").
-  std::unordered_set<Digest> linked;
-  KI_RETURN_IF_ERROR(store_.Scan("docs", "", [&](std::string_view, std::string_view v) {
-    if (v.size() == 32) linked.insert(Digest::FromRaw(v));
-    return true;
-  }));
-  Named out;
+  // name's) is a root like any blob. The store says which document a
+  // manifest links (DocumentOf); asked after the scan, not inside it.
+  std::vector<ObjectInfo> all;
   KI_RETURN_IF_ERROR(store_.ForEachObject([&](const ObjectInfo& info) {
-    if (!linked.count(info.digest)) out.emplace_back(info.digest.str(), info.digest);
+    all.push_back(info);
     return true;
   }));
+  std::unordered_set<Digest> linked;
+  for (const ObjectInfo& info : all) {
+    if (info.type != ObjectType::kManifest) continue;
+    KI_ASSIGN_OR_RETURN(std::optional<Digest> doc, store_.DocumentOf(info.digest));
+    if (doc) linked.insert(*doc);
+  }
+  Named out;
+  for (const ObjectInfo& info : all) {
+    if (!linked.count(info.digest)) out.emplace_back(info.digest.str(), info.digest);
+  }
   return out;
 }
 
