@@ -82,6 +82,9 @@ void AddTransferArgs(CLI::App* sub, TransferArgs* args, const char* refs_help, i
       ->check(CLI::Range(0L, 1L << 30));
   sub->add_option("--min-rate", t.min_rate, "bytes/s a request must average once its --timeout seconds are spent" + dflt(t.min_rate))
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  sub->add_option("--total-timeout", t.total_s,
+                  "seconds the whole push or pull may take; 0: no such bound" + dflt(t.total_s))
+      ->check(CLI::Range(0L, 1L << 30));
   sub->add_flag("--json", args->json, "print a JSON report");
   sub->add_flag("-v,--verbose", args->verbose, "a line per ref even where a summary stands for many");
 }

@@ -31,6 +31,7 @@
 // concurrently on one Store.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -193,6 +194,13 @@ struct TransferTimeouts {
   long deadline_s = 300;
   uint64_t min_rate = 64 << 10;
   int attempts = 2;
+  // The whole push or pull: ended once it has run longer than total_s
+  // seconds, whatever each request earned (0: no such bound). Push and
+  // Pull set `end` from it as they start (when it is not set already);
+  // every request checks it as it starts and about once a second while it
+  // runs, and is given no longer than what is left.
+  long total_s = 0;
+  std::optional<std::chrono::steady_clock::time_point> end;
 };
 
 struct TransferOptions {
@@ -284,6 +292,9 @@ struct TransferOptions {
   const KeySources* attestation_keys = nullptr;
   std::function<void(const TransferProgress&)> progress;  // called from worker threads, serialised
 };
+
+// `opts` with timeouts.end set from timeouts.total_s, counted from now.
+TransferOptions WithOverallDeadline(TransferOptions opts);
 
 struct PushedRef {
   std::string ref;          // what the user named

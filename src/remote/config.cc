@@ -72,6 +72,13 @@ bool IsLoopbackHost(std::string_view host_port) {
   return dots == 3;
 }
 
+TransferOptions WithOverallDeadline(TransferOptions opts) {
+  if (opts.timeouts.total_s > 0 && !opts.timeouts.end) {
+    opts.timeouts.end = std::chrono::steady_clock::now() + std::chrono::seconds(opts.timeouts.total_s);
+  }
+  return opts;
+}
+
 Result<RemoteUrl> ParseRemoteUrl(std::string_view url, bool insecure) {
   RemoteUrl r;
   if (url.substr(0, 11) == "oci-layout:") {

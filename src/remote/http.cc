@@ -151,6 +151,7 @@ struct Pace {
   const HttpLimits* limits;
   std::chrono::steady_clock::time_point started;
   bool over = false;   // aborted here
+  bool over_total = false;  // aborted here: the whole push's or pull's deadline passed
   long allowed = 0;    // the deadline it was past, in seconds
   uint64_t moved = 0;  // bytes moved by then
   double elapsed = 0;
@@ -158,6 +159,10 @@ struct Pace {
 
 int OnProgress(void* user, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t ulnow) {
   auto* p = static_cast<Pace*>(user);
+  if (p->limits->end && std::chrono::steady_clock::now() >= *p->limits->end) {
+    p->over_total = true;
+    return 1;
+  }
   const uint64_t moved = uint64_t(std::max<curl_off_t>(0, dlnow)) + uint64_t(std::max<curl_off_t>(0, ulnow));
   const long allowed = RequestDeadline(*p->limits, moved);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->started).count();
@@ -211,6 +216,11 @@ long RequestDeadline(const HttpLimits& limits, uint64_t bytes) {
 
 // Which limit a timed-out request hit, and the option that raises it. curl
 // reports all three as CURLE_OPERATION_TIMEDOUT.
+std::string HttpClient::OverallDeadlineReason() const {
+  return "the push or pull ran past its whole deadline of " + std::to_string(limits_.total_s) +
+         " s (--total-timeout)";
+}
+
 std::string HttpClient::TimeoutReason(const char* curl_error, long deadline, double elapsed) const {
   // libcurl's own text ("Operation too slow. Less than 1024 bytes/sec
   // transferred the last 30 seconds") tells the low-speed abort apart.
@@ -269,10 +279,20 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   // Two deadlines: the most this request may take (CURLOPT_TIMEOUT, from
   // what it may carry), and, checked about once a second while it runs,
   // the one its bytes moved so far have earned (Pace).
-  const long deadline = RequestDeadline(limits_, carried);
+  long deadline = RequestDeadline(limits_, carried);
+  // And no longer than what is left of the whole push's or pull's.
+  if (limits_.end) {
+    const auto left = *limits_.end - std::chrono::steady_clock::now();
+    if (left <= std::chrono::seconds(0)) {
+      *transport = Transport::kTimedOut;
+      return Status::IOError(req.method + " " + req.url + ": " + OverallDeadlineReason());
+    }
+    const long left_s = long(std::chrono::ceil<std::chrono::seconds>(left).count());
+    if (deadline <= 0 || left_s < deadline) deadline = left_s;
+  }
   api_->easy_setopt(h, CURLOPT_TIMEOUT, deadline);
   Pace pace{&limits_, std::chrono::steady_clock::now()};
-  if (limits_.deadline_s > 0) {
+  if (limits_.deadline_s > 0 || limits_.end) {
     api_->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     api_->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
     api_->easy_setopt(h, CURLOPT_XFERINFODATA, &pace);
@@ -331,6 +351,11 @@ Result<HttpResponse> HttpClient::Perform(const HttpRequest& req, Transport* tran
   if (sink.over_limit) {
     return Status::Corruption(where + ": response body is larger than the limit of " +
                               std::to_string(req.max_body) + " bytes");
+  }
+  if (pace.over_total || (rc == CURLE_OPERATION_TIMEDOUT && limits_.end &&
+                          std::chrono::steady_clock::now() + std::chrono::milliseconds(500) >= *limits_.end)) {
+    *transport = Transport::kTimedOut;
+    return Status::IOError(where + ": " + OverallDeadlineReason());
   }
   if (pace.over) {
     *transport = Transport::kTimedOut;

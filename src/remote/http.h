@@ -74,6 +74,7 @@ class HttpClient {
 
  private:
   std::string TimeoutReason(const char* curl_error, long deadline, double elapsed) const;
+  std::string OverallDeadlineReason() const;
   // Why a TLS handshake with `url`'s server failed, and what fixes it: asks
   // the same host and port over plain http once (HEAD /v2/, 5 s at most),
   // so that a registry without TLS is named as such.

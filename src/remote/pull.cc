@@ -413,7 +413,8 @@ namespace ki {
 
 Result<PullReport> Pull(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
                         const TransferOptions& opts) {
-  remote::Puller puller(store, url, opts);
+  const TransferOptions bounded = WithOverallDeadline(opts);  // the Puller keeps a reference
+  remote::Puller puller(store, url, bounded);
   return puller.Run(refs);
 }
 

@@ -918,12 +918,14 @@ void Pusher::RecordUnchanged() {
 
 Result<PushReport> Push(Store& store, const RemoteUrl& url, const std::vector<std::string>& refs,
                         const TransferOptions& opts) {
-  Pusher pusher(store, url, opts);
+  const TransferOptions bounded = WithOverallDeadline(opts);  // Pusher keeps a reference
+  Pusher pusher(store, url, bounded);
   return pusher.Run(refs);
 }
 
 Result<PushReport> PushAll(Store& store, const RemoteUrl& url, const TransferOptions& opts) {
-  Pusher pusher(store, url, opts);
+  const TransferOptions bounded = WithOverallDeadline(opts);  // Pusher keeps a reference
+  Pusher pusher(store, url, bounded);
   return pusher.RunAll();
 }
 

@@ -293,6 +293,9 @@ void RegistryConn::Backoff(int attempt) {
 }
 
 bool RegistryConn::Retries(Transport tr) {
+  // Past the whole push's or pull's deadline nothing is tried again.
+  const auto& end = t_->opts_.timeouts.end;
+  if (end && std::chrono::steady_clock::now() >= *end) return false;
   if (tr == Transport::kRetryable) return true;
   return tr == Transport::kTimedOut && ++timeouts_ < std::max(1, t_->opts_.timeouts.attempts);
 }

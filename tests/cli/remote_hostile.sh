@@ -78,6 +78,12 @@ hostile crawl-blob "$BIG" 5 "stayed below 1024 bytes/s for 1 s" 9
 LIMITS=(--low-speed-time 1 --timeout 2)
 hostile trickle-blob "$BIG" 5 "past the deadline of 2 s that they earn (2 s plus 1 s per 65536 bytes moved)" 12
 expect_contains "$ERR" "gave up after 2 attempts" "trickle: tried twice"
+# The whole pull's deadline (--total-timeout): with no deadline per request
+# the trickle would take about 800 s; the pull ends after its 3 s, and is
+# not tried again past them.
+LIMITS=(--low-speed-time 1 --timeout 0 --total-timeout 3)
+hostile trickle-blob "$BIG" 5 "ran past its whole deadline of 3 s (--total-timeout)" 8
+case "$ERR" in *"after 2 attempts"*) fail "trickle, total: tried again past the whole deadline: $ERR" ;; esac
 LIMITS=(--low-speed-time 1 --timeout 3 --min-rate 1000000000)
 # Lies about the bytes: exit 1, at once.
 hostile wrong-digest "$SMALL" 1 "hash to" 5
