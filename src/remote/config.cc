@@ -46,6 +46,56 @@ bool IsValidRepository(std::string_view repo) {
   return true;
 }
 
+// HOST[:PORT] cut at the port's ':' (a bracketed IPv6 host keeps its
+// brackets; `rest` is what follows it, "" or ":PORT" when well formed).
+struct HostPort {
+  std::string_view host, rest;
+};
+HostPort SplitHostPort(std::string_view host_port) {
+  if (!host_port.empty() && host_port.front() == '[') {
+    const size_t close = host_port.find(']');
+    if (close == std::string_view::npos) return {host_port, ""};
+    return {host_port.substr(0, close + 1), host_port.substr(close + 1)};
+  }
+  const size_t colon = host_port.find(':');
+  if (colon == std::string_view::npos) return {host_port, ""};
+  return {host_port.substr(0, colon), host_port.substr(colon)};
+}
+
+// HOST is a name, an IPv4 address or a bracketed IPv6 one; PORT, when a
+// ':' says there is one, is 1 to 65535 (an empty one went to port 80).
+Status CheckHostPort(std::string_view url, const std::string& host_port) {
+  const auto bad = [&](const std::string& why) {
+    return Status::Usage("'" + std::string(url) + "': bad host '" + host_port + "'" + why);
+  };
+  const auto [host, rest] = SplitHostPort(host_port);
+  if (!host.empty() && host.front() == '[') {
+    if (host.back() != ']' || host.size() == 2) return bad(" (an IPv6 address is [ADDRESS])");
+    for (char c : host.substr(1, host.size() - 2)) {
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') return bad("");
+    }
+    if (!rest.empty() && rest.front() != ':') return bad("");
+  } else {
+    if (host.empty()) return Status::Usage("'" + std::string(url) + "': no host before the port");
+    for (char c : host) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') return bad("");
+    }
+  }
+  if (rest.empty()) return Status::OK();
+  const std::string_view port = rest.substr(1);
+  if (port.empty()) {
+    return Status::Usage("'" + std::string(url) + "': empty port after ':' (oci://HOST[:PORT]/REPO; leave out "
+                         "the ':' for the default port)");
+  }
+  bool digits = port.size() <= 5;
+  for (char c : port) digits = digits && c >= '0' && c <= '9';
+  const long n = digits ? std::stol(std::string(port)) : 0;
+  if (n < 1 || n > 65535) {
+    return Status::Usage("'" + std::string(url) + "': bad port '" + std::string(port) + "' (1 to 65535)");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string RemoteUrl::str() const {
@@ -56,12 +106,8 @@ std::string RemoteUrl::str() const {
 std::string RemoteUrl::base() const { return (insecure ? "http://" : "https://") + host; }
 
 bool IsLoopbackHost(std::string_view host_port) {
-  std::string_view host = host_port;
-  if (!host.empty() && host.front() == '[') {
-    host = host.substr(0, host.find(']') + 1);
-    return host == "[::1]";
-  }
-  host = host.substr(0, host.find(':'));
+  const std::string_view host = SplitHostPort(host_port).host;
+  if (!host.empty() && host.front() == '[') return host == "[::1]";
   if (host == "localhost") return true;
   if (host.substr(0, 4) != "127.") return false;
   int dots = 0;
@@ -98,52 +144,7 @@ Result<RemoteUrl> ParseRemoteUrl(std::string_view url, bool insecure) {
   }
   r.host = std::string(rest.substr(0, slash));
   r.repository = std::string(rest.substr(slash + 1));
-  // HOST is a name, an IPv4 address or a bracketed IPv6 one; PORT, when a
-  // ':' says there is one, is 1 to 65535 (an empty one went to port 80).
-  {
-    std::string_view host = r.host, port;
-    bool has_port = false;
-    if (!host.empty() && host.front() == '[') {
-      const size_t close = host.find(']');
-      if (close == std::string_view::npos || close == 1) {
-        return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "' (an IPv6 address is [ADDRESS])");
-      }
-      for (char c : host.substr(1, close - 1)) {
-        if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') {
-          return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
-        }
-      }
-      std::string_view after = host.substr(close + 1);
-      if (!after.empty() && after.front() != ':') {
-        return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
-      }
-      has_port = !after.empty();
-      if (has_port) port = after.substr(1);
-      host = host.substr(0, close + 1);
-    } else {
-      const size_t colon = host.find(':');
-      has_port = colon != std::string_view::npos;
-      if (has_port) port = host.substr(colon + 1);
-      host = host.substr(0, colon);
-      if (host.empty()) return Status::Usage("'" + std::string(url) + "': no host before the port");
-      for (char c : host) {
-        const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
-        if (!ok) return Status::Usage("'" + std::string(url) + "': bad host '" + r.host + "'");
-      }
-    }
-    if (has_port) {
-      bool digits = !port.empty() && port.size() <= 5;
-      for (char c : port) digits = digits && c >= '0' && c <= '9';
-      const long n = digits ? std::stol(std::string(port)) : 0;
-      if (port.empty()) {
-        return Status::Usage("'" + std::string(url) + "': empty port after ':' (oci://HOST[:PORT]/REPO; leave out "
-                             "the ':' for the default port)");
-      }
-      if (!digits || n < 1 || n > 65535) {
-        return Status::Usage("'" + std::string(url) + "': bad port '" + std::string(port) + "' (1 to 65535)");
-      }
-    }
-  }
+  KI_RETURN_IF_ERROR(CheckHostPort(url, r.host));
   for (auto& c : r.host) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (!IsValidRepository(r.repository)) {
     return Status::Usage("'" + std::string(url) + "': bad repository name '" + r.repository +
