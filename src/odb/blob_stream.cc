@@ -208,23 +208,9 @@ Result<std::unique_ptr<BlobReader>> OpenBlobReader(Store& store, const Digest& d
     KI_ASSIGN_OR_RETURN(std::string bytes, s->Read(d));  // re-hashed whole
     return std::unique_ptr<BlobReader>(std::make_unique<odb::HeldReader>(std::move(bytes)));
   }
-  // As StreamLoose: the header agrees with the index, and a dictionary the
-  // frame needs is checked, before any byte goes out.
-  const std::string where = d.str();
-  auto file = s->env()->NewSequentialFile(odb::LoosePath(s->path(), d));
-  if (!file.ok()) {
-    if (file.status().IsNotFound()) return Status::Corruption(where + ": loose object file is missing");
-    return file.status();
-  }
-  KI_ASSIGN_OR_RETURN(auto h, odb::ReadFrameHeader(**file, where));
-  if (!odb::FrameAgrees(h, *info)) return Status::Corruption(where + ": frame header disagrees with the index");
-  std::shared_ptr<const odb::Dictionary> dict;
-  if (h.dict_id) {
-    KI_ASSIGN_OR_RETURN(dict, s->FrameDictionary(h.dict_id, where));
-    KI_RETURN_IF_ERROR(s->CheckDictionary(*dict, where));
-  }
+  KI_ASSIGN_OR_RETURN(odb::LmdbStore::LooseFrame f, s->OpenLooseFrame(*info));
   return std::unique_ptr<BlobReader>(
-      std::make_unique<odb::LooseReader>(*info, std::move(file).value(), h, std::move(dict)));
+      std::make_unique<odb::LooseReader>(*info, std::move(f.file), f.header, std::move(f.dict)));
 }
 
 Result<std::unique_ptr<BlobWriter>> OpenBlobWriter(Store& store, const std::string& where) {

@@ -286,24 +286,31 @@ Status LmdbStore::ReadStream(const Digest& d, const std::function<Status(std::st
   return out(raw);
 }
 
-Status LmdbStore::StreamLoose(const ObjectInfo& info, const std::function<Status(std::string_view)>& out) {
-  std::string where = info.digest.str();
+Result<LmdbStore::LooseFrame> LmdbStore::OpenLooseFrame(const ObjectInfo& info) {
+  const std::string where = info.digest.str();
+  LooseFrame f;
   auto file = env()->NewSequentialFile(odb::LoosePath(dir_, info.digest));
   if (!file.ok()) {
     if (file.status().IsNotFound()) return Status::Corruption(where + ": loose object file is missing");
     return file.status();
   }
-  KI_ASSIGN_OR_RETURN(auto h, odb::ReadFrameHeader(**file, where));
-  if (!FrameAgrees(h, info)) {
+  f.file = std::move(file).value();
+  KI_ASSIGN_OR_RETURN(f.header, odb::ReadFrameHeader(*f.file, where));
+  if (!FrameAgrees(f.header, info)) {
     return Status::Corruption(where + ": frame header disagrees with the index");
   }
-  std::shared_ptr<const Dictionary> dict;
-  if (h.dict_id) {
+  if (f.header.dict_id) {
     // Checked before any byte goes out, which a later blame could not undo.
-    KI_ASSIGN_OR_RETURN(dict, FrameDictionary(h.dict_id, where));
-    KI_RETURN_IF_ERROR(CheckDictionary(*dict, where));
+    KI_ASSIGN_OR_RETURN(f.dict, FrameDictionary(f.header.dict_id, where));
+    KI_RETURN_IF_ERROR(CheckDictionary(*f.dict, where));
   }
-  KI_ASSIGN_OR_RETURN(Digest got, odb::DecodeFrameStream(**file, h, where, out, dict.get()));
+  return f;
+}
+
+Status LmdbStore::StreamLoose(const ObjectInfo& info, const std::function<Status(std::string_view)>& out) {
+  const std::string where = info.digest.str();
+  KI_ASSIGN_OR_RETURN(LooseFrame f, OpenLooseFrame(info));
+  KI_ASSIGN_OR_RETURN(Digest got, odb::DecodeFrameStream(*f.file, f.header, where, out, f.dict.get()));
   if (got != info.digest) return Status::Corruption(where + ": content hashes to " + got.str());
   return Status::OK();
 }

@@ -317,6 +317,16 @@ class LmdbStore final : public Store {
   // The same for a frame kept in LMDB that no index entry names.
   Status CheckUnindexedFrame(std::string_view frame, const Digest& d);
 
+  // A loose object's frame opened for a streamed read (StreamLoose, a
+  // BlobReader): its file, its header, checked against the index, and the
+  // dictionary it needs, checked, all before any byte goes out.
+  struct LooseFrame {
+    std::unique_ptr<SequentialFile> file;
+    FrameHeader header;
+    std::shared_ptr<const Dictionary> dict;
+  };
+  Result<LooseFrame> OpenLooseFrame(const ObjectInfo& info);
+
   // A loose object's frame decoded and checked as it is read: the header
   // against the index before any byte goes out, the content hash at the end.
   Status StreamLoose(const ObjectInfo& info, const std::function<Status(std::string_view)>& out);
