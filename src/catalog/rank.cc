@@ -7,6 +7,7 @@
 #include "catalog/tables.h"
 #include "catalog/time.h"
 #include "ki/catalog.h"
+#include "util/coding.h"
 
 namespace ki::catalog {
 
@@ -135,76 +136,30 @@ namespace {
 constexpr char kRunValueTag = 0x01;
 enum : uint8_t { kServing = 1, kPub = 2, kRet = 4, kSup = 8, kHasValue = 16, kHasInterval = 32 };
 
-void PutDouble(std::string* out, double v) {
-  uint64_t bits;
-  std::memcpy(&bits, &v, 8);
-  for (int i = 0; i < 8; ++i) out->push_back(char(bits >> (8 * i)));
-}
-void PutText(std::string* out, std::string_view s) {
-  for (uint64_t n = s.size();; n >>= 7) {
-    if (n < 0x80) {
-      out->push_back(char(n));
-      break;
-    }
-    out->push_back(char(0x80 | (n & 0x7f)));
-  }
-  out->append(s);
-}
-
-struct Reader {
-  std::string_view in;
-  bool Byte(uint8_t* b) {
-    if (in.empty()) return false;
-    *b = uint8_t(in.front());
-    in.remove_prefix(1);
-    return true;
-  }
-  bool Double(double* v) {
-    if (in.size() < 8) return false;
-    uint64_t bits = 0;
-    for (int i = 0; i < 8; ++i) bits |= uint64_t(uint8_t(in[i])) << (8 * i);
-    std::memcpy(v, &bits, 8);
-    in.remove_prefix(8);
-    return true;
-  }
-  bool Text(std::string* s) {
-    uint64_t n = 0;
-    for (int shift = 0;; shift += 7) {
-      uint8_t b;
-      if (shift > 28 || !Byte(&b)) return false;
-      n |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) break;
-    }
-    if (n > in.size()) return false;
-    s->assign(in.substr(0, n));
-    in.remove_prefix(n);
-    return true;
-  }
-};
-
 bool RunValueFromBinary(std::string_view stored, RankEntry* e, RunEntryExtra* extra) {
-  Reader r{stored.substr(1)};
-  if (r.in.size() < 32) return false;
-  const Digest cohort = Digest::FromRaw(r.in.substr(0, 32));
-  r.in.remove_prefix(32);
+  coding::Decoder r(stored.substr(1));
+  std::string_view cohort_raw;
+  if (!r.GetBytes(32, &cohort_raw)) return false;
+  const Digest cohort = Digest::FromRaw(cohort_raw);
   uint8_t flags, ev;
-  if (!r.Byte(&flags) || !r.Byte(&ev) || flags >= 64 || ev < 1 || ev > 4) return false;
+  if (!r.GetByte(&flags) || !r.GetByte(&ev) || flags >= 64 || ev < 1 || ev > 4) return false;
   e->evidence = Evidence(ev);
   e->published = flags & kPub;
   e->retracted = flags & kRet;
   e->superseded = flags & kSup;
   if (flags & kHasValue) {
     double v;
-    if (!r.Double(&v)) return false;
+    if (!r.GetDouble(&v)) return false;
     e->value = v;
   }
   if (flags & kHasInterval) {
     double lo, hi;
-    if (!r.Double(&lo) || !r.Double(&hi)) return false;
+    if (!r.GetDouble(&lo) || !r.GetDouble(&hi)) return false;
     e->interval = std::make_pair(lo, hi);
   }
-  if (!r.Text(&e->id) || !r.Text(&e->name) || !r.Text(&e->implementation) || !r.Text(&e->status) ||
-      !r.Text(&e->observed_at) || !r.Text(&e->unit) || !r.in.empty()) {
+  if (!r.GetLengthPrefixed(&e->id) || !r.GetLengthPrefixed(&e->name) || !r.GetLengthPrefixed(&e->implementation) ||
+      !r.GetLengthPrefixed(&e->status) || !r.GetLengthPrefixed(&e->observed_at) || !r.GetLengthPrefixed(&e->unit) ||
+      !r.done()) {
     return false;
   }
   if (extra) {
@@ -224,14 +179,14 @@ std::string EncodeRunValue(const RankEntry& e, const Digest& cohort, bool kernel
   out.push_back(char(flags));
   const int ev = int(e.evidence);
   out.push_back(char(ev >= 1 && ev <= 4 ? ev : 1));
-  if (e.value) PutDouble(&out, *e.value);
+  if (e.value) coding::PutDouble(&out, *e.value);
   if (e.interval) {
-    PutDouble(&out, e.interval->first);
-    PutDouble(&out, e.interval->second);
+    coding::PutDouble(&out, e.interval->first);
+    coding::PutDouble(&out, e.interval->second);
   }
   for (std::string_view s : {std::string_view(e.id), std::string_view(e.name), std::string_view(e.implementation),
                              std::string_view(e.status), std::string_view(e.observed_at), std::string_view(e.unit)})
-    PutText(&out, s);
+    coding::PutLengthPrefixed(&out, s);
   return out;
 }
 
@@ -347,26 +302,18 @@ namespace {
 constexpr std::string_view kRankMagic = "KIR1";
 constexpr size_t kRankHeader = 12, kRankRecord = 37;
 
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(char(v >> (8 * i)));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | uint8_t(p[i]);
-  return v;
-}
 
 }  // namespace
 
 std::string EncodeRanking(const Ranking& r) {
   std::string out(kRankMagic);
   out.reserve(kRankHeader + kRankRecord * (r.ranked.size() + r.ineligible.size()));
-  PutU32(&out, uint32_t(r.ranked.size()));
-  PutU32(&out, uint32_t(r.ineligible.size()));
+  coding::PutFixed32(&out, uint32_t(r.ranked.size()));
+  coding::PutFixed32(&out, uint32_t(r.ineligible.size()));
   for (const auto* list : {&r.ranked, &r.ineligible}) {
     for (const auto& e : *list) {
       out.append(e.run.raw());
-      PutU32(&out, uint32_t(e.rank));
+      coding::PutFixed32(&out, uint32_t(e.rank));
       out.push_back(e.tied_with_previous ? 1 : 0);
     }
   }
@@ -376,7 +323,7 @@ std::string EncodeRanking(const Ranking& r) {
 bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out) {
   *out = RankRecord();
   if (stored.size() < kRankHeader || stored.substr(0, 4) != kRankMagic) return false;
-  const size_t ranked = GetU32(stored.data() + 4), ineligible = GetU32(stored.data() + 8);
+  const size_t ranked = coding::DecodeFixed32(stored.data() + 4), ineligible = coding::DecodeFixed32(stored.data() + 8);
   if (stored.size() != kRankHeader + kRankRecord * (ranked + ineligible)) return false;
   out->ranked = ranked;
   const std::string_view key = run.raw();
@@ -385,7 +332,7 @@ bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out) 
     if (i == 0 && ranked > 0) out->first = Digest::FromRaw(std::string_view(rec, 32));
     if (std::string_view(rec, 32) != key) continue;
     out->found = true;
-    out->rank = int(GetU32(rec + 32));
+    out->rank = int(coding::DecodeFixed32(rec + 32));
     out->tied_with_previous = rec[36] == 1;
     return true;  // #1, the first record, is already read
   }

@@ -10,26 +10,10 @@
 #include <memory>
 
 #include "odb/dict.h"
+#include "util/coding.h"
 
 namespace ki::odb {
 namespace {
-
-void PutU64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
-}
-void PutU32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | uint8_t(p[i]);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | uint8_t(p[i]);
-  return v;
-}
 
 // zstd contexts are reused per thread: creating one costs more than
 // compressing a small manifest.
@@ -68,11 +52,11 @@ std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view me
   out.push_back(char(type));
   out.push_back(char(kind));
   out.push_back(compressed ? 1 : 0);  // flags
-  PutU64(out, raw_size);
+  coding::PutFixed64(&out, raw_size);
   out.push_back(char(mt & 0xff));
   out.push_back(char(mt >> 8));
   out.append(media_type.substr(0, mt));
-  if (dict_id) PutU32(out, dict_id);
+  if (dict_id) coding::PutFixed32(&out, dict_id);
   AppendHeaderCheck(out);
   return out;
 }
@@ -121,7 +105,7 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
   uint8_t flags = uint8_t(f[7]);
   if (flags & ~1u) return Status::Corruption(where + ": unknown frame flags");
   h.compressed = flags & 1;
-  h.raw_size = GetU64(f.data() + 8);
+  h.raw_size = coding::DecodeFixed64(f.data() + 8);
   size_t mt = uint8_t(f[16]) | size_t(uint8_t(f[17])) << 8;
   const size_t check = version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize;
   const size_t dict = version == kFrameVersionDict ? kFrameDictIdSize : 0;
@@ -133,7 +117,7 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
   }
   h.media_type.assign(f.data() + kFrameHeaderSize, mt);
   if (dict) {
-    h.dict_id = GetU32(f.data() + kFrameHeaderSize + mt);
+    h.dict_id = coding::DecodeFixed32(f.data() + kFrameHeaderSize + mt);
     if (h.dict_id == 0 || !h.compressed) {
       return Status::Corruption(where + ": version 3 frame without a compressed payload or dictionary ID");
     }

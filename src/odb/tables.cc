@@ -4,6 +4,7 @@
 
 #include "index/lmdb.h"
 #include "ki/json.h"
+#include "util/coding.h"
 
 namespace ki::odb {
 
@@ -35,8 +36,8 @@ std::string PackMeta(const ObjectInfo& info) {
   v.push_back(char(info.kind ? uint8_t(*info.kind) : 0));
   v.push_back(char(info.location));
   v.push_back(char(code));
-  for (uint64_t x : {info.size, info.stored_size})
-    for (int i = 0; i < 8; ++i) v.push_back(char((x >> (8 * i)) & 0xff));
+  coding::PutFixed64(&v, info.size);
+  coding::PutFixed64(&v, info.stored_size);
   if (!code) v.append(info.media_type);
   return v;
 }
@@ -48,11 +49,8 @@ bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out) {
   out->kind.reset();
   if (uint8_t(v[1]) != 0) out->kind = Kind(uint8_t(v[1]));
   out->location = Location(uint8_t(v[2]));
-  uint64_t xs[2] = {0, 0};
-  for (int j = 0; j < 2; ++j)
-    for (int i = 7; i >= 0; --i) xs[j] = (xs[j] << 8) | uint8_t(v[4 + 8 * j + i]);
-  out->size = xs[0];
-  out->stored_size = xs[1];
+  out->size = coding::DecodeFixed64(v.data() + 4);
+  out->stored_size = coding::DecodeFixed64(v.data() + 12);
   const uint8_t code = uint8_t(v[3]);
   if (code == 0) {
     out->media_type.assign(v.substr(20));
@@ -70,16 +68,14 @@ std::string KindKey(Kind k, const Digest& d) {
 }
 
 std::string DictKey(uint32_t id) {
-  std::string key(4, '\0');
-  for (int i = 0; i < 4; ++i) key[i] = char((id >> (8 * (3 - i))) & 0xff);
+  std::string key;
+  coding::PutBigEndian32(&key, id);
   return key;
 }
 
 uint32_t DictKeyId(std::string_view key) {
   if (key.size() != 4) return 0;
-  uint32_t id = 0;
-  for (char c : key) id = (id << 8) | uint8_t(c);
-  return id;
+  return coding::DecodeBigEndian32(key.data());
 }
 
 std::string NameKey(Kind k, std::string_view name) {
@@ -127,16 +123,14 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v) {
 }
 
 std::string AddedValue(int64_t unix_seconds) {
-  std::string v(8, '\0');
-  for (int i = 0; i < 8; ++i) v[i] = char((uint64_t(unix_seconds) >> (8 * i)) & 0xff);
+  std::string v;
+  coding::PutFixed64(&v, uint64_t(unix_seconds));
   return v;
 }
 
 std::optional<int64_t> ParseAdded(std::string_view v) {
   if (v.size() != 8) return std::nullopt;
-  uint64_t x = 0;
-  for (int i = 7; i >= 0; --i) x = (x << 8) | uint8_t(v[i]);
-  return int64_t(x);
+  return int64_t(coding::DecodeFixed64(v.data()));
 }
 
 std::string FormatPath(const std::string& store_dir) { return store_dir + "/FORMAT"; }
