@@ -50,8 +50,7 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
                         (split: blocks per SM aimed for), predict (kv_indptr as the equal split: 1 on, 2 off),
                         miss_waves (waves after a prediction miss), pdl (programmatic dependent
                         launch: 1 on, 2 off), lean (batch 1 in one work item: 1 plain, 2 sums by
-                        mma only), balance (cluster mode: tiles shared out while streaming: 1 on,
-                        2 off), balance_share (each block's static share, in 64ths) (CUDA builds)
+                        mma only) (CUDA builds)
   --show-plan           print the fast kernel's plan under each row (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
   --no-samples          leave raw samples out of the JSON
@@ -145,9 +144,6 @@ bool ApplyTune(const std::string& spec, std::string* err) {
     else if (key == "miss_waves") t.miss_waves = v;
     else if (key == "pdl") t.pdl = v;
     else if (key == "lean") t.lean = v;
-    else if (key == "balance") t.balance = v;
-    else if (key == "balance_share") t.balance_share = v;
-    else if (key == "balance_claim") t.balance_claim = v;
     else { *err = "--tune: unknown key " + key; return false; }
   }
   ki::gqa::SetFastTuning(t);
@@ -172,9 +168,9 @@ void PrintPlan(long long batch, long long tokens) {
   }
   static const char* const kModes[] = {"auto", "per-head", "split", "cluster"};
   std::printf("    plan: %s, cluster %d, chunk %d (after a miss %d), %d work items, %d stages, %d blocks/SM fit, %d SMs, evict_first %d, "
-              "predict %d, pdl %d, lean %d, balance %d/64, workspace %llu B\n",
+              "predict %d, pdl %d, lean %d, workspace %llu B\n",
               p.mode >= 0 && p.mode <= 3 ? kModes[p.mode] : "?", p.cluster, p.chunk, p.chunk_any, p.max_work, p.stages,
-              p.blocks_per_sm, p.num_sms, p.evict_first ? 1 : 0, p.predict ? 1 : 0, p.pdl ? 1 : 0, p.lean, p.balance, static_cast<unsigned long long>(p.workspace_bytes));
+              p.blocks_per_sm, p.num_sms, p.evict_first ? 1 : 0, p.predict ? 1 : 0, p.pdl ? 1 : 0, p.lean, static_cast<unsigned long long>(p.workspace_bytes));
 #else
   (void)batch;
   (void)tokens;

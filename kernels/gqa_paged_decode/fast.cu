@@ -117,8 +117,6 @@ struct Params {
   int pred_len, pred_long, pred_chunks, pred_chunks_long;
   int evict_first;  // K/V copies with an L2 evict-first policy
   int cluster;      // cluster mode: blocks per thread-block cluster (= per work item)
-  int balance;      // cluster mode: tiles balanced over the cluster (FastPlan::balance; 0: off)
-  int balance_claim;  // ... tiles per claim (a power of two)
 };
 
 // Programmatic dependent launch (sm_90+). The wait returns once the grid
@@ -281,14 +279,6 @@ __device__ __forceinline__ void ClusterWait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
-// Atomic add on a shared::cluster address (from ClusterMap); returns the old value.
-__device__ __forceinline__ uint32_t ClusterAtomicAdd(uint32_t addr, uint32_t v) {
-  uint32_t r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("atom.shared::cluster.add.u32 %0, [%1], %2;\n" : "=r"(r) : "r"(addr), "r"(v) : "memory");
-#endif
-  return r;
-}
 
 // Shared memory of one warp: STAGES (K tile, V tile) pairs, then the index ring.
 __host__ __device__ constexpr int WarpBytes(int stages) { return stages * 2 * kTileBytes + kRingBytes; }
@@ -413,23 +403,9 @@ __device__ __forceinline__ void LoadQ(uint32_t (&qf)[kHeadDim / 16][2], const __
 // workloads summed 315 / 636 us against 328 / 662 with plain cp.async (same
 // call, 2026-11-30); split and cluster keep plain copies without the hint (an
 // evict-normal policy there made 64x8192 289 us against 258).
-//
-// kDyn (cluster mode, FastPlan::balance): the tiles of the cluster's work
-// item are shared out while they stream, not only in equal parts. Position k
-// of the warp's stream (its k-th tile) is tile rank * nstatic + k of the work
-// item for k < nstatic (this block's static part); later positions take the
-// next tile of the dynamic pool [C * nstatic, ntiles_all) from a counter per
-// KV head in the cluster's first block (an atomic on distributed shared
-// memory, about as fast as a shared-memory access), claimed one position
-// ahead of the index request that needs it. A block on a slow SM then takes
-// fewer tiles and one on a fast SM more, so the cluster's blocks end
-// together; the cluster merge weighs the partials by their lse whatever
-// tokens each covered. Tile numbers of positions in flight sit in the warp's
-// ring `tn` (slot k % kRing).
-template <int STAGES, bool kRegIdx, bool kDyn = false>
+template <int STAGES, bool kRegIdx>
 struct KvStream {
   static_assert(2 * STAGES + 1 <= kRing, "index ring too small for the pipeline depth");
-  static_assert(!(kDyn && kRegIdx), "balanced streams take their indices through the ring");
   uint32_t smem;  // the warp's WarpBytes(STAGES) region
   const int32_t* ring;
   const __nv_bfloat16* kbase;
@@ -441,72 +417,15 @@ struct KvStream {
   int lane;
   int pidx[STAGES];  // kRegIdx: the first STAGES tiles' indices
   int pnext;         // kRegIdx: the indices of the next tile to copy
-  // kDyn: on when dyn; the static part (nstatic >= STAGES + 1, so that no
-  // claim is made before the prediction check) and the pool.
-  bool dyn;
-  int nstatic, static_first, pool_first, ntiles_all;
-  int claim;            // tiles per claim (a power of two)
-  int cur;              // the tile of the last dynamic position placed
-  uint32_t claim_addr;  // the counter of this warp's KV head (shared::cluster)
-  uint32_t pending;     // lane 0: the next claim's first tile (of the pool)
-  int* tn;              // kRing tile numbers
 
-  __device__ __forceinline__ int TileStart(int k) const {
-    if constexpr (kDyn) {
-      if (dyn) return tn[k & (kRing - 1)] * kTile;
-    }
-    return first + k * stride;
-  }
+  __device__ __forceinline__ int TileStart(int k) const { return first + k * stride; }
   __device__ __forceinline__ uint32_t Stage(int k) const { return smem + (k % STAGES) * 2 * kTileBytes; }
   __device__ __forceinline__ int LoadIndex(int k) const {
     const int t = TileStart(k) + (lane & 15);  // past the last tile, t >= ntok
     return t < ntok ? __ldg(idx + t) : 0;
   }
-  // kDyn: the tile of position k; ends the stream at k (ntiles = k) when the
-  // pool is empty. Claims take `claim` tiles at a time: the next claim is
-  // requested at the first position of the current one (the first at the
-  // last static position), so its answer has `claim` positions to arrive.
-  // Warp-uniform.
-  __device__ __forceinline__ int Place(int k) {
-    int tile;
-    bool next = k + 1 == nstatic;
-    if (k < nstatic) {
-      tile = static_first + k;
-    } else {
-      if (((k - nstatic) & (claim - 1)) == 0) {
-        cur = pool_first + static_cast<int>(__shfl_sync(kFull, pending, 0));
-        next = true;
-      } else {
-        ++cur;
-      }
-      tile = cur;
-      if (tile >= ntiles_all) {
-        ntiles = k;
-        return -1;
-      }
-    }
-    // Once per warp, before its first claim: every block of the cluster has
-    // started (and zeroed its counters).
-    if (k + 1 == nstatic) ClusterWait();
-    if (next && lane == 0) pending = ClusterAtomicAdd(claim_addr, claim);
-    if (lane == 0) tn[k & (kRing - 1)] = tile;
-    return tile;
-  }
-  __device__ __forceinline__ void IssueIdx(int k) {
-    int start;
-    if constexpr (kDyn) {
-      if (dyn) {
-        if (k >= ntiles) return;
-        const int tile = Place(k);
-        if (tile < 0) return;
-        start = tile * kTile;
-      } else {
-        start = TileStart(k);
-      }
-    } else {
-      start = TileStart(k);
-    }
-    const int tok = start + lane;
+  __device__ __forceinline__ void IssueIdx(int k) const {
+    const int tok = TileStart(k) + lane;
     if (lane < kTile && tok < ntok)
       CpAsync4(smem + STAGES * 2 * kTileBytes + ((k & (kRing - 1)) * kTile + lane) * 4, idx + tok);
   }
@@ -950,22 +869,8 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   const int rank = kCluster && C > 1 ? ClusterRank() : 0;
   const int work = kCluster && C > 1 ? ClusterIdX() : static_cast<int>(blockIdx.x);
   // This block's arrival says it has started (other blocks of the cluster may
-  // write into its shared memory only after that); waited for at the merge,
-  // or (balanced tiles) before a warp's first claim. Balanced: the counters
-  // of the KV heads' tile pools, zeroed before a releasing arrival.
-  constexpr bool kCanBalance = kCluster && !kWhole;
-  __shared__ uint32_t s_claims[kCanBalance ? kWarps : 1];
-  __shared__ int s_tiles[kCanBalance ? kWarps : 1][kRing];
-  if constexpr (kCanBalance) {
-    if (C > 1 && p.balance > 0) {
-      if (tid < kWarps) s_claims[tid] = 0;
-      ClusterArrive();
-    } else if (C > 1) {
-      ClusterArriveRelaxed();
-    }
-  } else if (kCluster && C > 1) {
-    ClusterArriveRelaxed();
-  }
+  // write into its shared memory only after that); waited for at the merge.
+  if (kCluster && C > 1) ClusterArriveRelaxed();
   GridDependencyWait();
   LaunchDependents();
 #ifdef KI_GQA_TIMELINE
@@ -1038,7 +943,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   bounds(&c_begin, &ntok);
 
   uint8_t* wsm = smem + warp * WarpBytes(STAGES);
-  KvStream<STAGES, kPerHead || kWhole, kCanBalance> st;
+  KvStream<STAGES, kPerHead || kWhole> st;
   st.smem = SmemAddr(wsm);
   st.ring = reinterpret_cast<const int32_t*>(wsm + STAGES * 2 * kTileBytes);
   st.kbase = p.k + kvh * kHeadDim;
@@ -1052,37 +957,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   st.pol = p.evict_first != 0 ? EvictFirstPolicy() : EvictNormalPolicy();
   st.hint = p.evict_first != 0;
   st.lane = lane;
-  // Balanced tiles (kDyn above): the work item's tiles, nstatic of them this
-  // block's own (p.balance per 64 of its equal share); off when that leaves
-  // fewer than STAGES + 1 static tiles (no claim before the prediction check).
-  auto balance = [&] {
-    if constexpr (kCanBalance) {
-      st.dyn = false;
-      if (C == 1 || p.balance <= 0) return;
-      int cb = 0, ce = len;
-      if (w.nchunks > 1) {
-        cb = static_cast<int>(static_cast<long long>(len) * w.chunk_idx / w.nchunks);
-        ce = static_cast<int>(static_cast<long long>(len) * (w.chunk_idx + 1) / w.nchunks);
-      }
-      const int all = (ce - cb + kTile - 1) / kTile;
-      const int nstatic = static_cast<int>(static_cast<long long>(all) * p.balance / (64 * C));
-      if (nstatic < STAGES + 1) return;
-      st.dyn = true;
-      st.nstatic = nstatic;
-      st.static_first = rank * nstatic;
-      st.pool_first = C * nstatic;
-      st.ntiles_all = all;
-      st.idx = p.indices + seq_start + cb;
-      st.ntok = ce - cb;
-      st.ntiles = nstatic + (all - C * nstatic);  // at most: the whole pool
-      st.claim = p.balance_claim;
-      st.cur = 0;
-      st.claim_addr = ClusterMap(SmemAddr(&s_claims[warp]), 0);
-      st.pending = 0;
-      st.tn = s_tiles[warp];
-    }
-  };
-  balance();
 
   st.IssueFirstIndices();
   if (unchecked && (kWhole ? a0 != 0 || a1 != p.pred_len : !chk.Holds(p, lane))) {  // wrong: redo with the real bounds
@@ -1104,7 +978,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     st.idx = p.indices + seq_start + c_begin;
     st.ntok = ntok;
     st.ntiles = (ntok + kTile - 1) / kTile;
-    balance();
     st.IssueFirstIndices();
   }
   st.StartData();
@@ -1117,7 +990,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     for (int k = 0; k < st.ntiles; ++k) {
       const uint32_t tile = st.Wait(k);
       if (k == 0) KI_TIMELINE(1, GlobalTimerNs());
-      sm.Tile(tile, qf, st.TileStart(k), st.ntok, p.scale_log2, lane);
+      sm.Tile(tile, qf, st.TileStart(k), ntok, p.scale_log2, lane);
       st.Next(k);
     }
   }
@@ -1216,7 +1089,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     const uint32_t r_addr = SmemAddr(R);
     const uint32_t rl_addr = SmemAddr(RL);
     const float* FL = F + kGroup * kMergeStride;
-    if (!(kCanBalance && st.dyn)) ClusterWait();  // every block of the cluster has started (balanced: waited already)
+    ClusterWait();  // every block of the cluster has started
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int il = lane + 32 * j;
@@ -1650,11 +1523,6 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   plan->stages = stages;
   plan->blocks_per_sm = std::max(1, info->blocks_per_sm[mode][stages]);
   plan->workspace_bytes = Layout(kModeSplit, batch, max_work).total;
-  // Balanced tiles in clusters (GqaDecode's kDyn): only when asked, for now.
-  if (mode == kModeCluster && cs > 1 && t.balance == 1) {
-    plan->balance = t.balance_share > 0 && t.balance_share < 64 ? t.balance_share : 32;
-    plan->balance_claim = t.balance_claim == 2 || t.balance_claim == 4 || t.balance_claim == 8 ? t.balance_claim : 1;
-  }
   return KI_OK;
 }
 
@@ -1773,8 +1641,6 @@ int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint
   }
   p.evict_first = plan.evict_first ? 1 : 0;
   p.cluster = std::max(1, plan.cluster);
-  p.balance = plan.mode == kModeCluster && plan.cluster > 1 ? plan.balance : 0;
-  p.balance_claim = plan.balance_claim;
   cudaError_t e;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (plan.stages) {

@@ -36,9 +36,6 @@ struct FastTuning {
   int pdl = 0;           // programmatic dependent launch: 0 auto (on from sm_90), 1 on, 2 off
   int lean = 0;          // batch 1 in one work item: 0 auto (sums by mma; one tile up to 16 tokens),
                          // 1 neither, 2 sums by mma only
-  int balance = 0;       // cluster mode: tiles balanced over the cluster's blocks: 0 auto, 1 on, 2 off
-  int balance_share = 0; // ... each block's static share of its equal part, in 64ths (0: auto)
-  int balance_claim = 0; // ... tiles per claim: 1, 2, 4 or 8 (0: auto)
 };
 void SetFastTuning(const FastTuning& tuning);
 FastTuning GetFastTuning();
@@ -52,9 +49,6 @@ struct FastPlan {
   bool evict_first = true;
   bool pdl = false;       // launched with programmatic stream serialization (griddepcontrol in the kernel)
   int lean = 0;           // one sequence in one work item: the instance's kLean bits (fast.cu)
-  int balance = 0;        // cluster mode: each block's static share of its tiles in 64ths, the rest
-                          // claimed while streaming (0: equal parts only)
-  int balance_claim = 1;  // ... tiles per claim
   int chunk = 0;          // max tokens per work item (the predicted equal split's, when predicting)
   int chunk_any = 0;      // max tokens per work item for lengths read from kv_indptr (a miss; 0: chunk)
   int max_work = 0;       // work items: an upper bound of sum(max(1, ceil(len_b / chunk))); cluster: C * batch

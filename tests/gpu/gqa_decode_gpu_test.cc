@@ -262,26 +262,6 @@ TEST(GpuFast, EveryModeDepthAndClusterSize) {
     vs.push_back({{0, 0, 0, stages, gqa::kModeLegacy, 0, 1}, "legacy, L2 hint"});
     vs.push_back({{16, 0, 0, stages, gqa::kModeLegacy, 0, 0}, "legacy, chunk 16"});
     vs.push_back({{0, 0, 0, stages, gqa::kModeCluster, 0, 0}, "cluster auto"});
-    // Tiles shared out over the cluster while streaming (a static share per
-    // block from one tile to nearly all, the rest claimed), also where each
-    // sequence spans several clusters.
-    for (int cs : {2, 6, 8, 16}) {
-      for (int share : {1, 32, 63}) {
-        gqa::FastTuning t{0, 0, 0, stages, gqa::kModeCluster, cs, 0};
-        t.balance = 1;
-        t.balance_share = share;
-        t.balance_claim = share == 1 ? 2 : share == 32 ? 4 : 1;
-        vs.push_back({t, share == 1    ? "cluster, balanced, share 1/64, 2 tiles a claim"
-                         : share == 32 ? "cluster, balanced, share 32/64, 4 tiles a claim"
-                                       : "cluster, balanced, share 63/64, 1 tile a claim"});
-      }
-    }
-    {
-      gqa::FastTuning t{100, 0, 0, stages, gqa::kModeCluster, 3, 0};
-      t.balance = 1;
-      t.balance_claim = 8;
-      vs.push_back({t, "cluster, 100 tokens per block, balanced, 8 tiles a claim"});
-    }
   }
   for (const Variant& v : vs) {
     TuningScope scope(v.t);
