@@ -49,8 +49,7 @@ constexpr const char* kUsage = R"(usage: ki-kernel-bench --definition DEF.json (
                         3 cluster), cluster (blocks per sequence), evict_first (1 on, 2 off), per_sm
                         (split: blocks per SM aimed for), predict (kv_indptr as the equal split: 1 on, 2 off),
                         miss_waves (waves after a prediction miss), pdl (programmatic dependent
-                        launch: 1 on, 2 off), pdl_trigger (1 at a block's start, 2 once its last
-                        K/V tile is requested), lean (batch 1 in one work item: 1 plain, 2 sums by
+                        launch: 1 on, 2 off), lean (batch 1 in one work item: 1 plain, 2 sums by
                         mma only) (CUDA builds)
   --show-plan           print the fast kernel's plan under each row (CUDA builds)
   --json PATH           write the results as a JSON array (default: print after the table)
@@ -145,7 +144,6 @@ bool ApplyTune(const std::string& spec, std::string* err) {
     else if (key == "miss_waves") t.miss_waves = v;
     else if (key == "pdl") t.pdl = v;
     else if (key == "lean") t.lean = v;
-    else if (key == "pdl_trigger") t.pdl_trigger = v;
     else { *err = "--tune: unknown key " + key; return false; }
   }
   ki::gqa::SetFastTuning(t);
@@ -170,9 +168,9 @@ void PrintPlan(long long batch, long long tokens) {
   }
   static const char* const kModes[] = {"auto", "per-head", "split", "cluster"};
   std::printf("    plan: %s, cluster %d, chunk %d (after a miss %d), %d work items, %d stages, %d blocks/SM fit, %d SMs, evict_first %d, "
-              "predict %d, pdl %d%s, lean %d, workspace %llu B\n",
+              "predict %d, pdl %d, lean %d, workspace %llu B\n",
               p.mode >= 0 && p.mode <= 3 ? kModes[p.mode] : "?", p.cluster, p.chunk, p.chunk_any, p.max_work, p.stages,
-              p.blocks_per_sm, p.num_sms, p.evict_first ? 1 : 0, p.predict ? 1 : 0, p.pdl ? 1 : 0, p.pdl_late ? " (late trigger)" : "", p.lean, static_cast<unsigned long long>(p.workspace_bytes));
+              p.blocks_per_sm, p.num_sms, p.evict_first ? 1 : 0, p.predict ? 1 : 0, p.pdl ? 1 : 0, p.lean, static_cast<unsigned long long>(p.workspace_bytes));
 #else
   (void)batch;
   (void)tokens;

@@ -117,7 +117,6 @@ struct Params {
   int pred_len, pred_long, pred_chunks, pred_chunks_long;
   int evict_first;  // K/V copies with an L2 evict-first policy
   int cluster;      // cluster mode: blocks per thread-block cluster (= per work item)
-  int pdl_late;     // FastPlan::pdl_late (not in the kWhole instances: they trigger at their start)
 };
 
 // Programmatic dependent launch (sm_90+). The wait returns once the grid
@@ -873,7 +872,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   // write into its shared memory only after that); waited for at the merge.
   if (kCluster && C > 1) ClusterArriveRelaxed();
   GridDependencyWait();
-  if (kWhole || !p.pdl_late) LaunchDependents();
+  LaunchDependents();
 #ifdef KI_GQA_TIMELINE
   TimelineBlock timeline_block;
 #endif
@@ -982,13 +981,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     st.IssueFirstIndices();
   }
   st.StartData();
-  // The late trigger (FastPlan::pdl_late): once this block's last K/V tile
-  // is requested (the first warp to get there speaks for the block), so the
-  // next call's blocks are launched during this one's last tiles and merge,
-  // not while it still streams (a trigger at the start let them take SM
-  // slots beside it: 16x4096 33% slower in a graph).
-  const bool late = !kWhole && p.pdl_late != 0;
-  if (late && st.ntiles <= STAGES) LaunchDependents();
 
   WarpSoftmax<(kLean & kLeanSumMma) != 0> sm;
   sm.Init();
@@ -1000,7 +992,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
       if (k == 0) KI_TIMELINE(1, GlobalTimerNs());
       sm.Tile(tile, qf, st.TileStart(k), ntok, p.scale_log2, lane);
       st.Next(k);
-      if (late && k + STAGES + 1 == st.ntiles) LaunchDependents();
     }
   }
   KI_TIMELINE(2, GlobalTimerNs());
@@ -1353,8 +1344,7 @@ int32_t PlanFast(const Args& args, FastPlan* plan) {
   // CUPTI medians, but made 16x4096 33% slower in the graph (38.2 -> 50.6 us)
   // and 64x8192 1% slower: the next call's blocks then become resident while
   // this one's still run (bench/results/gqa-pdl-h200-2026-12-01.md).
-  plan->pdl = t.pdl == 1 || (t.pdl == 0 && info->cc_major >= 9);
-  plan->pdl_late = plan->pdl && (t.pdl_trigger == 2 || (t.pdl_trigger == 0 && batch > 1));
+  plan->pdl = t.pdl == 1 || (t.pdl == 0 && info->cc_major >= 9 && batch == 1);
   // The instance for one sequence in one work item (kLean bits, see
   // GqaDecode): sums by mma, and one tile per warp up to 16 tokens.
   plan->lean = t.lean == 1 ? 0 : kLeanSumMma | (total <= kTile && t.lean != 2 ? kLeanOneTile : 0);
@@ -1651,7 +1641,6 @@ int32_t LaunchFast(const Args& args, const FastPlan& plan, void* workspace, uint
   }
   p.evict_first = plan.evict_first ? 1 : 0;
   p.cluster = std::max(1, plan.cluster);
-  p.pdl_late = plan.pdl && plan.pdl_late ? 1 : 0;
   cudaError_t e;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (plan.stages) {

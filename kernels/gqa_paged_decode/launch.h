@@ -34,8 +34,6 @@ struct FastTuning {
   int predict = 0;       // split, cluster: predict kv_indptr as the equal split (0 auto, 1 on, 2 off)
   int miss_waves = 0;    // split, cluster: waves aimed for when the prediction misses (0 auto)
   int pdl = 0;           // programmatic dependent launch: 0 auto (on from sm_90), 1 on, 2 off
-  int pdl_trigger = 0;   // where a block lets the next launch start: 0 auto, 1 at its start, 2 once its
-                         // last K/V tile is requested (batch 1 in one work item: always at its start)
   int lean = 0;          // batch 1 in one work item: 0 auto (sums by mma; one tile up to 16 tokens),
                          // 1 neither, 2 sums by mma only
 };
@@ -50,7 +48,6 @@ struct FastPlan {
   bool predict = false;   // the kernel predicts kv_indptr as the equal split of the tokens (checked; redone if wrong)
   bool evict_first = true;
   bool pdl = false;       // launched with programmatic stream serialization (griddepcontrol in the kernel)
-  bool pdl_late = false;  // pdl: each block triggers the next launch once its last K/V tile is requested
   int lean = 0;           // one sequence in one work item: the instance's kLean bits (fast.cu)
   int chunk = 0;          // max tokens per work item (the predicted equal split's, when predicting)
   int chunk_any = 0;      // max tokens per work item for lengths read from kv_indptr (a miss; 0: chunk)
