@@ -1580,6 +1580,10 @@ void DumpTimeline(int grid, int64_t batch, int64_t tokens) {
   if (!out || grid <= 0) return;
   grid = std::min(grid, kTimelineMax);
   std::vector<unsigned long long> h(static_cast<size_t>(grid) * 6);
+  // The launch may be on a non-blocking stream, which a copy on the default
+  // stream does not wait for: without this, half-written stamps of a launch
+  // still running were read (2026-12-02).
+  if (cudaDeviceSynchronize() != cudaSuccess) return;
   if (cudaMemcpyFromSymbol(h.data(), g_ki_timeline, h.size() * sizeof(h[0])) != cudaSuccess) return;
   const std::string path = std::string(out) + "." + std::to_string(batch) + "x" + std::to_string(tokens / batch);
   if (FILE* f = std::fopen(path.c_str(), "w")) {
