@@ -6,8 +6,9 @@ launch: per block, its start, the moment warp 0's first tile was in, warp 0's
 loop end and the block's end (%globaltimer, ns), its SM and its sequence
 (-1 for a surplus block). Prints, in microseconds from the first block's start:
 the launch's span as the blocks see it, how late blocks start, how long the first
-tile takes, the loops, the tails (merge and stores), and SMs that ran more than
-one real block.
+tile takes, the loops, the tails (merge and stores), per sequence the spread of
+its blocks' loop ends and its last block's end, and SMs that ran more than one
+real block.
 
     timeline.py FILE...
 """
@@ -48,6 +49,13 @@ def main(paths):
         print(summary("loop", [us(r[3] - r[2]) for r in real]))
         print(summary("tail", [us(r[4] - r[3]) for r in real]))
         print(summary("end", [us(r[4] - base) for r in real]))
+        # Per sequence (a cluster's blocks, or a split sequence's work items):
+        # how far apart its blocks' loops end, and when its last block ends.
+        by_seq = collections.defaultdict(list)
+        for r in real:
+            by_seq[r[6]].append(r)
+        print(summary("seq spread", [us(max(x[3] for x in v) - min(x[3] for x in v)) for v in by_seq.values()]))
+        print(summary("seq end", [us(max(x[4] for x in v) - base) for v in by_seq.values()]))
         per_sm = collections.Counter(r[5] for r in real)
         doubled = {sm: n for sm, n in per_sm.items() if n > 1}
         print(f"SMs used {len(per_sm)}, SMs with 2+ real blocks: {len(doubled)}"
