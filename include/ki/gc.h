@@ -155,7 +155,7 @@ struct GcReport {
   uint64_t objects = 0;    // held before
   uint64_t reachable = 0;  // kept because something keeps them alive
   uint64_t young = 0;      // unreachable but within the grace period: kept
-  // Unreachable, of unknown age (no `added` entry: a store written before
+  // Unreachable, of unknown age (no added time in its meta entry: a store written before
   // ki recorded it): kept, and now dated (not in a dry run), so that they
   // go a grace period from now.
   uint64_t undated = 0;

@@ -50,7 +50,8 @@ Status LmdbBatch::FlushPending() {
       KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), p.frame.size()));
       std::memcpy(dst, p.frame.data(), p.frame.size());
     }
-    KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(p.info)));
+    KI_ASSIGN_OR_RETURN(int64_t added, AddedFor(meta, d));
+    KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(p.info, added)));
   }
   pending_.clear();
   pending_bytes_ = 0;
@@ -660,29 +661,72 @@ Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {
   return PutKV(absent, info.digest.raw(), AbsentValue(info));
 }
 
-Status LmdbBatch::RecordAdded() {
-  if (arrived_.empty()) return Status::OK();
-  // When the store first indexed each object: ki gc's age (docs/format.md,
-  // "ki gc"). An entry already there is kept: reindex re-indexes objects
-  // the store has long held, and their age is when they first came.
-  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
-  const std::string value = AddedValue(now);
-  std::vector<const Digest*> digests;
-  digests.reserve(arrived_.size());
-  for (const ObjectInfo& info : arrived_) digests.push_back(&info.digest);
-  // In key order, as the bulk paths write their tables.
-  std::sort(digests.begin(), digests.end(), [](const Digest* a, const Digest* b) { return a->raw() < b->raw(); });
-  KI_ASSIGN_OR_RETURN(MDB_dbi added, Table(kAdded));
-  for (const Digest* d : digests) {
-    KI_ASSIGN_OR_RETURN(auto had, GetKV(added, d->raw()));
-    if (!had) KI_RETURN_IF_ERROR(PutKV(added, d->raw(), value));
+int64_t LmdbBatch::Now() {
+  if (!now_) {
+    now_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+               .count();
   }
-  return Status::OK();
+  return now_;
+}
+
+// When the store first indexed each object: ki gc's age (docs/format.md,
+// "ki gc"), kept in its meta entry. An entry already there keeps its time:
+// the object came then, not now.
+Result<int64_t> LmdbBatch::AddedFor(MDB_dbi meta, const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto old, txn_.Get(meta, d.raw()));
+  ObjectInfo was;
+  std::optional<int64_t> added;
+  if (old && UnpackMeta(d.raw(), *old, &was, &added) && added) return *added;
+  return Now();
+}
+
+Result<std::unordered_map<Digest, int64_t>> LmdbBatch::AddedTimes() {
+  std::unordered_map<Digest, int64_t> times;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_RETURN_IF_ERROR(ScanTable(txn_, meta, "", [&](std::string_view k, std::string_view v) {
+    ObjectInfo info;
+    std::optional<int64_t> added;
+    if (UnpackMeta(k, v, &info, &added) && added) times.emplace(info.digest, *added);
+    return true;
+  }));
+  KI_ASSIGN_OR_RETURN(bool legacy, store_->lmdb().HasTable(txn_, kAdded));
+  if (legacy) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi added, Table(kAdded));
+    KI_RETURN_IF_ERROR(FlushStaged(added));
+    KI_RETURN_IF_ERROR(ScanTable(txn_, added, "", [&](std::string_view k, std::string_view v) {
+      auto t = ParseAddedV5(v);
+      if (k.size() == 32 && t && *t > 0) times.emplace(Digest::FromRaw(k), *t);  // meta's own time first
+      return true;
+    }));
+  }
+  return times;
+}
+
+Status LmdbBatch::FoldAddedIntoMeta() {
+  KI_ASSIGN_OR_RETURN(auto times, AddedTimes());
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  std::vector<std::pair<std::string, std::string>> entries;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, meta, "", [&](std::string_view k, std::string_view v) {
+    ObjectInfo info;
+    if (!UnpackMeta(k, v, &info)) {
+      entries.emplace_back(k, v);  // damaged: kept as it is, for audit to report
+      return true;
+    }
+    auto t = times.find(info.digest);
+    entries.emplace_back(k, PackMeta(info, t == times.end() ? 0 : t->second));
+    return true;
+  }));
+  // Emptied and filled again in key order (the append path), so that its
+  // pages end full: values a third shorter, rewritten in place, would leave
+  // every page with that much slack.
+  KI_RETURN_IF_ERROR(txn_.Drop(meta));
+  last_.erase(meta);
+  for (const auto& [k, v] : entries) KI_RETURN_IF_ERROR(WriteKV(meta, k, v));
+  return DropTableIfPresent(kAdded);
 }
 
 Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc,
-                             uint64_t stored_size, std::string_view raw) {
+                             uint64_t stored_size, std::string_view raw, std::optional<int64_t> added) {
   ObjectInfo info;
   info.digest = d;
   info.type = h.type;
@@ -692,7 +736,7 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   info.media_type = h.media_type;
   info.location = loc;
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
-  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info)));
+  KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info, added ? *added : Now())));
   arrived_.push_back(info);
   if (IsDictionary(info)) return IndexDictionary(d, raw);
   if (h.type != ObjectType::kManifest) return Status::OK();
@@ -707,7 +751,6 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
 }
 
 Status LmdbBatch::Commit() {
-  KI_RETURN_IF_ERROR(RecordAdded());
   // The derived indexes see everything this batch stored, in its own
   // transaction: they commit with the objects or not at all.
   KI_RETURN_IF_ERROR(FlushPending());

@@ -112,7 +112,8 @@ constexpr std::string_view kCompactPrefix = "gc-compact-";
 
 // Tables the store itself keeps (tables.h).
 const std::vector<std::string_view>& StoreTables() {
-  // barenames: a store of format 3 or before kept it (emptied since).
+  // barenames: a store of format 3 or before kept it (emptied since);
+  // added: format 5 or before (emptied since).
   static const std::vector<std::string_view> t = {kObjects,   kMeta,    kKinds,   kRefs, kDicts, kAbsent, kNames,
                                                   kBareNames, kNamesOf, kNameSet, kDocs, kTags,  kAdded};
   return t;
@@ -232,11 +233,19 @@ class Collector {
         report_->reachable++;
         continue;
       }
-      KI_ASSIGN_OR_RETURN(auto v, store_->Get(kAdded, info.digest.raw()));
-      std::optional<int64_t> added = v ? ParseAdded(*v) : std::nullopt;
+      KI_ASSIGN_OR_RETURN(auto v, store_->Get(kMeta, info.digest.raw()));
+      ObjectInfo again;
+      std::optional<int64_t> added;
+      if (v) (void)UnpackMeta(info.digest.raw(), *v, &again, &added);
+      if (!added) {
+        // A format-5 store read as it is (a dry run opens it read-only)
+        // still has its times in `added`.
+        KI_ASSIGN_OR_RETURN(auto legacy, store_->Get(kAdded, info.digest.raw()));
+        if (legacy) added = ParseAddedV5(*legacy);
+      }
       if (!added && opts_.grace_seconds > 0) {
         report_->undated++;
-        undated_.push_back(info.digest);
+        undated_.push_back(info);
         continue;
       }
       if (added && now_ - *added < opts_.grace_seconds) {
@@ -263,12 +272,12 @@ class Collector {
     KI_ASSIGN_OR_RETURN(auto base, store_->NewBatch());
     Batch& batch = *base;
     for (GcReferences* refs : Registry()) KI_RETURN_IF_ERROR(refs->BeforeCompaction(batch));
-    for (const Digest& d : undated_) KI_RETURN_IF_ERROR(batch.Put(kAdded, d.raw(), AddedValue(now_)));
+    for (const ObjectInfo& info : undated_)
+      KI_RETURN_IF_ERROR(batch.Put(kMeta, info.digest.raw(), PackMeta(info, now_)));
     if (!doomed_.empty()) {
       for (const auto& [d, info] : doomed_) {
         if (info.location == Location::kIndex) KI_RETURN_IF_ERROR(batch.Delete(kObjects, d.raw()));
         KI_RETURN_IF_ERROR(batch.Delete(kMeta, d.raw()));
-        KI_RETURN_IF_ERROR(batch.Delete(kAdded, d.raw()));
         if (info.type == ObjectType::kManifest && info.kind) {
           KI_RETURN_IF_ERROR(batch.Delete(kKinds, KindKey(*info.kind, d)));
           KI_RETURN_IF_ERROR(batch.Delete(kDocs, d.raw()));
@@ -383,7 +392,7 @@ class Collector {
   std::vector<ObjectInfo> infos_;
   std::unordered_set<Digest> live_;
   std::unordered_map<Digest, ObjectInfo> doomed_;
-  std::vector<Digest> undated_;
+  std::vector<ObjectInfo> undated_;
 };
 
 // Scratch directories of a gc killed while compacting.

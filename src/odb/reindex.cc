@@ -13,6 +13,15 @@ Result<AuditReport> LmdbStore::Reindex() {
   std::vector<std::string_view> derived = {kMeta, kKinds, kRefs, kDicts};
   for (DerivedIndex* index : DerivedIndexes())
     for (auto t : index->Tables()) derived.push_back(t);
+  // meta also records when each object came (format 6): read before it is
+  // dropped, carried over to the entry that replaces it.
+  KI_ASSIGN_OR_RETURN(const auto added_times, batch->AddedTimes());
+  // A format-1 store's (upgraded through this reindex) is read; not kept.
+  KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kAdded));
+  auto added_of = [&](const Digest& d) -> std::optional<int64_t> {
+    auto it = added_times.find(d);
+    return it == added_times.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
   for (std::string_view t : derived) {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, batch->Table(t));
     KI_RETURN_IF_ERROR(batch->txn().Drop(dbi));
@@ -61,7 +70,7 @@ Result<AuditReport> LmdbStore::Reindex() {
       if (!agrees.ok()) return problems.push_back(agrees.message() + "; not indexed"), Status::OK();
     }
     keep_v1_media_type(d, &*h, where);
-    return batch->IndexFrame(d, *h, loc, frame.size(), *raw);
+    return batch->IndexFrame(d, *h, loc, frame.size(), *raw, added_of(d));
   };
   {
     // Frames kept in LMDB, read inside the batch's own transaction.
@@ -116,7 +125,7 @@ Result<AuditReport> LmdbStore::Reindex() {
         } else {
           KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());
           keep_v1_media_type(*d, &*h, path);
-          KI_RETURN_IF_ERROR(batch->IndexFrame(*d, *h, Location::kLoose, st.size, ""));
+          KI_RETURN_IF_ERROR(batch->IndexFrame(*d, *h, Location::kLoose, st.size, "", added_of(*d)));
         }
         continue;
       }
@@ -260,8 +269,8 @@ Status LmdbStore::RecordDocumentNames() {
     return std::pair{*kind, key.substr(slash + 1)};
   };
   // Every name with a held holder has a latest one: a names entry lost (or
-  // dropped above) points again at the holder added last (the `added`
-  // table; of several added in one second, the greatest digest), which is
+  // dropped above) points again at the holder added last (its meta
+  // entry's time; of several added in one second, the greatest digest), which is
   // the one an add makes latest.
   std::set<std::string> pointed;
   KI_RETURN_IF_ERROR(batch->Scan(kNames, "", [&](std::string_view k, std::string_view) {
@@ -277,8 +286,11 @@ Status LmdbStore::RecordDocumentNames() {
     return true;
   }));
   for (const auto& [name, d] : holders) {
-    KI_ASSIGN_OR_RETURN(auto added, batch->Get(kAdded, d.raw()));
-    const int64_t t = added ? ParseAdded(*added).value_or(0) : 0;
+    KI_ASSIGN_OR_RETURN(auto meta, batch->Get(kMeta, d.raw()));
+    ObjectInfo info;
+    std::optional<int64_t> added;
+    if (meta) (void)UnpackMeta(d.raw(), *meta, &info, &added);
+    const int64_t t = added.value_or(0);
     auto [it, fresh] = latest.emplace(name, std::pair{t, d});
     if (!fresh && (t > it->second.first || (t == it->second.first && it->second.second < d))) it->second = {t, d};
   }

@@ -60,9 +60,11 @@ Status LmdbStore::Open(OpenMode mode) {
     format_version_ = 3;
   } else if (fmt == kFormatLineV4) {
     format_version_ = 4;
+  } else if (fmt == kFormatLineV5) {
+    format_version_ = 5;
   } else if (fmt != kFormatLine) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 5' to 'ki-store 2', and upgrades 'ki-store 1')");
+                                "' (this ki reads 'ki-store 6' to 'ki-store 2', and upgrades 'ki-store 1')");
   }
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
@@ -75,7 +77,7 @@ Status LmdbStore::Open(OpenMode mode) {
   }
   KI_RETURN_IF_ERROR(lmdb_.Open(IndexDir(dir_), opts_.map_size, read_only_));
   KI_RETURN_IF_ERROR(lmdb_.OpenAllTables(
-      {kObjects, kMeta, kKinds, kRefs, kDicts, kAbsent, kNames, kNamesOf, kNameSet, kDocs, kTags, kAdded}));
+      {kObjects, kMeta, kKinds, kRefs, kDicts, kAbsent, kNames, kNamesOf, kNameSet, kDocs, kTags}));
   if (!read_only_ && format_version_ >= 2 && format_version_ < kFormatVersion) {
     // Format 2 -> 3: frames are read as they are; each derived index
     // adapts its tables (catalog.cohort drops its copies of the run
@@ -83,7 +85,8 @@ Status LmdbStore::Open(OpenMode mode) {
     // that a ki reading format 2 refuses the store instead of failing on
     // frames. 3 -> 4: barenames is emptied (names serves bare names). 4 ->
     // 5: each derived index adapts its tables (catalog.runs values become
-    // binary). One batch does every step from the store's format on;
+    // binary). 5 -> 6: meta values are packed again, each with its time
+    // from `added`, which is emptied. One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
     {
@@ -94,7 +97,10 @@ Status LmdbStore::Open(OpenMode mode) {
       if (format_version_ <= 3) {
         KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->DropTableIfPresent(kBareNames));
       }
-      for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 4));
+      if (format_version_ <= 4) {
+        for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 4));
+      }
+      KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->FoldAddedIntoMeta());
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     KI_RETURN_IF_ERROR(env()->WriteFileAtomic(FormatPath(dir_), kFormatLine, Durability::kSync));

@@ -139,9 +139,18 @@ class LmdbBatch final : public Batch {
   // of several with one ID); bytes that are not a dictionary are not filed.
   Status IndexDictionary(const Digest& d, std::string_view raw);
 
-  // Used by Reindex(): the frame is already on disk.
+  // Used by Reindex(): the frame is already on disk. `added`: when the
+  // store first indexed it (carried over from the entry replaced), nullopt
+  // for now.
   Status IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc, uint64_t stored_size,
-                    std::string_view raw);
+                    std::string_view raw, std::optional<int64_t> added);
+  // When the store first indexed each object, as its meta entries say
+  // (format 6) or, for those without one, the `added` table of format 5
+  // and before: what a rebuild of meta carries over.
+  Result<std::unordered_map<Digest, int64_t>> AddedTimes();
+  // Format 5 -> 6: every meta value packed again in format 6's layout with
+  // its object's added time; `added` emptied.
+  Status FoldAddedIntoMeta();
   lmdb::Txn& txn() { return txn_; }
   Result<MDB_dbi> Table(std::string_view name);
 
@@ -188,8 +197,11 @@ class LmdbBatch final : public Batch {
   // again (ki add, ki pull), replace it instead of being skipped as held.
   Result<bool> HeldIntact(const Digest& d);
   Status WriteObject(const EncodedObject& o, bool index_kind = true);
-  // The `added` entries of the objects this batch indexed (arrived_).
-  Status RecordAdded();
+  // The added time of a meta entry about to be written for d: the one the
+  // entry it replaces has (a damaged copy written again keeps its age),
+  // else the batch's now.
+  Result<int64_t> AddedFor(MDB_dbi meta, const Digest& d);
+  int64_t Now();
   // What PutManifest and PutEncodedManifest share after the object is put.
   Status LinkManifest(Kind kind, const Digest& d, bool existed, const std::vector<Reference>* refs,
                       const Manifest* m, std::optional<Digest> document, std::string_view name);
@@ -208,6 +220,7 @@ class LmdbBatch final : public Batch {
   std::vector<ObjectInfo> renamed_;
   std::unordered_set<Digest> named_;
   std::unordered_set<uint32_t> dicts_ensured_;
+  int64_t now_ = 0;  // Unix seconds, read once a batch (Now)
   // New objects kept in LMDB, held back (until Commit, a use of their
   // tables by name, or kPendingLimit bytes) and then written in digest
   // order: a batch's objects, in whatever order they were put, then fill

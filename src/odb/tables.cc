@@ -1,6 +1,7 @@
 #include "odb/tables.h"
 
 #include <cstring>
+#include <limits>
 
 #include "index/lmdb.h"
 #include "ki/json.h"
@@ -24,29 +25,24 @@ constexpr std::string_view kMediaTypeCodes[] = {
 constexpr size_t kMediaTypeCodeCount = sizeof(kMediaTypeCodes) / sizeof(kMediaTypeCodes[0]);
 }  // namespace
 
-// meta value: type u8, kind u8, location u8, media type code u8, size u64
-// LE, stored_size u64 LE, then (code 0) the media type's bytes.
-std::string PackMeta(const ObjectInfo& info) {
-  uint8_t code = 0;
+namespace {
+// Format 6's meta layout is told from format 5's by its first byte: bit 7
+// set (format 5's first byte is the type, 1 or 2), the type in bits 0-1 and
+// the location in bits 2-3 (docs/format.md, "Index").
+constexpr uint8_t kMetaV6 = 0x80;
+
+uint8_t MediaTypeCode(std::string_view media_type) {
   for (size_t i = 1; i < kMediaTypeCodeCount; ++i)
-    if (info.media_type == kMediaTypeCodes[i]) code = uint8_t(i);
-  std::string v;
-  v.reserve(20 + (code ? 0 : info.media_type.size()));
-  v.push_back(char(info.type));
-  v.push_back(char(info.kind ? uint8_t(*info.kind) : 0));
-  v.push_back(char(info.location));
-  v.push_back(char(code));
-  coding::PutFixed64(&v, info.size);
-  coding::PutFixed64(&v, info.stored_size);
-  if (!code) v.append(info.media_type);
-  return v;
+    if (media_type == kMediaTypeCodes[i]) return uint8_t(i);
+  return 0;
 }
 
-bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out) {
-  if (key.size() != 32 || v.size() < 20) return false;
-  out->digest = Digest::FromRaw(key);
+// Format 5 and before: type u8, kind u8, location u8, media type code u8,
+// size u64 LE, stored_size u64 LE, then (code 0) the media type's bytes.
+// Read (a format-5 store opened read-only), never written.
+bool UnpackMetaV5(std::string_view v, ObjectInfo* out) {
+  if (v.size() < 20) return false;
   out->type = ObjectType(uint8_t(v[0]));
-  out->kind.reset();
   if (uint8_t(v[1]) != 0) out->kind = Kind(uint8_t(v[1]));
   out->location = Location(uint8_t(v[2]));
   out->size = coding::DecodeFixed64(v.data() + 4);
@@ -58,6 +54,48 @@ bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out) {
     if (code >= kMediaTypeCodeCount || v.size() != 20) return false;
     out->media_type.assign(kMediaTypeCodes[code]);
   }
+  return true;
+}
+}  // namespace
+
+// Format 6: flags u8 (0x80 | location << 2 | type), kind u8, media type
+// code u8, then LEB128 size, stored size and added (Unix seconds, 0 for an
+// unknown age), then (code 0) the media type's bytes. 12 bytes for a
+// typical manifest instead of format 5's 20, and the 8-byte `added` value
+// and its 32-byte key gone.
+std::string PackMeta(const ObjectInfo& info, int64_t added) {
+  const uint8_t code = MediaTypeCode(info.media_type);
+  std::string v;
+  v.reserve(18 + (code ? 0 : info.media_type.size()));
+  v.push_back(char(kMetaV6 | (uint8_t(info.location) & 3) << 2 | (uint8_t(info.type) & 3)));
+  v.push_back(char(info.kind ? uint8_t(*info.kind) : 0));
+  v.push_back(char(code));
+  coding::PutVarint64(&v, info.size);
+  coding::PutVarint64(&v, info.stored_size);
+  coding::PutVarint64(&v, uint64_t(added > 0 ? added : 0));
+  if (!code) v.append(info.media_type);
+  return v;
+}
+
+bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out, std::optional<int64_t>* added) {
+  if (key.size() != 32 || v.empty()) return false;
+  out->digest = Digest::FromRaw(key);
+  out->kind.reset();
+  if (added) added->reset();
+  if (!(uint8_t(v[0]) & kMetaV6)) return UnpackMetaV5(v, out);
+  coding::Decoder in(v);
+  uint8_t flags, kind, code;
+  uint64_t when;
+  if (!in.GetByte(&flags) || !in.GetByte(&kind) || !in.GetByte(&code) || (flags & 0x70) ||
+      !in.GetVarint64(&out->size) || !in.GetVarint64(&out->stored_size) || !in.GetVarint64(&when) ||
+      when > uint64_t(std::numeric_limits<int64_t>::max()) || code >= kMediaTypeCodeCount || (code && !in.done())) {
+    return false;
+  }
+  out->type = ObjectType(flags & 3);
+  out->location = Location((flags >> 2) & 3);
+  if (kind) out->kind = Kind(kind);
+  out->media_type.assign(code ? kMediaTypeCodes[code] : in.rest());
+  if (added && when) *added = int64_t(when);
   return true;
 }
 
@@ -122,13 +160,7 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v) {
   return a;
 }
 
-std::string AddedValue(int64_t unix_seconds) {
-  std::string v;
-  coding::PutFixed64(&v, uint64_t(unix_seconds));
-  return v;
-}
-
-std::optional<int64_t> ParseAdded(std::string_view v) {
+std::optional<int64_t> ParseAddedV5(std::string_view v) {
   if (v.size() != 8) return std::nullopt;
   return int64_t(coding::DecodeFixed64(v.data()));
 }

@@ -14,7 +14,10 @@ namespace ki::odb {
 // Object bytes (frames) of objects kept in LMDB. Data, not derived.
 inline constexpr std::string_view kObjects = "objects";
 // Derived from frames; rebuilt by Reindex().
-inline constexpr std::string_view kMeta = "meta";    // digest -> packed ObjectInfo
+// digest -> packed ObjectInfo and, since format 6, when the store first
+// indexed the object (PackMeta). That time is recorded, not derived: reindex
+// carries it over from the entry it replaces.
+inline constexpr std::string_view kMeta = "meta";
 inline constexpr std::string_view kKinds = "kinds";  // kind byte + digest -> ""
 inline constexpr std::string_view kRefs = "refs";    // target + referrer + field -> ""
 // zstd dictionary ID (4 bytes, big-endian) -> digest of the dictionary
@@ -36,12 +39,20 @@ inline constexpr std::string_view kNameSet = "nameset";  // "Kind/name" + digest
 inline constexpr std::string_view kDocs = "docs";            // manifest digest -> document blob digest
 // Tags (ki/tag.h): recorded, like names; kept by Reindex().
 inline constexpr std::string_view kTags = "tags";  // tag name -> digest
-// When the store first indexed each object (ki gc's age of an object):
-// recorded, kept by Reindex(); an object without an entry is of unknown age.
-inline constexpr std::string_view kAdded = "added";  // digest -> u64 LE Unix seconds
+// Formats 5 and before: when the store first indexed each object (ki gc's
+// age of an object), digest -> u64 LE Unix seconds. Format 6 keeps that time
+// in the object's meta value (its 32-byte key and 8 bytes were 2.5 MB of the
+// imported export); the upgrade to format 6 moves each into meta and
+// empties the table.
+inline constexpr std::string_view kAdded = "added";
 
-std::string PackMeta(const ObjectInfo& info);
-bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out);
+// `added`: Unix seconds when the store first indexed the object; 0 (or
+// less) for an unknown age.
+std::string PackMeta(const ObjectInfo& info, int64_t added = 0);
+// Reads format 6's layout and format 5's (which has no added time). `added`
+// (when given) is set to the object's added time, or nullopt when unknown.
+bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out,
+                std::optional<int64_t>* added = nullptr);
 
 // ---- keys: every key of the tables above is built here
 
@@ -59,9 +70,8 @@ std::string NamesOfKey(const Digest& d, Kind k, std::string_view name);
 // fitted to LMDB's limit; Referrers shows a shortened field with "…".
 std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field);
 std::string AbsentValue(const AbsentInfo& a);
-std::string AddedValue(int64_t unix_seconds);
-// nullopt for a value that is not 8 bytes.
-std::optional<int64_t> ParseAdded(std::string_view v);
+// A format-5 `added` value (u64 LE); nullopt for one that is not 8 bytes.
+std::optional<int64_t> ParseAddedV5(std::string_view v);
 AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 
 // ---- paths: every path inside a store directory is built here
@@ -80,8 +90,14 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // which a ki that reads format 4 cannot decode. A format-4 store is
 // upgraded when it is opened for writing (each value encoded again); read
 // as it is otherwise (both forms decode).
-inline constexpr int kFormatVersion = 5;
-inline constexpr std::string_view kFormatLine = "ki-store 5\n";
+// Format 6: meta values are varint-coded and carry the added time; the
+// `added` table is no longer kept. A ki that reads format 5 would misread
+// every meta value. A format-5 store is upgraded when it is opened for
+// writing (each meta value packed again with its added time, `added`
+// emptied); read as it is otherwise (both layouts unpack).
+inline constexpr int kFormatVersion = 6;
+inline constexpr std::string_view kFormatLine = "ki-store 6\n";
+inline constexpr std::string_view kFormatLineV5 = "ki-store 5\n";
 inline constexpr std::string_view kFormatLineV4 = "ki-store 4\n";
 inline constexpr std::string_view kFormatLineV3 = "ki-store 3\n";
 inline constexpr std::string_view kFormatLineV2 = "ki-store 2\n";

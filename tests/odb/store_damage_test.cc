@@ -289,9 +289,12 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
       {"kinds value", "kinds ", [&](Batch& b) { ASSERT_OK(b.Put(odb::kKinds, first(odb::kKinds).first, "x")); }},
       {"meta stored size", "blob text/plain",
        [&](Batch& b) {
-         std::string v = before.at(std::string(odb::kMeta)).at(std::string(blob.raw()));
-         v[12] ^= 0x01;  // type, kind, location, code, raw size (8), then stored size
-         ASSERT_OK(b.Put(odb::kMeta, blob.raw(), v));
+         const std::string v = before.at(std::string(odb::kMeta)).at(std::string(blob.raw()));
+         ObjectInfo info;
+         std::optional<int64_t> added;
+         ASSERT_TRUE(odb::UnpackMeta(blob.raw(), v, &info, &added));
+         info.stored_size ^= 0x01;  // a varint now: its byte depends on the sizes before it
+         ASSERT_OK(b.Put(odb::kMeta, blob.raw(), odb::PackMeta(info, added.value_or(0))));
        }},
       {"names deleted", "names ", [&](Batch& b) { ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first)); }},
       {"names value unheld", "name ",
@@ -451,7 +454,7 @@ TEST_F(SeedTest, NamesAreCheckedAgainstEveryDocumentTheStoreHolds) {
 
 // A lost names entry of a name several manifests hold (issue 25.2c): the
 // store records which holder is latest in `names` alone, and when each
-// object was first added (`added`, whole seconds); it records neither when
+// object was first added (its meta entry, whole seconds); it records neither when
 // a held manifest was named again nor the order within a second. So
 // reindex points the name at the holder added last, and of several added
 // in the same second at the greatest digest (format.md, "Index"): the
@@ -478,10 +481,18 @@ TEST_F(SeedTest, ALostNameOfSeveralHoldersPointsAtTheOneAddedLast) {
   };
   ASSERT_EQ(latest(), second);
   auto lose_name_at = [&](int64_t first_added, int64_t second_added) {
+    std::vector<std::pair<Digest, std::string>> dated;
+    for (const auto& [d, t] : {std::pair{first, first_added}, std::pair{second, second_added}}) {
+      auto v = store_->Get(odb::kMeta, d.raw());
+      ASSERT_OK(v);
+      ASSERT_TRUE(v->has_value());
+      ObjectInfo info;
+      ASSERT_TRUE(odb::UnpackMeta(d.raw(), **v, &info));
+      dated.emplace_back(d, odb::PackMeta(info, t));
+    }
     auto b = store_->NewBatch();
     ASSERT_OK(b);
-    ASSERT_OK((*b)->Put(odb::kAdded, first.raw(), odb::AddedValue(first_added)));
-    ASSERT_OK((*b)->Put(odb::kAdded, second.raw(), odb::AddedValue(second_added)));
+    for (const auto& [d, v] : dated) ASSERT_OK((*b)->Put(odb::kMeta, d.raw(), v));
     ASSERT_OK((*b)->Delete(odb::kNames, name));
     ASSERT_OK((*b)->Commit());
     auto reindexed = store_->Reindex();
@@ -497,7 +508,7 @@ TEST_F(SeedTest, ALostNameOfSeveralHoldersPointsAtTheOneAddedLast) {
   lose_name_at(1764633600, 1764633601);
   EXPECT_EQ(latest(), second);
   // The first holder named again (its document added again) is the latest,
-  // and stays so while the names entry is there; `added` keeps its first
+  // and stays so while the names entry is there; meta keeps its first
   // time, so a reindex after a loss would point at the second again.
   ASSERT_EQ(AddSeed().size(), 3u);
   EXPECT_EQ(latest(), first);

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Where the bytes of a store's `objects` table go (issue 17.5).
+
+  mdb_dump -s objects STORE/.ki/index | bench/catalog/frame_sizes.py
+
+Reads mdb_dump's hex output (one key line, one value line per entry) and
+tallies, per media type (and kind for manifests): frames, their bytes, the
+bytes of their headers (magic .. header-check, docs/format.md "Object
+frame"), of the media-type text inside those headers, how many use a zstd
+dictionary, and how many are LMDB overflow values. A value over what fits
+in a 4 KiB page beside another (the node limit, ~2 KB) is put on pages of
+its own, whose unused tail is lost: those are counted with the bytes they
+waste. Nothing here decompresses a payload.
+"""
+import collections
+import struct
+import sys
+
+PAGE = 4096
+# LMDB: a node larger than (page - 16 header) / 2 - 2 goes to overflow pages;
+# a node is 8 bytes of header + key + value.
+NODE_MAX = (PAGE - 16) // 2 - 2
+
+
+def entries(lines):
+    it = iter(lines)
+    for line in it:
+        if line.startswith("HEADER=END"):
+            break
+    while True:
+        k = next(it, None)
+        if k is None or k.startswith("DATA=END"):
+            return
+        v = next(it)
+        yield bytes.fromhex(k.strip()), bytes.fromhex(v.strip())
+
+
+def main():
+    rows = collections.defaultdict(lambda: collections.Counter())
+    total = collections.Counter()
+    sizes = []
+    for key, frame in entries(sys.stdin):
+        if frame[:4] != b"KIOB":
+            total["not a frame"] += 1
+            continue
+        version, typ, kind, flags = frame[4], frame[5], frame[6], frame[7]
+        (mt_len,) = struct.unpack_from("<H", frame, 16)
+        media = frame[18:18 + mt_len].decode("utf-8", "replace")
+        header = 18 + mt_len + (4 if version == 3 else 0) + (4 if version >= 2 else 0)
+        what = media if typ == 1 else "manifest kind %d" % kind
+        r = rows[what]
+        for c in (r, total):
+            c["frames"] += 1
+            c["bytes"] += len(frame)
+            c["header"] += header
+            c["media-type text"] += mt_len
+            c["payload"] += len(frame) - header
+            c["dictionary"] += version == 3
+            c["raw"] += not (flags & 1)
+            (raw_size,) = struct.unpack_from("<Q", frame, 8)
+            c["raw bytes"] += raw_size
+        node = 8 + len(key) + len(frame)
+        if node > NODE_MAX:
+            pages = -(-(16 + len(frame)) // PAGE)
+            for c in (r, total):
+                c["overflow"] += 1
+                c["overflow pages"] += pages
+                c["overflow waste"] += pages * PAGE - 16 - len(frame)
+        sizes.append(len(frame))
+    cols = ["frames", "bytes", "raw bytes", "header", "media-type text", "payload", "dictionary", "raw",
+            "overflow", "overflow pages", "overflow waste"]
+    print("| what | " + " | ".join(cols) + " |")
+    print("| --- |" + " ---: |" * len(cols))
+    for what, r in sorted(rows.items(), key=lambda kv: -kv[1]["bytes"]):
+        print("| %s | " % what + " | ".join("{:,}".format(r[c]) for c in cols) + " |")
+    print("| **all** | " + " | ".join("{:,}".format(total[c]) for c in cols) + " |")
+    if sizes:
+        sizes.sort()
+        n = len(sizes)
+        print("\nframe bytes: median %d, p90 %d, p99 %d, max %d; %d frames over LMDB's node limit (%d bytes)" %
+              (sizes[n // 2], sizes[n * 9 // 10], sizes[n * 99 // 100], sizes[-1], total["overflow"], NODE_MAX))
+    if total["not a frame"]:
+        print("%d values are not frames" % total["not a frame"])
+
+
+if __name__ == "__main__":
+    main()

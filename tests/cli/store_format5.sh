@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A store of format 5 (tests/data/store-format5, made by ki at 77cb62a: the
+# slice of the export imported, the seed run added, one unreferenced log
+# blob) reads as it is with today's ki; the first write makes it format 6
+# (meta values packed again with each object's added time, `added`
+# emptied): audit, reindex, rank, groups and the ages ki gc sees agree with
+# what format 5's ki printed.
+set -u
+KI=$1
+DATA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() {
+  local want=$1 what=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
+}
+SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
+F=$DATA/store-format5
+tar xzf "$F/store-v5.tar.gz" -C "$T"
+grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "the fixture is format 5"
+K() { "$KI" --store "$T/.ki" "$@"; }
+same_json() {  # $1: a file of tests/data/store-format5
+  python3 - "$T/out" "$F/$1" <<'PY' || fail "$1: not as format 5's ki printed it"
+import json, sys
+assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))
+PY
+}
+# The unreachable objects and when each was added, as format 5's ki's
+# `ki gc --dry-run --grace 0 --json` listed them (store sizes left out:
+# the upgrade changes them).
+same_ages() {
+  python3 - "$T/out" "$F/gc_ages.json" <<'PY' || fail "gc ages ($1): not as format 5's ki saw them"
+import json, sys
+got = sorted((r["digest"], r["addedAt"]) for r in json.load(open(sys.argv[1]))["removed"])
+want = sorted((r["digest"], r["addedAt"]) for r in json.load(open(sys.argv[2]))["removed"])
+assert got == want and all(a for _, a in got), (got, want)
+PY
+}
+
+# 1. Read as it is: FORMAT left alone, the added times read from `added`.
+expect_rc 0 "show the seed" K show $SEED
+expect_rc 0 "rank" K rank ae5aacaf --json
+same_json rank_ae5.json
+expect_rc 0 "groups" K groups --json
+same_json groups.json
+expect_rc 0 "gc --dry-run (format 5)" K gc --dry-run --grace 0 --json
+same_ages "format 5"
+grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
+
+# 2. A write: FORMAT becomes 6, every meta value is format 6's (bit 7 of
+# its first byte) and `added` is empty (when lmdb-utils is there to look).
+echo "a second log line" >"$T/log2.txt"
+expect_rc 0 "add" K add "$T/log2.txt"
+grep -qx "ki-store 6" "$T/.ki/FORMAT" || fail "the first write makes the store format 6: $(cat "$T/.ki/FORMAT")"
+if command -v mdb_dump >/dev/null; then
+  n=$(mdb_stat -s added "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
+  [ "${n:-0}" = 0 ] || fail "added still holds $n entries after the upgrade"
+  mdb_dump -s meta "$T/.ki/index" | python3 -c '
+import sys
+lines = [l.strip() for l in sys.stdin if l.startswith(" ")]
+values = lines[1::2]
+assert len(values) > 100, len(values)
+old = [v for v in values if int(v[:2], 16) < 0x80]
+assert not old, "%d of %d meta values are not format 6" % (len(old), len(values))
+' || fail "meta values after the upgrade"
+fi
+expect_rc 0 "rank after the upgrade" K rank ae5aacaf --json
+same_json rank_ae5.json
+expect_rc 0 "gc --dry-run (upgraded)" K gc --dry-run --grace 0 --json
+python3 - "$T/out" "$F/gc_ages.json" <<'PY' || fail "gc ages after the upgrade: $(cat "$T/out")"
+import json, sys
+got = {r["digest"]: r["addedAt"] for r in json.load(open(sys.argv[1]))["removed"]}
+want = {r["digest"]: r["addedAt"] for r in json.load(open(sys.argv[2]))["removed"]}
+# The log blob added by this test is unreachable too, added now.
+assert len(got) == len(want) + 1 and all(got[d] == a for d, a in want.items()), (got, want)
+PY
+expect_rc 0 "audit" K audit
+grep -q " 0 faults" "$T/out" || fail "audit: $(tail -1 "$T/out")"
+expect_rc 0 "audit --reindex" K audit --reindex
+grep -q " 0 faults" "$T/out" || fail "audit --reindex: $(tail -1 "$T/out")"
+expect_rc 0 "groups after reindex" K groups --json
+same_json groups.json
+expect_rc 0 "gc --dry-run (after reindex)" K gc --dry-run --grace 0 --json
+python3 - "$T/out" "$F/gc_ages.json" <<'PY' || fail "gc ages after reindex: $(cat "$T/out")"
+import json, sys
+got = {r["digest"]: r["addedAt"] for r in json.load(open(sys.argv[1]))["removed"]}
+want = {r["digest"]: r["addedAt"] for r in json.load(open(sys.argv[2]))["removed"]}
+assert all(got.get(d) == a for d, a in want.items()), (got, want)
+PY
+echo "store_format5: ok"

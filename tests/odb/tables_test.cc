@@ -1,0 +1,101 @@
+// The meta value layouts (odb/tables.h, docs/format.md "Index"): format 6's
+// packed and unpacked again, format 5's (a store opened read-only before its
+// upgrade) still read, and malformed values refused.
+#include "odb/tables.h"
+
+#include "testutil/testutil.h"
+#include "util/coding.h"
+
+namespace ki::odb {
+namespace {
+
+ObjectInfo Manifest() {
+  ObjectInfo info;
+  info.digest = Sha256Of("a run");
+  info.type = ObjectType::kManifest;
+  info.kind = Kind(3);
+  info.size = 1530;
+  info.stored_size = 412;
+  info.media_type = "application/vnd.kernelindex.manifest+json";
+  info.location = Location::kIndex;
+  return info;
+}
+
+void ExpectSame(const ObjectInfo& a, const ObjectInfo& b) {
+  EXPECT_EQ(a.digest, b.digest);
+  EXPECT_EQ(a.type, b.type);
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.size, b.size);
+  EXPECT_EQ(a.stored_size, b.stored_size);
+  EXPECT_EQ(a.media_type, b.media_type);
+  EXPECT_EQ(a.location, b.location);
+}
+
+TEST(MetaValue, Format6PacksAManifestInTwelveBytesWithItsAddedTime) {
+  const ObjectInfo info = Manifest();
+  const std::string v = PackMeta(info, 1796167805);
+  // flags, kind, media type code; varints 1530 (2 bytes), 412 (2), the time (5).
+  EXPECT_EQ(v.size(), 12u);
+  EXPECT_EQ(uint8_t(v[0]), 0x80 | 1 << 2 | 2);
+  ObjectInfo out;
+  std::optional<int64_t> added;
+  ASSERT_TRUE(UnpackMeta(info.digest.raw(), v, &out, &added));
+  ExpectSame(out, info);
+  EXPECT_EQ(added, 1796167805);
+}
+
+TEST(MetaValue, Format6KeepsAnUncodedMediaTypeAndAnUnknownAge) {
+  ObjectInfo info;
+  info.digest = Sha256Of("a log");
+  info.size = uint64_t(5) << 32;  // a 20 GiB loose blob
+  info.stored_size = 12345678901;
+  info.media_type = "text/x-log; charset=utf-8";
+  info.location = Location::kLoose;
+  const std::string v = PackMeta(info);
+  ObjectInfo out;
+  std::optional<int64_t> added = 7;
+  ASSERT_TRUE(UnpackMeta(info.digest.raw(), v, &out, &added));
+  ExpectSame(out, info);
+  EXPECT_FALSE(added.has_value());
+}
+
+TEST(MetaValue, AFormat5ValueStillUnpacksWithoutAnAddedTime) {
+  const ObjectInfo info = Manifest();
+  // Format 5: type, kind, location, code, size u64 LE, stored size u64 LE.
+  std::string v5 = {char(2), char(3), char(1), char(1)};
+  coding::PutFixed64(&v5, 1530);
+  coding::PutFixed64(&v5, 412);
+  ObjectInfo out;
+  std::optional<int64_t> added;
+  ASSERT_TRUE(UnpackMeta(info.digest.raw(), v5, &out, &added));
+  ExpectSame(out, info);
+  EXPECT_FALSE(added.has_value());
+  // Format 5's text form (code 0).
+  std::string text = {char(1), char(0), char(2), char(0)};
+  coding::PutFixed64(&text, 9);
+  coding::PutFixed64(&text, 40);
+  text += "text/plain";
+  ASSERT_TRUE(UnpackMeta(info.digest.raw(), text, &out));
+  EXPECT_EQ(out.media_type, "text/plain");
+  EXPECT_EQ(out.location, Location::kLoose);
+  EXPECT_EQ(out.size, 9u);
+}
+
+TEST(MetaValue, MalformedValuesAreRefused) {
+  const ObjectInfo info = Manifest();
+  const std::string v = PackMeta(info, 1796167805);
+  ObjectInfo out;
+  for (size_t n = 0; n < v.size(); ++n)
+    EXPECT_FALSE(UnpackMeta(info.digest.raw(), v.substr(0, n), &out)) << "cut to " << n;
+  EXPECT_FALSE(UnpackMeta(info.digest.raw(), v + "x", &out));  // trailing byte after a coded type
+  std::string reserved = v;
+  reserved[0] = char(uint8_t(reserved[0]) | 0x10);
+  EXPECT_FALSE(UnpackMeta(info.digest.raw(), reserved, &out));
+  std::string code = v;
+  code[2] = char(200);
+  EXPECT_FALSE(UnpackMeta(info.digest.raw(), code, &out));
+  EXPECT_FALSE(UnpackMeta(info.digest.raw().substr(1), v, &out));  // not a digest key
+}
+
+}  // namespace
+}  // namespace ki::odb
