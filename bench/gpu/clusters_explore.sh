@@ -90,13 +90,13 @@ if [ "$(cat /tmp/ki-tl.rc)" = 0 ]; then
   mkdir -p /tmp/tl
   for arm in 16x4096:- 15x4370:- 15x4370:mode=3,cluster=8,stages=3,chunk=560 15x4096:- \
              16x4096:mode=3,cluster=2,stages=4,chunk=512 16x4096:mode=2,stages=4,chunk=512; do
-    name=$(echo "$arm" | tr ':,=' '_--')
+    name=$(echo "$arm" | sed 's/[:,=]/_/g; s/_-$//')
     for k in 1 2; do
       KI_TIMELINE_OUT=/tmp/tl/$name-$k timeout 60 $BT/ki-kernel-bench --definition $DEF --synthetic "${arm%%:*}" \
         --no-check --warmup 0 --iters 2 --trials 1 $(tuneopt "$arm") --json /dev/null </dev/null | grep synthetic | cut -c1-80
     done
-    for f in /tmp/tl/$name-1.* /tmp/tl/$name-2.*; do
-      [ -f "$f" ] && { echo "-- $(basename "$f")"; python3 bench/gpu/timeline.py "$f" | head -9; }
+    for f in /tmp/tl/$name-1.${arm%%:*} /tmp/tl/$name-2.${arm%%:*}; do
+      [ -f "$f" ] && { echo "-- $(basename "$f")"; python3 bench/gpu/timeline.py "$f" | sed -n 1,10p; }
     done
   done
 else
