@@ -6,7 +6,7 @@
 Reads mdb_dump's hex output (one key line, one value line per entry) and
 tallies, per media type (and kind for manifests): frames, their bytes, the
 bytes of their headers (magic .. header-check, docs/format.md "Object
-frame"), of the media-type text inside those headers, how many use a zstd
+frame"), of the media-type text inside those headers (none in version 4), how many use a zstd
 dictionary, and how many are LMDB overflow values. A value over what fits
 in a 4 KiB page beside another (the node limit, ~2 KB) is put on pages of
 its own, whose unused tail is lost: those are counted with the bytes they
@@ -20,6 +20,11 @@ PAGE = 4096
 # LMDB: a node larger than (page - 16 header) / 2 - 2 goes to overflow pages;
 # a node is 8 bytes of header + key + value.
 NODE_MAX = (PAGE - 16) // 2 - 2
+# Media type codes of frame version 4 (docs/format.md, "Index").
+CODES = {1: "application/vnd.kernelindex.manifest+json", 2: "application/vnd.kernelindex.document+json",
+         3: "application/vnd.kernelindex.document+yaml", 4: "application/vnd.ki.catalog.facts.v1+json",
+         5: "application/vnd.ki.catalog.import.v1+json", 6: "application/vnd.ki.zstd-dictionary",
+         7: "application/vnd.dsse.envelope.v1+json"}
 
 
 def entries(lines):
@@ -45,8 +50,14 @@ def main():
             continue
         version, typ, kind, flags = frame[4], frame[5], frame[6], frame[7]
         (mt_len,) = struct.unpack_from("<H", frame, 16)
-        media = frame[18:18 + mt_len].decode("utf-8", "replace")
-        header = 18 + mt_len + (4 if version == 3 else 0) + (4 if version >= 2 else 0)
+        if version == 4:  # the media type by its code, no text; flags bit 1: a dict-id
+            media = CODES.get(mt_len, "code %d" % mt_len)
+            mt_len = 0
+            dict_id = bool(flags & 2)
+        else:
+            media = frame[18:18 + mt_len].decode("utf-8", "replace")
+            dict_id = version == 3
+        header = 18 + mt_len + (4 if dict_id else 0) + (4 if version >= 2 else 0)
         what = media if typ == 1 else "manifest kind %d" % kind
         r = rows[what]
         for c in (r, total):
@@ -55,7 +66,7 @@ def main():
             c["header"] += header
             c["media-type text"] += mt_len
             c["payload"] += len(frame) - header
-            c["dictionary"] += version == 3
+            c["dictionary"] += dict_id
             c["raw"] += not (flags & 1)
             (raw_size,) = struct.unpack_from("<Q", frame, 8)
             c["raw bytes"] += raw_size

@@ -40,21 +40,45 @@ ZSTD_DCtx* ThreadDCtx() {
 std::string HeaderCheck(std::string_view header) { return std::string(Sha256Of(header).raw().substr(0, 4)); }
 void AppendHeaderCheck(std::string& header) { header.append(HeaderCheck(header)); }
 
+constexpr std::string_view kMediaTypeCodes[] = {
+    "",  // 0: the media type follows as text
+    "application/vnd.kernelindex.manifest+json",
+    "application/vnd.kernelindex.document+json",
+    "application/vnd.kernelindex.document+yaml",
+    "application/vnd.ki.catalog.facts.v1+json",
+    "application/vnd.ki.catalog.import.v1+json",
+    "application/vnd.ki.zstd-dictionary",
+    "application/vnd.dsse.envelope.v1+json",
+};
+constexpr size_t kMediaTypeCodeCount = sizeof(kMediaTypeCodes) / sizeof(kMediaTypeCodes[0]);
+
 }  // namespace
+
+uint8_t MediaTypeCode(std::string_view media_type) {
+  for (size_t i = 1; i < kMediaTypeCodeCount; ++i)
+    if (media_type == kMediaTypeCodes[i]) return uint8_t(i);
+  return 0;
+}
+
+std::string_view CodedMediaType(uint8_t code) {
+  return code < kMediaTypeCodeCount ? kMediaTypeCodes[code] : std::string_view();
+}
 
 std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
                               bool compressed, uint32_t dict_id) {
   std::string out;
-  size_t mt = std::min<size_t>(media_type.size(), 0xffff);
+  const uint8_t code = MediaTypeCode(media_type);
+  size_t mt = code ? 0 : std::min<size_t>(media_type.size(), 0xffff);
   out.reserve(kFrameHeaderSize + mt + kFrameDictIdSize + kFrameHeaderCheckSize);
   out.append(kFrameMagic, 4);
-  out.push_back(char(dict_id ? kFrameVersionDict : kFrameVersion));
+  out.push_back(char(code ? kFrameVersionCoded : dict_id ? kFrameVersionDict : kFrameVersion));
   out.push_back(char(type));
   out.push_back(char(kind));
-  out.push_back(compressed ? 1 : 0);  // flags
+  out.push_back(char((compressed ? 1 : 0) | (code && dict_id ? 2 : 0)));  // flags
   coding::PutFixed64(&out, raw_size);
-  out.push_back(char(mt & 0xff));
-  out.push_back(char(mt >> 8));
+  const size_t field = code ? code : mt;  // version 4: the code, else the text's length
+  out.push_back(char(field & 0xff));
+  out.push_back(char(field >> 8));
   out.append(media_type.substr(0, mt));
   if (dict_id) coding::PutFixed32(&out, dict_id);
   AppendHeaderCheck(out);
@@ -90,10 +114,12 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
   const uint8_t version = uint8_t(f[4]);
-  if (version != kFrameVersion && version != kFrameVersionV1 && version != kFrameVersionDict) {
+  if (version != kFrameVersion && version != kFrameVersionV1 && version != kFrameVersionDict &&
+      version != kFrameVersionCoded) {
     return Status::Corruption(where + ": object frame version " + std::to_string(version) +
-                              " is not supported (this ki reads versions 1, 2 and 3)");
+                              " is not supported (this ki reads versions 1 to 4)");
   }
+  const bool coded = version == kFrameVersionCoded;
   FrameHeader h;
   h.version = version;
   uint8_t type = uint8_t(f[5]);
@@ -103,23 +129,33 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
   h.type = ObjectType(type);
   h.kind = uint8_t(f[6]);
   uint8_t flags = uint8_t(f[7]);
-  if (flags & ~1u) return Status::Corruption(where + ": unknown frame flags");
+  if (flags & ~(coded ? 3u : 1u)) return Status::Corruption(where + ": unknown frame flags");
   h.compressed = flags & 1;
   h.raw_size = coding::DecodeFixed64(f.data() + 8);
-  size_t mt = uint8_t(f[16]) | size_t(uint8_t(f[17])) << 8;
+  const size_t field = uint8_t(f[16]) | size_t(uint8_t(f[17])) << 8;
+  const size_t mt = coded ? 0 : field;
   const size_t check = version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize;
-  const size_t dict = version == kFrameVersionDict ? kFrameDictIdSize : 0;
+  const size_t dict = version == kFrameVersionDict || (coded && (flags & 2)) ? kFrameDictIdSize : 0;
   const size_t checked = kFrameHeaderSize + mt + dict;  // the bytes the check covers
   if (checked + check > f.size()) return Status::Corruption(where + ": truncated frame header");
   if (check && HeaderCheck(f.substr(0, checked)) != f.substr(checked, check)) {
     return Status::Corruption(where + ": frame header damaged (its check does not match: type, kind, size, "
                               "media type or dictionary altered)");
   }
-  h.media_type.assign(f.data() + kFrameHeaderSize, mt);
+  if (coded) {
+    const std::string_view media_type = field <= 0xff ? CodedMediaType(uint8_t(field)) : std::string_view();
+    if (media_type.empty()) {
+      return Status::Corruption(where + ": version 4 frame with media type code " + std::to_string(field) +
+                                ", which this ki does not know");
+    }
+    h.media_type.assign(media_type);
+  } else {
+    h.media_type.assign(f.data() + kFrameHeaderSize, mt);
+  }
   if (dict) {
     h.dict_id = coding::DecodeFixed32(f.data() + kFrameHeaderSize + mt);
     if (h.dict_id == 0 || !h.compressed) {
-      return Status::Corruption(where + ": version 3 frame without a compressed payload or dictionary ID");
+      return Status::Corruption(where + ": frame with a dictionary ID but no compressed payload, or an ID of 0");
     }
   }
   h.payload_offset = checked + check;
@@ -323,10 +359,11 @@ Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& whe
   if (n < kFrameHeaderSize) {
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
-  size_t mt = uint8_t(buf[16]) | size_t(uint8_t(buf[17])) << 8;
   const uint8_t version = uint8_t(buf[4]);
-  const size_t rest = mt + (version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize) +
-                      (version == kFrameVersionDict ? kFrameDictIdSize : 0);
+  const bool coded = version == kFrameVersionCoded;
+  const size_t mt = coded ? 0 : uint8_t(buf[16]) | size_t(uint8_t(buf[17])) << 8;
+  const bool dict = version == kFrameVersionDict || (coded && (uint8_t(buf[7]) & 2));
+  const size_t rest = mt + (version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize) + (dict ? kFrameDictIdSize : 0);
   buf.resize(kFrameHeaderSize + rest);
   KI_ASSIGN_OR_RETURN(size_t m, ReadFull(file, buf.data() + kFrameHeaderSize, rest));
   buf.resize(kFrameHeaderSize + m);  // short: ParseFrameHeader says truncated

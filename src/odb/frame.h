@@ -33,9 +33,24 @@ inline constexpr uint8_t kFrameVersionV1 = 1;
 // payload is a zstd frame compressed with that dictionary (src/odb/dict.h).
 // Written only for such frames; every other frame is still version 2.
 inline constexpr uint8_t kFrameVersionDict = 3;
+// Version 4 is version 2 or 3 with the media type given by its code
+// (MediaTypeCode) in the 2-byte field that otherwise holds its length, and
+// no text: 41 bytes less in each frame of a manifest, a document, a facts
+// object or a dictionary (most of a store's frames). Flags bit 1 says a
+// dict-id follows (what version 3 says by its number). Written for every
+// frame whose media type has a code; every other frame is still version 2
+// or 3, byte for byte what earlier versions wrote.
+inline constexpr uint8_t kFrameVersionCoded = 4;
 inline constexpr size_t kFrameHeaderSize = 4 + 1 + 1 + 1 + 1 + 8 + 2;  // + media type (+ dict-id) (+ check) + payload
 inline constexpr size_t kFrameHeaderCheckSize = 4;
 inline constexpr size_t kFrameDictIdSize = 4;
+
+// Media types most objects have, by a number that stands for them in a
+// version 4 frame and in a meta value (docs/format.md, "Index"): 0 when the
+// media type has none. Never renumbered, never reused.
+uint8_t MediaTypeCode(std::string_view media_type);
+// The media type of a code; empty for 0 and for a code this ki does not know.
+std::string_view CodedMediaType(uint8_t code);
 
 // A zstd dictionary's object: kDictionaryMediaType, IsDictionary (public,
 // in ki/dictionary.h: ki ls and a collector need them).

@@ -5,37 +5,16 @@
 
 #include "index/lmdb.h"
 #include "ki/json.h"
+#include "odb/frame.h"
 #include "util/coding.h"
 
 namespace ki::odb {
-
-namespace {
-// Media types most objects have, by a number that stands for them in a meta
-// value (docs/format.md, "Index"): never renumber, never reuse.
-constexpr std::string_view kMediaTypeCodes[] = {
-    "",  // 0: the media type follows as text
-    "application/vnd.kernelindex.manifest+json",
-    "application/vnd.kernelindex.document+json",
-    "application/vnd.kernelindex.document+yaml",
-    "application/vnd.ki.catalog.facts.v1+json",
-    "application/vnd.ki.catalog.import.v1+json",
-    "application/vnd.ki.zstd-dictionary",
-    "application/vnd.dsse.envelope.v1+json",
-};
-constexpr size_t kMediaTypeCodeCount = sizeof(kMediaTypeCodes) / sizeof(kMediaTypeCodes[0]);
-}  // namespace
 
 namespace {
 // Format 6's meta layout is told from format 5's by its first byte: bit 7
 // set (format 5's first byte is the type, 1 or 2), the type in bits 0-1 and
 // the location in bits 2-3 (docs/format.md, "Index").
 constexpr uint8_t kMetaV6 = 0x80;
-
-uint8_t MediaTypeCode(std::string_view media_type) {
-  for (size_t i = 1; i < kMediaTypeCodeCount; ++i)
-    if (media_type == kMediaTypeCodes[i]) return uint8_t(i);
-  return 0;
-}
 
 // Format 5 and before: type u8, kind u8, location u8, media type code u8,
 // size u64 LE, stored_size u64 LE, then (code 0) the media type's bytes.
@@ -51,8 +30,8 @@ bool UnpackMetaV5(std::string_view v, ObjectInfo* out) {
   if (code == 0) {
     out->media_type.assign(v.substr(20));
   } else {
-    if (code >= kMediaTypeCodeCount || v.size() != 20) return false;
-    out->media_type.assign(kMediaTypeCodes[code]);
+    if (CodedMediaType(code).empty() || v.size() != 20) return false;
+    out->media_type.assign(CodedMediaType(code));
   }
   return true;
 }
@@ -88,13 +67,14 @@ bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out, std::
   uint64_t when;
   if (!in.GetByte(&flags) || !in.GetByte(&kind) || !in.GetByte(&code) || (flags & 0x70) ||
       !in.GetVarint64(&out->size) || !in.GetVarint64(&out->stored_size) || !in.GetVarint64(&when) ||
-      when > uint64_t(std::numeric_limits<int64_t>::max()) || code >= kMediaTypeCodeCount || (code && !in.done())) {
+      when > uint64_t(std::numeric_limits<int64_t>::max()) || (code && CodedMediaType(code).empty()) ||
+      (code && !in.done())) {
     return false;
   }
   out->type = ObjectType(flags & 3);
   out->location = Location((flags >> 2) & 3);
   if (kind) out->kind = Kind(kind);
-  out->media_type.assign(code ? kMediaTypeCodes[code] : in.rest());
+  out->media_type.assign(code ? CodedMediaType(code) : in.rest());
   if (added && when) *added = int64_t(when);
   return true;
 }

@@ -94,7 +94,9 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // `added` table is no longer kept. A ki that reads format 5 would misread
 // every meta value. A format-5 store is upgraded when it is opened for
 // writing (each meta value packed again with its added time, `added`
-// emptied); read as it is otherwise (both layouts unpack).
+// emptied); read as it is otherwise (both layouts unpack). Frames written
+// to a format-6 store name a coded media type by its code (frame version 4,
+// frame.h), which a ki that reads format 5 cannot parse either.
 inline constexpr int kFormatVersion = 6;
 inline constexpr std::string_view kFormatLine = "ki-store 6\n";
 inline constexpr std::string_view kFormatLineV5 = "ki-store 5\n";

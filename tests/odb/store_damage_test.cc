@@ -686,7 +686,9 @@ TEST_F(SeedTest, ALostOrDamagedDictionaryIsANamedFaultAndReindexRestoresIt) {
     auto frame = store_->Get(odb::kObjects, run.raw());
     ASSERT_OK(frame);
     ASSERT_TRUE(frame->has_value());
-    ASSERT_EQ(uint8_t((**frame)[4]), odb::kFrameVersionDict) << "the run's frame is compressed with a dictionary";
+    auto fh = odb::ParseFrameHeader(**frame, "run");
+    ASSERT_OK(fh);
+    ASSERT_NE(fh->dict_id, 0u) << "the run's frame is compressed with a dictionary";
   }
   auto clean = store_->Audit();
   ASSERT_OK(clean);
