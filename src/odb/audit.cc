@@ -351,7 +351,7 @@ Result<AuditReport> LmdbStore::Audit() {
     e.digest = target;
     e.state = CheckState::kMissing;
     e.what = "unknown";
-    e.via = Digest::FromRaw(k.substr(32, 32)).str().substr(0, 19) + " " + lmdb::KeyText(k.substr(64));
+    e.via = Digest::FromRaw(k.substr(32, 32)).str().substr(0, 19) + " " + RefField(k.substr(64));
     report.missing.push_back(std::move(e));
     return true;
   }));
@@ -456,7 +456,7 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
         return std::string(KindName(Kind(uint8_t(k[0])))) + " " + Digest::FromRaw(k.substr(1)).str();
       }
       if (k.size() >= 64) {
-        return Digest::FromRaw(k.substr(32, 32)).str() + " " + lmdb::KeyText(k.substr(64)) + " -> " +
+        return Digest::FromRaw(k.substr(32, 32)).str() + " " + RefField(k.substr(64)) + " -> " +
                Digest::FromRaw(k.substr(0, 32)).str();
       }
       return lmdb::KeyText(k);

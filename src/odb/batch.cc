@@ -703,6 +703,33 @@ Result<std::unordered_map<Digest, int64_t>> LmdbBatch::AddedTimes() {
   return times;
 }
 
+Status LmdbBatch::RecodeRefFields() {
+  KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
+  KI_RETURN_IF_ERROR(FlushStaged(refs));
+  std::vector<std::pair<std::string, std::string>> entries;
+  bool recoded = false;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, refs, "", [&](std::string_view k, std::string_view v) {
+    std::string key(k);
+    if (k.size() > 64) {
+      if (const uint8_t code = RefFieldCode(k.substr(64))) {
+        key.resize(64);
+        key.push_back(char(code));
+        recoded = true;
+      }
+    }
+    entries.emplace_back(std::move(key), std::string(v));
+    return true;
+  }));
+  if (!recoded) return Status::OK();
+  // Emptied and filled again in key order (the codes sort before '/', so
+  // the order changes), through the staging that writes it in order.
+  KI_RETURN_IF_ERROR(txn_.Drop(refs));
+  last_.erase(refs);
+  std::sort(entries.begin(), entries.end());
+  for (const auto& [k, v] : entries) KI_RETURN_IF_ERROR(PutKV(refs, k, v));
+  return Status::OK();
+}
+
 Status LmdbBatch::FoldAddedIntoMeta() {
   KI_ASSIGN_OR_RETURN(auto times, AddedTimes());
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));

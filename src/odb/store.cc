@@ -62,9 +62,11 @@ Status LmdbStore::Open(OpenMode mode) {
     format_version_ = 4;
   } else if (fmt == kFormatLineV5) {
     format_version_ = 5;
+  } else if (fmt == kFormatLineV6) {
+    format_version_ = 6;
   } else if (fmt != kFormatLine) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 6' to 'ki-store 2', and upgrades 'ki-store 1')");
+                                "' (this ki reads 'ki-store 7' to 'ki-store 2', and upgrades 'ki-store 1')");
   }
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
@@ -86,7 +88,8 @@ Status LmdbStore::Open(OpenMode mode) {
     // frames. 3 -> 4: barenames is emptied (names serves bare names). 4 ->
     // 5: each derived index adapts its tables (catalog.runs values become
     // binary). 5 -> 6: meta values are packed again, each with its time
-    // from `added`, which is emptied. One batch does every step from the store's format on;
+    // from `added`, which is emptied. 6 -> 7: refs keys end in their
+    // field's code. One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
     {
@@ -100,7 +103,8 @@ Status LmdbStore::Open(OpenMode mode) {
       if (format_version_ <= 4) {
         for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 4));
       }
-      KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->FoldAddedIntoMeta());
+      if (format_version_ <= 5) KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->FoldAddedIntoMeta());
+      KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->RecodeRefFields());
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     KI_RETURN_IF_ERROR(env()->WriteFileAtomic(FormatPath(dir_), kFormatLine, Durability::kSync));
@@ -428,7 +432,7 @@ Status LmdbStore::ForEachOfKind(Kind kind, const std::function<bool(const Digest
 Result<std::vector<std::pair<Digest, std::string>>> LmdbStore::Referrers(const Digest& d) {
   std::vector<std::pair<Digest, std::string>> out;
   KI_RETURN_IF_ERROR(Scan(kRefs, d.raw(), [&](std::string_view k, std::string_view) {
-    if (k.size() >= 64) out.emplace_back(Digest::FromRaw(k.substr(32, 32)), lmdb::KeyText(k.substr(64)));
+    if (k.size() >= 64) out.emplace_back(Digest::FromRaw(k.substr(32, 32)), RefField(k.substr(64)));
     return true;
   }));
   return out;

@@ -151,6 +151,9 @@ class LmdbBatch final : public Batch {
   // Format 5 -> 6: every meta value packed again in format 6's layout with
   // its object's added time; `added` emptied.
   Status FoldAddedIntoMeta();
+  // Format 6 -> 7: every refs key whose field has a code written again
+  // with it (RefKey).
+  Status RecodeRefFields();
   lmdb::Txn& txn() { return txn_; }
   Result<MDB_dbi> Table(std::string_view name);
 

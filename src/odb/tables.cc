@@ -112,9 +112,42 @@ std::string NamesOfKey(const Digest& d, Kind k, std::string_view name) {
   return key;
 }
 
+namespace {
+// The fields of references the KernelIndex schemas fix, by the code that
+// stands for them at the end of a refs key (docs/format.md, "Index"): never
+// renumber, never reuse. A code is one byte below 0x20, which no JSON
+// pointer starts with (a pointer is empty or starts with '/').
+constexpr std::string_view kRefFields[] = {
+    "",  // 0: the field follows as text
+    "/spec/workloadDigest",     "/spec/implementationDigest", "/spec/protocolDigest",
+    "/spec/environmentDigest",  "/spec/operationSpecDigest",  "/spec/operation/specDigest",
+    "/spec/source/contentDigest", "/spec/configurationDigest", "/spec/modelDigest",
+    "/spec/stackDigest",
+};
+constexpr size_t kRefFieldCount = sizeof(kRefFields) / sizeof(kRefFields[0]);
+static_assert(kRefFieldCount < 0x20);
+}  // namespace
+
+uint8_t RefFieldCode(std::string_view field) {
+  for (size_t i = 1; i < kRefFieldCount; ++i)
+    if (field == kRefFields[i]) return uint8_t(i);
+  return 0;
+}
+
+std::string RefField(std::string_view key_rest) {
+  if (key_rest.size() == 1 && uint8_t(key_rest[0]) != 0 && uint8_t(key_rest[0]) < kRefFieldCount) {
+    return std::string(kRefFields[uint8_t(key_rest[0])]);
+  }
+  return lmdb::KeyText(key_rest);
+}
+
 std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field) {
   std::string key(target.raw());
   key.append(referrer.raw());
+  if (const uint8_t code = RefFieldCode(field)) {
+    key.push_back(char(code));
+    return key;
+  }
   key.append(field);
   return lmdb::FitKey(std::move(key));
 }

@@ -65,10 +65,18 @@ std::string NameKey(Kind k, std::string_view name);        // names: "Kind/name"
 std::string NameSetKey(Kind k, std::string_view name, const Digest& d);
 // namesof: digest + "Kind/name".
 std::string NamesOfKey(const Digest& d, Kind k, std::string_view name);
-// refs: target + referrer + JSON pointer of the field. The pointer runs
-// through user-chosen names (tensors have no length limit), so the key is
-// fitted to LMDB's limit; Referrers shows a shortened field with "…".
+// refs: target + referrer + the field: since format 7 one byte, the code of
+// a pointer the schemas fix (RefFieldCode: /spec/workloadDigest and the
+// like, 99.6% of the export's references), else the JSON pointer's text.
+// A pointer runs through user-chosen names (tensors have no length limit),
+// so the key is fitted to LMDB's limit; Referrers shows a shortened field
+// with "…".
 std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field);
+// 1.. for a pointer that has a code, 0 for the others.
+uint8_t RefFieldCode(std::string_view field);
+// The field of a refs key from its bytes after the two digests: a code's
+// pointer, or the text (lmdb::KeyText: a shortened one ends in "…").
+std::string RefField(std::string_view key_rest);
 std::string AbsentValue(const AbsentInfo& a);
 // A format-5 `added` value (u64 LE); nullopt for one that is not 8 bytes.
 std::optional<int64_t> ParseAddedV5(std::string_view v);
@@ -97,8 +105,13 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // emptied); read as it is otherwise (both layouts unpack). Frames written
 // to a format-6 store name a coded media type by its code (frame version 4,
 // frame.h), which a ki that reads format 5 cannot parse either.
-inline constexpr int kFormatVersion = 6;
-inline constexpr std::string_view kFormatLine = "ki-store 6\n";
+// Format 7: a refs key ends in the one-byte code of its field when it has
+// one (RefKey), which a ki that reads format 6 would show as the field and
+// audit as a fault; a format-6 store is upgraded when it is opened for
+// writing (every refs key written again).
+inline constexpr int kFormatVersion = 7;
+inline constexpr std::string_view kFormatLine = "ki-store 7\n";
+inline constexpr std::string_view kFormatLineV6 = "ki-store 6\n";
 inline constexpr std::string_view kFormatLineV5 = "ki-store 5\n";
 inline constexpr std::string_view kFormatLineV4 = "ki-store 4\n";
 inline constexpr std::string_view kFormatLineV3 = "ki-store 3\n";

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A store of format 5 (tests/data/store-format5, made by ki at 77cb62a: the
 # slice of the export imported, the seed run added, one unreferenced log
-# blob) reads as it is with today's ki; the first write makes it format 6
+# blob) reads as it is with today's ki; the first write makes it format 7
 # (meta values packed again with each object's added time, `added`
-# emptied): audit, reindex, rank, groups and the ages ki gc sees agree with
+# emptied; refs keys end in their field's code): audit, reindex, rank, groups and the ages ki gc sees agree with
 # what format 5's ki printed.
 set -u
 KI=$1
@@ -49,11 +49,13 @@ expect_rc 0 "gc --dry-run (format 5)" K gc --dry-run --grace 0 --json
 same_ages "format 5"
 grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 
-# 2. A write: FORMAT becomes 6, every meta value is format 6's (bit 7 of
-# its first byte) and `added` is empty (when lmdb-utils is there to look).
+# 2. A write: FORMAT becomes 7, every meta value is format 6's (bit 7 of
+# its first byte), `added` is empty and refs keys of a coded field are 65
+# bytes (when lmdb-utils is there to look); the referrers ki show lists
+# keep their fields.
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
-grep -qx "ki-store 6" "$T/.ki/FORMAT" || fail "the first write makes the store format 6: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 7" "$T/.ki/FORMAT" || fail "the first write makes the store format 7: $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   n=$(mdb_stat -s added "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "added still holds $n entries after the upgrade"
@@ -65,7 +67,19 @@ assert len(values) > 100, len(values)
 old = [v for v in values if int(v[:2], 16) < 0x80]
 assert not old, "%d of %d meta values are not format 6" % (len(old), len(values))
 ' || fail "meta values after the upgrade"
+  mdb_dump -s refs "$T/.ki/index" | python3 -c '
+import sys
+keys = [bytes.fromhex(l.strip()) for l in sys.stdin if l.startswith(" ")][0::2]
+fixed = {b"/spec/workloadDigest", b"/spec/implementationDigest", b"/spec/protocolDigest", b"/spec/environmentDigest",
+         b"/spec/operationSpecDigest", b"/spec/operation/specDigest", b"/spec/source/contentDigest",
+         b"/spec/configurationDigest", b"/spec/modelDigest", b"/spec/stackDigest"}
+coded = [k for k in keys if len(k) == 65 and 0 < k[64] < 0x20]
+text = [k for k in keys if k[64:] in fixed]
+assert len(coded) > 20 and not text, "%d refs keys coded, %d of a coded field as text" % (len(coded), len(text))
+' || fail "refs keys after the upgrade"
 fi
+expect_rc 0 "show the protocol" K show BenchmarkProtocol/flashinfer-bench-trace
+grep -q "/spec/protocolDigest" "$T/out" || fail "the referrers of the protocol lost their field: $(cat "$T/out")"
 expect_rc 0 "rank after the upgrade" K rank ae5aacaf --json
 same_json rank_ae5.json
 expect_rc 0 "gc --dry-run (upgraded)" K gc --dry-run --grace 0 --json

@@ -3,6 +3,7 @@
 // upgrade) still read, and malformed values refused.
 #include "odb/tables.h"
 
+#include "index/lmdb.h"
 #include "testutil/testutil.h"
 #include "util/coding.h"
 
@@ -95,6 +96,31 @@ TEST(MetaValue, MalformedValuesAreRefused) {
   code[2] = char(200);
   EXPECT_FALSE(UnpackMeta(info.digest.raw(), code, &out));
   EXPECT_FALSE(UnpackMeta(info.digest.raw().substr(1), v, &out));  // not a digest key
+}
+
+// refs keys (format 7): a field the schemas fix is one byte, read back as
+// its pointer; any other field stays text (a long one fitted to LMDB's limit).
+TEST(RefKey, AFixedFieldIsOneByteAndOthersStayText) {
+  const Digest target = Sha256Of("a protocol"), run = Sha256Of("a run");
+  const std::string coded = RefKey(target, run, "/spec/protocolDigest");
+  ASSERT_EQ(coded.size(), 65u);
+  EXPECT_EQ(coded.substr(0, 32), target.raw());
+  EXPECT_EQ(coded.substr(32, 32), run.raw());
+  EXPECT_EQ(RefField(coded.substr(64)), "/spec/protocolDigest");
+  EXPECT_EQ(RefFieldCode("/spec/workloadDigest"), 1);
+  EXPECT_EQ(RefFieldCode("/spec/stackDigest"), 10);
+  const std::string text = RefKey(target, run, "/spec/evidence/logs/0/digest");
+  EXPECT_EQ(text.substr(64), "/spec/evidence/logs/0/digest");
+  EXPECT_EQ(RefField(text.substr(64)), "/spec/evidence/logs/0/digest");
+  // A coded key sorts before every text key of the same pair (codes are
+  // below '/'), and a code this ki does not know reads as text, not as
+  // another field.
+  EXPECT_LT(coded, text);
+  EXPECT_EQ(RefField(std::string(1, char(0x1f))), lmdb::KeyText(std::string(1, char(0x1f))));
+  const std::string long_field = "/spec/tensors/" + std::string(600, 'x') + "/digest";
+  const std::string fitted = RefKey(target, run, long_field);
+  EXPECT_EQ(fitted.size(), lmdb::kMaxKeyBytes);
+  EXPECT_NE(RefField(fitted.substr(64)).find("…"), std::string::npos);
 }
 
 }  // namespace
