@@ -84,7 +84,10 @@ class GroupUpdate {
 
   Status Facts(const Digest& d, std::set<Digest>* runs) {
     KI_ASSIGN_OR_RETURN(std::string bytes, b_.Read(d));
-    KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, d.str()));
+    KI_ASSIGN_OR_RETURN(RunFactsObject parsed, ParseFactsObject(bytes, d.str()));
+    // Kept for IndexRun (FactsOf), which would otherwise read and parse
+    // each facts object a second time: an import brings one per run.
+    const RunFactsObject& f = facts_.insert_or_assign(d, std::move(parsed)).first->second;
     KI_RETURN_IF_ERROR(b_.Put(tables::kFacts, PairKey(f.subject, d), ""));
     runs->insert(f.subject);
     // Supersession: the run this one names is superseded once this one is
@@ -173,6 +176,12 @@ class GroupUpdate {
       return true;
     }));
     if (!last) return std::optional<RunFactsObject>();
+    if (auto it = facts_.find(*last); it != facts_.end()) {
+      // Parsed by Facts() in this update, and needed by this run alone.
+      std::optional<RunFactsObject> f(std::move(it->second));
+      facts_.erase(it);
+      return f;
+    }
     KI_ASSIGN_OR_RETURN(std::string bytes, b_.Read(*last));
     KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, last->str()));
     return std::optional<RunFactsObject>(std::move(f));
@@ -343,6 +352,8 @@ class GroupUpdate {
   Batch& b_;
   std::unordered_map<Digest, std::optional<Json>> specs_;
   std::unordered_map<Digest, std::string> names_;
+  // Facts objects this update stored, parsed, until their run is indexed.
+  std::unordered_map<Digest, RunFactsObject> facts_;
   std::unordered_map<std::string, Digest> correctness_;
   std::map<Digest, Json> descs_;
   std::set<Digest> touched_;

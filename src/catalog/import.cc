@@ -338,9 +338,18 @@ class Importer {
     const bool bulk = storing();
     Status cross_status, put_status;
     std::vector<PutResult> put;
+    // The facts objects are encoded on that thread too, after the pass (whose
+    // mismatches decide whether anything is stored): it finishes well before
+    // the manifests' writes do, and the writer then only puts their bytes.
+    std::vector<std::string> facts_objects;
     std::thread cross([&] {
       try {
         cross_status = CheckCrossRows(store_, rows_, report_);
+        if (cross_status.ok() && storing()) {
+          auto encoded = EncodeFacts();
+          if (encoded.ok()) facts_objects = std::move(encoded).value();
+          else cross_status = encoded.status();
+        }
       } catch (const std::exception& e) {  // a JSON type error: a bug
         cross_status = Status::InvalidInput(std::string("cross-row pass: ") + e.what());
       }
@@ -368,7 +377,7 @@ class Importer {
     if (!storing()) return Status::OK();
     // The export's facts as objects; the comparison groups are derived from
     // them and the manifests when the batch commits (groups.cc).
-    KI_ASSIGN_OR_RETURN(Json facts, PutFacts());
+    KI_ASSIGN_OR_RETURN(Json facts, PutFacts(facts_objects));
     Json summary = {{"type", kImportType},
                     {"source", source},
                     {"content", content.str()},
@@ -388,11 +397,12 @@ class Importer {
 
  private:
   // One facts object per run row: its facts, its record events and its
-  // source. Returns their digests, sorted (the import object lists them).
-  Result<Json> PutFacts() {
+  // source, encoded (EncodeFactsObject), in run order. Reads rows_ only.
+  Result<std::vector<std::string>> EncodeFacts() const {
+    std::vector<std::string> out;
+    out.reserve(rows_.runs.size() + rows_.serving_runs.size());
     std::unordered_map<std::string, std::vector<Json>> events_by_run;
     for (const Json& ev : rows_.events) events_by_run[Str(ev, "runId")].push_back(ev);
-    std::vector<std::string> digests;
     for (const auto* list : {&rows_.runs, &rows_.serving_runs}) {
       const bool kernel = list == &rows_.runs;
       for (const Json& r : *list) {
@@ -405,9 +415,20 @@ class Importer {
         if (auto it = events_by_run.find(Str(r, "id")); it != events_by_run.end()) f.events = it->second;
         if (auto it = rows_.sources.find(Str(f.row, "sourceId")); it != rows_.sources.end()) f.source = it->second;
         KI_ASSIGN_OR_RETURN(std::string bytes, EncodeFactsObject(f));
-        KI_ASSIGN_OR_RETURN(PutResult put, batch_->PutBlob(bytes, kFactsMediaType));
-        digests.push_back(put.digest.str());
+        out.push_back(std::move(bytes));
       }
+    }
+    return out;
+  }
+
+  // Stores the encoded facts objects; returns their digests, sorted (the
+  // import object lists them).
+  Result<Json> PutFacts(const std::vector<std::string>& objects) {
+    std::vector<std::string> digests;
+    digests.reserve(objects.size());
+    for (const std::string& bytes : objects) {
+      KI_ASSIGN_OR_RETURN(PutResult put, batch_->PutBlob(bytes, kFactsMediaType));
+      digests.push_back(put.digest.str());
     }
     std::sort(digests.begin(), digests.end());
     digests.erase(std::unique(digests.begin(), digests.end()), digests.end());

@@ -95,7 +95,11 @@ struct Builtins {
 };
 
 const Builtins& GetBuiltins() {
-  static const Builtins b = [] {
+  // Never destroyed: freeing the compiled dictionaries at exit (ZSTD_freeCDict
+  // of blocks over 64 KiB) made glibc consolidate the whole heap of a process
+  // that had held a catalog, ~1% of `ki import kernelindex`'s CPU spent after
+  // its work was done (bench/results/import-2026-12-02.md).
+  static const Builtins& b = *new Builtins([] {
     Builtins out;
     size_t n = 0;
     const EmbeddedFile* files = ki_embedded_dictionaries(&n);
@@ -110,7 +114,7 @@ const Builtins& GetBuiltins() {
       out.all.push_back(std::move(d).value());
     }
     return out;
-  }();
+  }());
   return b;
 }
 
