@@ -247,7 +247,7 @@ Result<AuditReport> LmdbStore::Audit() {
         if (!fresh && info.digest < it->second) it->second = info.digest;
       }
     } else if (manifest) {
-      // What kinds and refs must hold for it (compared below).
+      // What refs must hold for it (compared below).
       auto m = ManifestFromCanonical(raw, info.digest.str());
       // The index entry agrees with the frame header (Check): both against
       // what the manifest says.
@@ -260,7 +260,6 @@ Result<AuditReport> LmdbStore::Audit() {
         report.faults.push_back(std::move(e));
         continue;
       }
-      want.kinds.emplace(KindKey(m->kind, info.digest), "");
       for (const Reference& ref : ExtractReferences(*m)) {
         want.refs.emplace(RefKey(ref.target, info.digest, ref.field), ref.uri);
       }
@@ -443,8 +442,9 @@ const char kNameLacking[] =
 
 Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                                    AuditReport* report) {
-  // kinds and refs: functions of the manifests.
-  for (auto entry : {std::pair{kKinds, &want.kinds}, std::pair{kRefs, &want.refs}}) {
+  // refs: a function of the manifests (format 7 and before also kept
+  // kinds; format 8 reads kinds from meta, which is compared above).
+  for (auto entry : {std::pair{kRefs, &want.refs}}) {
     // Not a structured binding: clang 14 (the fuzz build's) cannot capture
     // one in the lambdas below.
     const auto table = entry.first;
@@ -452,9 +452,6 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
     TableDiff diff(table, report);
     std::unordered_set<std::string> seen;
     auto label = [&](std::string_view k) {
-      if (table == kKinds && k.size() == 33) {
-        return std::string(KindName(Kind(uint8_t(k[0])))) + " " + Digest::FromRaw(k.substr(1)).str();
-      }
       if (k.size() >= 64) {
         return Digest::FromRaw(k.substr(32, 32)).str() + " " + RefField(k.substr(64)) + " -> " +
                Digest::FromRaw(k.substr(0, 32)).str();
@@ -462,7 +459,6 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       return lmdb::KeyText(k);
     };
     auto digest_of = [&](std::string_view k) -> std::optional<Digest> {
-      if (table == kKinds && k.size() == 33) return Digest::FromRaw(k.substr(1));
       if (k.size() >= 64) return Digest::FromRaw(k.substr(32, 32));
       return std::nullopt;
     };

@@ -434,7 +434,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   return PutResult{d, false};
 }
 
-Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
+Status LmdbBatch::WriteObject(const EncodedObject& o) {
   const Digest& d = o.digest;
   const std::string& frame = o.frame;
   if (frame.size() > 7 && (uint8_t(frame[4]) == kFrameVersionDict ||
@@ -479,10 +479,6 @@ Status LmdbBatch::WriteObject(const EncodedObject& o, bool index_kind) {
   }
   arrived_.push_back(info);
   if (pending_bytes_ > kPendingLimit) KI_RETURN_IF_ERROR(FlushPending());
-  if (o.type == ObjectType::kManifest && index_kind) {
-    KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
-    KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(o.kind), d), ""));
-  }
   return Status::OK();
 }
 
@@ -567,7 +563,7 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
   // Then each table in key order (appends; see PutKV). Objects and meta
   // are keyed by digest alike.
   std::sort(objects.begin(), objects.end(), [](auto* a, auto* b) { return a->digest < b->digest; });
-  for (const EncodedObject* o : objects) KI_RETURN_IF_ERROR(WriteObject(*o, /*index_kind=*/false));
+  for (const EncodedObject* o : objects) KI_RETURN_IF_ERROR(WriteObject(*o));
   using KV = std::pair<std::string, std::string_view>;
   std::vector<KV> rows;
   auto put_sorted = [&](std::string_view table) -> Status {
@@ -579,8 +575,6 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
     rows.clear();
     return Status::OK();
   };
-  for (size_t i : new_manifests) rows.emplace_back(KindKey(ms[i].kind, ms[i].digest), "");
-  KI_RETURN_IF_ERROR(put_sorted(kKinds));
   for (size_t i : new_manifests) {
     for (const Reference& ref : ms[i].references)
       rows.emplace_back(RefKey(ref.target, ms[i].digest, ref.field), ref.uri);
@@ -768,8 +762,6 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   arrived_.push_back(info);
   if (IsDictionary(info)) return IndexDictionary(d, raw);
   if (h.type != ObjectType::kManifest) return Status::OK();
-  KI_ASSIGN_OR_RETURN(MDB_dbi kinds, Table(kKinds));
-  KI_RETURN_IF_ERROR(PutKV(kinds, KindKey(Kind(h.kind), d), ""));
   auto m = ManifestFromCanonical(raw, d.str());
   if (!m.ok()) return Status::Corruption(m.status().message());
   KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));

@@ -113,7 +113,7 @@ constexpr std::string_view kCompactPrefix = "gc-compact-";
 // Tables the store itself keeps (tables.h).
 const std::vector<std::string_view>& StoreTables() {
   // barenames: a store of format 3 or before kept it (emptied since);
-  // added: format 5 or before (emptied since).
+  // added: format 5 or before; kinds: format 7 or before (emptied since).
   static const std::vector<std::string_view> t = {kObjects,   kMeta,    kKinds,   kRefs, kDicts, kAbsent, kNames,
                                                   kBareNames, kNamesOf, kNameSet, kDocs, kTags,  kAdded};
   return t;
@@ -279,7 +279,6 @@ class Collector {
         if (info.location == Location::kIndex) KI_RETURN_IF_ERROR(batch.Delete(kObjects, d.raw()));
         KI_RETURN_IF_ERROR(batch.Delete(kMeta, d.raw()));
         if (info.type == ObjectType::kManifest && info.kind) {
-          KI_RETURN_IF_ERROR(batch.Delete(kKinds, KindKey(*info.kind, d)));
           KI_RETURN_IF_ERROR(batch.Delete(kDocs, d.raw()));
         }
       }

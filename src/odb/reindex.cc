@@ -10,7 +10,7 @@ Result<AuditReport> LmdbStore::Reindex() {
   auto* batch = static_cast<LmdbBatch*>(batch_base.get());
   // The store's own derived tables, and every derived index's: Commit
   // hands the indexes every object indexed below (all of them).
-  std::vector<std::string_view> derived = {kMeta, kKinds, kRefs, kDicts};
+  std::vector<std::string_view> derived = {kMeta, kRefs, kDicts};
   for (DerivedIndex* index : DerivedIndexes())
     for (auto t : index->Tables()) derived.push_back(t);
   // meta also records when each object came (format 6): read before it is
@@ -18,6 +18,8 @@ Result<AuditReport> LmdbStore::Reindex() {
   KI_ASSIGN_OR_RETURN(const auto added_times, batch->AddedTimes());
   // A format-1 store's (upgraded through this reindex) is read; not kept.
   KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kAdded));
+  // kinds (format 7 and before): meta says each kind.
+  KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kKinds));
   auto added_of = [&](const Digest& d) -> std::optional<int64_t> {
     auto it = added_times.find(d);
     return it == added_times.end() ? std::nullopt : std::optional<int64_t>(it->second);

@@ -199,7 +199,7 @@ class LmdbBatch final : public Batch {
   // (re-hashed). A damaged copy is false, so that the same bytes, written
   // again (ki add, ki pull), replace it instead of being skipped as held.
   Result<bool> HeldIntact(const Digest& d);
-  Status WriteObject(const EncodedObject& o, bool index_kind = true);
+  Status WriteObject(const EncodedObject& o);
   // The added time of a meta entry about to be written for d: the one the
   // entry it replaces has (a damaged copy written again keeps its age),
   // else the batch's now.
@@ -408,8 +408,8 @@ class LmdbStore final : public Store {
   // What the store's own derived tables must hold, gathered by Audit as it
   // reads every manifest (and dictionary).
   struct ExpectedTables {
-    // Key -> value: kinds' values are empty, refs' the reference's artifact URI.
-    std::unordered_map<std::string, std::string> kinds, refs;
+    // Key -> value: the reference's artifact URI.
+    std::unordered_map<std::string, std::string> refs;
     std::map<uint32_t, Digest> dicts;
     // nameset keys: what DocumentNames gives.
     std::set<std::string> names;

@@ -18,7 +18,11 @@ inline constexpr std::string_view kObjects = "objects";
 // indexed the object (PackMeta). That time is recorded, not derived: reindex
 // carries it over from the entry it replaces.
 inline constexpr std::string_view kMeta = "meta";
-inline constexpr std::string_view kKinds = "kinds";  // kind byte + digest -> ""
+// Formats 7 and before: kind byte + digest -> "", the manifests of each
+// kind. Format 8 reads each object's kind from meta instead (the table was
+// 220 of the imported export's 8,224 pages); the upgrade to format 8 and
+// reindex empty it.
+inline constexpr std::string_view kKinds = "kinds";
 inline constexpr std::string_view kRefs = "refs";    // target + referrer + field -> ""
 // zstd dictionary ID (4 bytes, big-endian) -> digest of the dictionary
 // object holding it (of several with one ID, the smallest digest).
@@ -56,7 +60,7 @@ bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out,
 
 // ---- keys: every key of the tables above is built here
 
-std::string KindKey(Kind k, const Digest& d);              // kinds
+std::string KindKey(Kind k, const Digest& d);              // kinds (format 7 and before)
 std::string DictKey(uint32_t id);                          // dicts
 uint32_t DictKeyId(std::string_view key);                  // 0 when not a dicts key
 std::string NameKey(Kind k, std::string_view name);        // names: "Kind/name"
@@ -109,8 +113,12 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // one (RefKey), which a ki that reads format 6 would show as the field and
 // audit as a fault; a format-6 store is upgraded when it is opened for
 // writing (every refs key written again).
-inline constexpr int kFormatVersion = 7;
-inline constexpr std::string_view kFormatLine = "ki-store 7\n";
+// Format 8: no kinds table (ForEachOfKind scans meta), which a ki that
+// reads format 7 would take for a store without manifests; a format-7
+// store is upgraded when it is opened for writing (kinds emptied).
+inline constexpr int kFormatVersion = 8;
+inline constexpr std::string_view kFormatLine = "ki-store 8\n";
+inline constexpr std::string_view kFormatLineV7 = "ki-store 7\n";
 inline constexpr std::string_view kFormatLineV6 = "ki-store 6\n";
 inline constexpr std::string_view kFormatLineV5 = "ki-store 5\n";
 inline constexpr std::string_view kFormatLineV4 = "ki-store 4\n";

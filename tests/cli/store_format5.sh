@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A store of format 5 (tests/data/store-format5, made by ki at 77cb62a: the
+# A store of format 5 (tests/data/store-format5, made by ki at 9065fbb: the
 # slice of the export imported, the seed run added, one unreferenced log
-# blob) reads as it is with today's ki; the first write makes it format 7
+# blob) reads as it is with today's ki; the first write makes it format 8
 # (meta values packed again with each object's added time, `added`
-# emptied; refs keys end in their field's code): audit, reindex, rank, groups and the ages ki gc sees agree with
+# emptied; refs keys end in their field's code; kinds emptied): audit,
+# reindex, rank, groups, the export and the ages ki gc sees agree with
 # what format 5's ki printed.
 set -u
 KI=$1
@@ -45,17 +46,18 @@ expect_rc 0 "rank" K rank ae5aacaf --json
 same_json rank_ae5.json
 expect_rc 0 "groups" K groups --json
 same_json groups.json
+expect_rc 0 "export (format 5, read as it is)" K export kernelindex "$T/before.jsonl.zst" ae5aacaf
 expect_rc 0 "gc --dry-run (format 5)" K gc --dry-run --grace 0 --json
 same_ages "format 5"
 grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 
-# 2. A write: FORMAT becomes 7, every meta value is format 6's (bit 7 of
+# 2. A write: FORMAT becomes 8, every meta value is format 6's (bit 7 of
 # its first byte), `added` is empty and refs keys of a coded field are 65
 # bytes (when lmdb-utils is there to look); the referrers ki show lists
 # keep their fields.
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
-grep -qx "ki-store 7" "$T/.ki/FORMAT" || fail "the first write makes the store format 7: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 8" "$T/.ki/FORMAT" || fail "the first write makes the store format 8: $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   n=$(mdb_stat -s added "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "added still holds $n entries after the upgrade"
@@ -77,7 +79,14 @@ coded = [k for k in keys if len(k) == 65 and 0 < k[64] < 0x20]
 text = [k for k in keys if k[64:] in fixed]
 assert len(coded) > 20 and not text, "%d refs keys coded, %d of a coded field as text" % (len(coded), len(text))
 ' || fail "refs keys after the upgrade"
+  n=$(mdb_stat -s kinds "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
+  [ "${n:-0}" = 0 ] || fail "kinds still holds $n entries after the upgrade"
 fi
+# Each kind's manifests, read from meta now: the export is what it was.
+expect_rc 0 "export (upgraded)" K export kernelindex "$T/after.jsonl.zst" ae5aacaf
+cmp <(zstd -dc "$T/before.jsonl.zst") <(zstd -dc "$T/after.jsonl.zst") >/dev/null ||
+  fail "the export of the upgraded store differs from format 5's"
+[ "$(zstd -dc "$T/after.jsonl.zst" | wc -l)" -gt 5 ] || fail "the export is nearly empty"
 expect_rc 0 "show the protocol" K show BenchmarkProtocol/flashinfer-bench-trace
 grep -q "/spec/protocolDigest" "$T/out" || fail "the referrers of the protocol lost their field: $(cat "$T/out")"
 expect_rc 0 "rank after the upgrade" K rank ae5aacaf --json

@@ -208,8 +208,7 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
   auto clean = store_->Audit();
   ASSERT_OK(clean);
   ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
-  for (std::string_view table : {odb::kKinds, odb::kRefs, odb::kNamesOf, odb::kNameSet, odb::kDocs,
-                                 odb::kMeta, odb::kDicts}) {
+  for (std::string_view table : {odb::kRefs, odb::kNamesOf, odb::kNameSet, odb::kDocs, odb::kMeta, odb::kDicts}) {
     SCOPED_TRACE(std::string(table));
     auto kv = first_key(table);
     ASSERT_TRUE(kv.has_value());
@@ -249,7 +248,7 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
 
 // Every byte of the store's own tables is compared with what the objects
 // and the recorded names give, and reindex restores each table whole (issue
-// 25.2): a refs or kinds value, a meta entry's stored size, a lost names
+// 25.2): a refs value, a meta entry's stored size, a lost names
 // entry, a names value or a namesof, nameset or docs entry naming an object
 // the store does not hold, a names or nameset key that is not `Kind/name`. Each was clean to audit, or not mended by
 // reindex (a lost names entry lost the name: reindex dropped barenames'
@@ -257,7 +256,7 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
 TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
   const Digest blob = AddSeedYamlAndBlob();
   ASSERT_FALSE(HasFailure());
-  const std::vector<std::string_view> tables = {odb::kMeta,    odb::kKinds,   odb::kRefs,    odb::kDicts,
+  const std::vector<std::string_view> tables = {odb::kMeta,    odb::kRefs,    odb::kDicts,
                                                 odb::kNames,   odb::kNamesOf, odb::kNameSet,
                                                 odb::kDocs};
   using Dump = std::map<std::string, std::map<std::string, std::string>>;
@@ -286,7 +285,6 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
   std::vector<Damage> cases = {
       {"refs value", "refs ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kRefs, first(odb::kRefs).first, "kernelindex:artifact/forged")); }},
-      {"kinds value", "kinds ", [&](Batch& b) { ASSERT_OK(b.Put(odb::kKinds, first(odb::kKinds).first, "x")); }},
       {"meta stored size", "blob text/plain",
        [&](Batch& b) {
          const std::string v = before.at(std::string(odb::kMeta)).at(std::string(blob.raw()));

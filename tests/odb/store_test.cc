@@ -834,3 +834,32 @@ TEST_F(StoreTest, SnapshotReadsRefusedForAWriter) {
 
 }  // namespace
 }  // namespace ki
+
+namespace ki {
+namespace {
+
+// Format 8 keeps no kinds table: the manifests of a kind come from meta,
+// each once, in digest order, and no blob among them.
+TEST_F(SeedTest, ForEachOfKindReadsEachManifestsKindFromMeta) {
+  const auto added = AddSeed();
+  ASSERT_EQ(added.size(), 3u);
+  const Digest blob = PutBlob("a log line\n");
+  std::map<std::string, std::vector<Digest>> want;
+  for (const auto& a : added) want[a.kind].push_back(a.digest);
+  for (Kind k : {Kind::kBenchmarkRun, Kind::kBenchmarkProtocol, Kind::kExecutionEnvironment, Kind::kOperationSpec}) {
+    std::vector<Digest> got;
+    ASSERT_OK(store_->ForEachOfKind(k, [&](const Digest& d) {
+      got.push_back(d);
+      return true;
+    }));
+    EXPECT_EQ(got, want[std::string(KindName(k))]) << KindName(k);
+    EXPECT_TRUE(std::find(got.begin(), got.end(), blob) == got.end());
+  }
+  // The kinds table is not written.
+  auto kinds = store_->Get(odb::kKinds, odb::KindKey(Kind::kBenchmarkRun, want.at("BenchmarkRun").at(0)));
+  ASSERT_OK(kinds);
+  EXPECT_FALSE(kinds->has_value());
+}
+
+}  // namespace
+}  // namespace ki
