@@ -22,7 +22,7 @@
 # USES must not form a cycle: the check says so otherwise. Adding a module
 # is one line here, in its place among the layers (lower ones first).
 
-ki_module(util     HEADERS status.h human.h embedded.h counter_rng.h utc.h SHARES utf8.h coding.h)
+ki_module(util     HEADERS status.h human.h embedded.h counter_rng.h utc.h SHARES utf8.h coding.h process.h)
 ki_module(env      HEADERS env.h USES util)
 ki_module(digest   HEADERS digest.h USES env SYSTEM openssl/* EXTERN SHA256_*)
 ki_module(json     HEADERS json.h SHARES fields.h dump.h USES digest SYSTEM yaml-cpp/*)

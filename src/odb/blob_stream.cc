@@ -1,10 +1,8 @@
 // Blob readers and writers (ki/blob_stream.h).
 #include "ki/blob_stream.h"
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <set>
 
 #include "odb/store_impl.h"
+#include "util/process.h"
 
 namespace ki {
 namespace odb {
@@ -122,8 +121,7 @@ void RemoveStaleScratch(Env* env, const std::string& incoming) {
     const size_t dash = name.find('-');
     if (dash == 0 || dash == std::string::npos || name.find_first_not_of("0123456789") != dash) continue;
     long pid = std::strtol(name.substr(0, dash).c_str(), nullptr, 10);
-    if (pid <= 0 || pid == long(::getpid())) continue;
-    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to ask
+    if (!ProcessIsGone(pid)) continue;  // alive, or not ours to ask
     (void)env->RemoveFile(incoming + "/" + name);
   }
 }

@@ -229,4 +229,30 @@ Result<Digest> IndexInCohort(Batch&, const Manifest& run, const Json& workload_s
   return CohortKeyOf(run.spec, workload_spec);
 }
 
+namespace {
+// Harness microseconds as the schema's whole nanoseconds (never negative).
+int64_t Ns(double us) { return std::llround(std::max(0.0, us) * 1000.0); }
+}  // namespace
+
+Json TimingJson(const Json& h) {
+  const Json& t = h["timing"];
+  const Json& st = t["stats_us"];
+  auto num = [](const Json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; };
+  Json lat = {{"mean", Ns(num(t, "latency_us"))}, {"median", Ns(num(st, "median"))},
+              {"minimum", Ns(num(st, "min"))},    {"maximum", Ns(num(st, "max"))},
+              {"p05", Ns(num(st, "p05"))},        {"p95", Ns(num(st, "p95"))}};
+  Json out = {{"primaryStatistic", "mean"}, {"latencyNs", lat}};
+  if (st.value("count", 0) > 0) out["samples"] = st["count"];
+  if (st.contains("ci95_low") && st["ci95_low"].is_number() && st["ci95_high"].is_number()) {
+    // The harness's interval is around the mean of all samples; shift it
+    // onto the headline so it brackets the value ranking compares.
+    double half = (num(st, "ci95_high") - num(st, "ci95_low")) / 2;
+    double mid = num(t, "latency_us");
+    out["latencyNs"]["confidence95"] = {Ns(mid - half), Ns(mid + half)};
+  }
+  return out;
+}
+
+std::string Artifact(const Digest& d) { return "ki:blob/" + d.str(); }
+
 }  // namespace ki::run::internal

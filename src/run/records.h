@@ -30,6 +30,11 @@ Result<HarnessSettings> SettingsFromProtocol(const Json& protocol_spec);
 // else from the host (and nvidia-smi for a GPU).
 Json EnvironmentSpec(Env& env, const Json* harness_environment, bool cuda, int device, const std::string& compiler);
 
+// The BenchmarkRun's timing from the harness's result (its `timing`).
+Json TimingJson(const Json& harness_result);
+// The artifact URI of an object of this store's: ki:blob/sha256:<hex>.
+std::string Artifact(const Digest& d);
+
 // The comparison key of a run (docs/kernelindex-identity.md, "Comparison key").
 Result<Digest> CohortKeyOf(const Json& run_spec, const Json& workload_spec);
 // The ranking facts of a run, as the catalog keeps them.

@@ -19,6 +19,7 @@
 
 #include "ki/sign.h"
 #include "sign/internal.h"
+#include "util/process.h"
 
 namespace ki {
 
@@ -374,12 +375,9 @@ Result<std::vector<std::string>> Keyring::RemoveStaleTemporaries() {
         !ParseU64(rest.substr(dash + 1), &counter) || pid == 0 || pid > uint64_t(INT32_MAX)) {
       continue;
     }
-    // Only a writer that is gone: kill(pid, 0) fails with ESRCH. EPERM (a
-    // process of another user has the pid) or success means it may still be
-    // writing, so its file stays. One KI_HOME, one pid namespace: a writer in
-    // another namespace would be taken for dead (its key write then fails,
-    // leaving no key), as LMDB's lock file assumes one machine too.
-    if (pid_t(pid) == ::getpid() || ::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;
+    // Only a writer that is gone (a writer in another pid namespace taken
+    // for dead would see its key write fail, leaving no key).
+    if (!ProcessIsGone(int64_t(pid))) continue;
     const std::string path = dir_ + "/" + f;
     Status st = env_->RemoveFile(path);
     if (!st.ok()) return st.WithContext("a temporary key file left by a ki that did not finish");
