@@ -7,7 +7,9 @@
 
 namespace ki::odb {
 
-ShadowBatch::ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned) : store_(store) {
+ShadowBatch::ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned,
+                         const VerifiedContents* verified)
+    : store_(store), verified_(verified) {
   for (auto t : owned) tables_[std::string(t)];
 }
 
@@ -35,8 +37,24 @@ Result<bool> ShadowBatch::Has(const Digest& d) {
   return info.has_value();
 }
 Result<std::optional<ObjectInfo>> ShadowBatch::Stat(const Digest& d) { return store_->Stat(d); }
-Result<std::string> ShadowBatch::Read(const Digest& d) { return store_->Read(d); }
-Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) { return store_->ReadManifest(d); }
+Result<std::string> ShadowBatch::Read(const Digest& d) {
+  if (verified_) {
+    if (auto it = verified_->find(d); it != verified_->end()) return it->second.raw;
+  }
+  return store_->Read(d);
+}
+
+Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) {
+  if (verified_) {
+    if (auto it = verified_->find(d); it != verified_->end() && it->second.type == ObjectType::kManifest) {
+      // As LmdbStore::ReadManifest, less the read and re-hash Audit did.
+      auto m = ManifestFromStored(it->second.raw, d);
+      if (!m.ok()) return Status::Corruption(m.status().message());
+      return m;
+    }
+  }
+  return store_->ReadManifest(d);
+}
 
 namespace {
 
@@ -65,50 +83,73 @@ uint8_t FrameVersionOf(std::string_view frame) {
 
 }  // namespace
 
+bool LmdbStore::Streamed(const ObjectInfo& info, bool want_raw) {
+  // Nobody needs the bytes: re-hashed as they are read, whatever their
+  // size. (A dictionary's are: audit reads its ID; it is small.)
+  return info.location == Location::kLoose && ((info.type == ObjectType::kBlob && !IsDictionary(info)) || !want_raw);
+}
+
 CheckEntry LmdbStore::Check(const ObjectInfo& info, std::string* raw_out, uint32_t* dict_fault) {
-  CheckEntry e;
-  e.digest = info.digest;
-  e.what = Describe(info);
+  if (!Streamed(info, raw_out != nullptr)) return CheckFetched(info, FetchFrame(info), raw_out, dict_fault);
   uint32_t dict = 0;
   uint8_t version = 0;
   uint64_t stored = 0;
-  Status s;
-  if (info.location == Location::kLoose && ((info.type == ObjectType::kBlob && !IsDictionary(info)) || !raw_out)) {
-    // Nobody needs the bytes: re-hashed as they are read, whatever their
-    // size. (A dictionary's are: audit reads its ID; it is small.)
-    s = StreamLoose(info, Discard);
-    const std::string path = LoosePath(dir_, info.digest);
-    auto file = env()->NewSequentialFile(path);
-    if (file.ok()) {
-      char head[5];
-      auto n = (*file)->Read(head, sizeof head);
-      if (n.ok()) version = FrameVersionOf(std::string_view(head, *n));
-      auto st = (*file)->Stat();
-      if (st.ok()) stored = st->size;
-      if (!s.ok()) {
-        // Which dictionary, if that is what failed: the header says.
-        auto again = env()->NewSequentialFile(path);
-        auto h = again.ok() ? ReadFrameHeader(**again, info.digest.str()) : Result<FrameHeader>(again.status());
-        if (h.ok() && h->dict_id && s.message().find(DictionaryName(h->dict_id)) != std::string::npos) {
-          dict = h->dict_id;
-        }
-      }
-    }
-  } else {
-    auto frame = ReadFrame(info);
-    if (!frame.ok()) {
-      s = frame.status();
-    } else {
-      version = FrameVersionOf(*frame);
-      stored = frame->size();
-      auto raw = DecodeChecked(info, *frame, &dict);
-      if (!raw.ok()) {
-        s = raw.status();
-      } else if (raw_out) {
-        *raw_out = std::move(raw).value();
+  Status s = StreamLoose(info, Discard);
+  const std::string path = LoosePath(dir_, info.digest);
+  auto file = env()->NewSequentialFile(path);
+  if (file.ok()) {
+    char head[5];
+    auto n = (*file)->Read(head, sizeof head);
+    if (n.ok()) version = FrameVersionOf(std::string_view(head, *n));
+    auto st = (*file)->Stat();
+    if (st.ok()) stored = st->size;
+    if (!s.ok()) {
+      // Which dictionary, if that is what failed: the header says.
+      auto again = env()->NewSequentialFile(path);
+      auto h = again.ok() ? ReadFrameHeader(**again, info.digest.str()) : Result<FrameHeader>(again.status());
+      if (h.ok() && h->dict_id && s.message().find(DictionaryName(h->dict_id)) != std::string::npos) {
+        dict = h->dict_id;
       }
     }
   }
+  return CheckOutcome(info, std::move(s), version, stored, dict, dict_fault);
+}
+
+LmdbStore::FetchedFrame LmdbStore::FetchFrame(const ObjectInfo& info) {
+  FetchedFrame f;
+  auto frame = ReadFrame(info);
+  if (!frame.ok()) {
+    f.read = frame.status();
+    return f;
+  }
+  f.frame = std::move(frame).value();
+  auto plan = PlanDecode(nullptr, info, f.frame, &f.dict);
+  if (plan.ok()) {
+    f.plan = std::move(plan).value();
+  } else {
+    f.planned = plan.status();
+  }
+  return f;
+}
+
+CheckEntry LmdbStore::CheckFetched(const ObjectInfo& info, const FetchedFrame& f, std::string* raw_out,
+                                   uint32_t* dict_fault) {
+  if (!f.read.ok()) return CheckOutcome(info, f.read, 0, 0, 0, dict_fault);
+  const uint8_t version = FrameVersionOf(f.frame);
+  const uint64_t stored = f.frame.size();
+  if (!f.planned.ok()) return CheckOutcome(info, f.planned, version, stored, f.dict, dict_fault);
+  uint32_t dict = 0;
+  auto raw = DecodePlanned(info, f.frame, f.plan, &dict);
+  if (!raw.ok()) return CheckOutcome(info, raw.status(), version, stored, dict, dict_fault);
+  if (raw_out) *raw_out = std::move(raw).value();
+  return CheckOutcome(info, Status::OK(), version, stored, dict, dict_fault);
+}
+
+CheckEntry LmdbStore::CheckOutcome(const ObjectInfo& info, Status s, uint8_t version, uint64_t stored,
+                                   uint32_t dict, uint32_t* dict_fault) {
+  CheckEntry e;
+  e.digest = info.digest;
+  e.what = Describe(info);
   if (s.ok() && stored != info.stored_size) {
     // Every byte of the index entry is compared: the frame is sound (it
     // re-hashed), so the entry's stored size is what is wrong.
@@ -220,20 +261,29 @@ Result<AuditReport> LmdbStore::Audit() {
   };
   std::map<uint32_t, DictFault> dict_faults;
   std::unordered_set<Digest> unreadable;
-  for (const ObjectInfo& info : infos) {
+  // What each document gives, read from the bytes this pass re-hashes
+  // (step 5 compares the name tables with it): each document read once.
+  std::vector<DocumentGives> gives;
+  std::unordered_map<Digest, Kind> manifest_kinds;
+  // What step 6's indexes read (CheckDerived): each object decoded once.
+  VerifiedContents verified;
+  KI_ASSIGN_OR_RETURN(std::vector<ObjectCheck> checks, CheckEveryObject(infos));
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const ObjectInfo& info = infos[i];
+    ObjectCheck& c = checks[i];
+    CheckEntry& e = c.e;
     indexed.insert(info.digest);
     if (info.location == Location::kLoose) loose_indexed.insert(info.digest);
-    std::string raw;
     const bool manifest = info.type == ObjectType::kManifest;
     const bool dictionary = IsDictionary(info);
-    uint32_t dict_fault = 0;
-    CheckEntry e = Check(info, manifest || dictionary ? &raw : nullptr, &dict_fault);
+    if (manifest && info.kind) manifest_kinds.emplace(info.digest, *info.kind);
+    if (c.gives) gives.push_back(std::move(*c.gives));
     report.objects++;
     report.bytes += info.size;
     if (e.state != CheckState::kOk) {
       unreadable.insert(info.digest);
-      if (dict_fault) {
-        DictFault& f = dict_faults[dict_fault];
+      if (c.dict_fault) {
+        DictFault& f = dict_faults[c.dict_fault];
         if (f.detail.empty()) f.detail = e.detail;
         if (f.objects.size() < 5) f.objects.push_back(std::move(e));
         f.count++;
@@ -242,27 +292,22 @@ Result<AuditReport> LmdbStore::Audit() {
       }
     } else if (dictionary) {
       // What dicts must hold: the smallest digest of each ID.
-      if (const uint32_t id = DictionaryId(raw)) {
+      if (const uint32_t id = DictionaryId(c.raw)) {
         auto [it, fresh] = want.dicts.emplace(id, info.digest);
         if (!fresh && info.digest < it->second) it->second = info.digest;
       }
     } else if (manifest) {
-      // What refs must hold for it (compared below).
-      auto m = ManifestFromCanonical(raw, info.digest.str());
-      // The index entry agrees with the frame header (Check): both against
-      // what the manifest says.
-      Status agrees = m.ok() ? ContentAgreesWithHeader(info.type, info.kind ? uint8_t(*info.kind) : 0, info.media_type,
-                                                       &*m, info.digest.str())
-                             : m.status();
-      if (!agrees.ok()) {
+      if (!c.agrees.ok()) {
         e.state = CheckState::kCorrupt;
-        e.detail = agrees.message() + kReplaceHint;
+        e.detail = c.agrees.message() + kReplaceHint;
         report.faults.push_back(std::move(e));
         continue;
       }
-      for (const Reference& ref : ExtractReferences(*m)) {
-        want.refs.emplace(RefKey(ref.target, info.digest, ref.field), ref.uri);
-      }
+      // What refs must hold for it (compared below).
+      for (const Reference& ref : c.refs) want.refs.emplace(RefKey(ref.target, info.digest, ref.field), ref.uri);
+      verified.emplace(info.digest, VerifiedContent{info.type, std::move(c.raw)});
+    } else if (c.read) {
+      verified.emplace(info.digest, VerifiedContent{info.type, std::move(c.raw)});
     }
   }
   for (auto& [id, f] : dict_faults) {
@@ -389,11 +434,12 @@ Result<AuditReport> LmdbStore::Audit() {
   }));
   // 5. The store's own tables against what the objects and the recorded
   // names give.
-  KI_ASSIGN_OR_RETURN(want.names, DocumentNames());
+  want.names = DocumentNameSet(gives, manifest_kinds);
+  want.documents = std::move(gives);
   KI_RETURN_IF_ERROR(CheckStoreTables(want, indexed, &report));
   // 6. Derived indexes: rebuilt from the objects into an overlay, compared
   // with the tables in place entry by entry.
-  KI_RETURN_IF_ERROR(CheckDerived(infos, unreadable, &report));
+  KI_RETURN_IF_ERROR(CheckDerived(infos, unreadable, verified, &report));
   return report;
 }
 
@@ -462,20 +508,28 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       if (k.size() >= 64) return Digest::FromRaw(k.substr(32, 32));
       return std::nullopt;
     };
+    // Keys are unique, so as many matched as the objects give means none is
+    // lacking: which ones are is only worked out when some are.
+    size_t matched = 0;
     KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
-      std::string key(k);
-      auto it = keys->find(key);
+      auto it = keys->find(std::string(k));
       if (it == keys->end()) {
         diff.Fault(digest_of(k), label(k), kExtra);
       } else {
         // The value too: every byte of the table is what the objects give.
         if (it->second != v) diff.Fault(digest_of(k), label(k), kDiffers);
-        seen.insert(std::move(key));
+        matched++;
       }
       return true;
     }));
-    for (const auto& [k, v] : *keys)
-      if (!seen.count(k)) diff.Fault(digest_of(k), label(k), kLacking);
+    if (matched != keys->size()) {
+      KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view) {
+        if (keys->count(std::string(k))) seen.emplace(k);
+        return true;
+      }));
+      for (const auto& [k, v] : *keys)
+        if (!seen.count(k)) diff.Fault(digest_of(k), label(k), kLacking);
+    }
   }
   // dicts: a function of the dictionary objects.
   {
@@ -576,38 +630,30 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       return true;
     }));
     TableDiff docs(kDocs, report);
-    KI_RETURN_IF_ERROR(ForEachUnlinkedDocument(linked, [&](const Digest& doc, const Digest& manifest) {
+    KI_RETURN_IF_ERROR(ForEachUnlinkedDocument(want.documents, linked, [&](const Digest& doc, const Digest& manifest) {
       docs.Fault(manifest, manifest.str(), "missing: document " + doc.str() + " holds this manifest (ki audit --reindex links it)");
     }));
   }
   return Status::OK();
 }
 
-Status LmdbStore::ForEachUnlinkedDocument(const std::unordered_set<Digest>& linked,
+Status LmdbStore::ForEachUnlinkedDocument(const std::vector<DocumentGives>& gives,
+                                          const std::unordered_set<Digest>& linked,
                                           const std::function<void(const Digest&, const Digest&)>& fn) {
-  std::vector<ObjectInfo> docs;
-  KI_RETURN_IF_ERROR(ForEachObject([&](const ObjectInfo& info) {
-    if (info.type == ObjectType::kBlob && !linked.count(info.digest) &&
-        (info.media_type == kDocumentMediaTypeJson || info.media_type == kDocumentMediaTypeYaml)) {
-      docs.push_back(info);
-    }
-    return true;
-  }));
-  for (const ObjectInfo& info : docs) {
-    auto m = ManifestOfDocument(info);
-    if (!m) continue;
+  for (const DocumentGives& g : gives) {
+    if (linked.count(g.document)) continue;
     // One manifest may come from several documents (YAML, then JSON): only
     // a held manifest that no docs entry links to any document lost its link.
-    KI_ASSIGN_OR_RETURN(auto held, Stat(m->digest));
+    KI_ASSIGN_OR_RETURN(auto held, Stat(g.manifest));
     if (!held) continue;
-    KI_ASSIGN_OR_RETURN(auto doc, DocumentOf(m->digest));
-    if (!doc) fn(info.digest, m->digest);
+    KI_ASSIGN_OR_RETURN(auto doc, DocumentOf(g.manifest));
+    if (!doc) fn(g.document, g.manifest);
   }
   return Status::OK();
 }
 
 Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& unreadable,
-                               AuditReport* report) {
+                               const VerifiedContents& verified, AuditReport* report) {
   // Only objects whose bytes check out: a corrupt one is a fault already,
   // and reindex would not index it either.
   std::unordered_set<Digest> faulty = unreadable;
@@ -618,7 +664,7 @@ Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::
     if (!faulty.count(info.digest)) good.push_back(info);
   constexpr size_t kShownPerTable = 20;
   for (DerivedIndex* index : DerivedIndexes()) {
-    ShadowBatch shadow(this, index->Tables());
+    ShadowBatch shadow(this, index->Tables(), &verified);
     KI_RETURN_IF_ERROR(index->Update(shadow, good));
     for (const auto& entry : shadow.tables()) {
       // Named references, not a structured binding: clang 14 (the fuzz
@@ -637,19 +683,28 @@ Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::
         e.detail = std::move(detail);
         report->faults.push_back(std::move(e));
       };
-      std::set<std::string, std::less<>> seen;
+      // As in CheckStoreTables: the lacking keys are only looked for when
+      // fewer matched than the objects give.
+      size_t matched = 0;
       KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
         auto it = want.find(k);
         if (it == want.end()) {
           fault(k, "entry that no object gives (ki audit --reindex removes it)");
         } else {
-          seen.emplace(k);
+          matched++;
           if (it->second != v) fault(k, "differs from what the objects give (ki audit --reindex rewrites it)");
         }
         return true;
       }));
-      for (const auto& [k, v] : want)
-        if (!seen.count(k)) fault(k, "missing: the objects give this entry (ki audit --reindex restores it)");
+      if (matched != want.size()) {
+        std::set<std::string, std::less<>> seen;
+        KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view) {
+          if (want.count(k)) seen.emplace(k);
+          return true;
+        }));
+        for (const auto& [k, v] : want)
+          if (!seen.count(k)) fault(k, "missing: the objects give this entry (ki audit --reindex restores it)");
+      }
       if (more) {
         CheckEntry e;
         e.state = CheckState::kCorrupt;

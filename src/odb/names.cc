@@ -6,13 +6,22 @@
 
 namespace ki::odb {
 
-std::optional<Manifest> LmdbStore::ManifestOfDocument(const ObjectInfo& info) {
-  if (info.type != ObjectType::kBlob ||
-      (info.media_type != kDocumentMediaTypeJson && info.media_type != kDocumentMediaTypeYaml)) {
-    return std::nullopt;
+bool IsDocument(const ObjectInfo& info) {
+  return info.type == ObjectType::kBlob &&
+         (info.media_type == kDocumentMediaTypeJson || info.media_type == kDocumentMediaTypeYaml);
+}
+
+std::optional<DocumentGives> LmdbStore::DocumentGivesOf(const ObjectInfo& info, const std::string* bytes) {
+  if (!IsDocument(info)) return std::nullopt;
+  std::string read;
+  if (!bytes) {
+    auto got = Read(info.digest);
+    if (!got.ok()) return std::nullopt;  // a fault of its own
+    read = std::move(got).value();
+    bytes = &read;
+  } else if (info.size > opts_.max_object_size) {
+    return std::nullopt;  // as Read refuses it
   }
-  auto bytes = Read(info.digest);
-  if (!bytes.ok()) return std::nullopt;  // a fault of its own
   ParseLimits limits;
   limits.max_bytes = opts_.max_object_size;
   DocFormat fmt = info.media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
@@ -20,33 +29,42 @@ std::optional<Manifest> LmdbStore::ManifestOfDocument(const ObjectInfo& info) {
   if (!j.ok()) return std::nullopt;
   auto m = ManifestFromJson(std::move(*j), info.digest.str());
   if (!m.ok()) return std::nullopt;
-  return std::move(m).value();
+  return DocumentGives{info.digest, m->digest, m->kind, m->name()};
 }
 
-Result<std::set<std::string>> LmdbStore::DocumentNames() {
+Result<std::vector<DocumentGives>> LmdbStore::EveryDocumentGives() {
   std::vector<ObjectInfo> docs;
-  std::unordered_map<Digest, Kind> manifests;
   KI_RETURN_IF_ERROR(ForEachObject([&](const ObjectInfo& info) {
-    if (info.type == ObjectType::kManifest && info.kind) manifests.emplace(info.digest, *info.kind);
-    if (info.type == ObjectType::kBlob &&
-        (info.media_type == kDocumentMediaTypeJson || info.media_type == kDocumentMediaTypeYaml)) {
-      docs.push_back(info);
-    }
+    if (IsDocument(info)) docs.push_back(info);
     return true;
   }));
+  std::vector<DocumentGives> out;
+  for (const ObjectInfo& info : docs)
+    if (auto g = DocumentGivesOf(info, nullptr)) out.push_back(std::move(*g));
+  return out;
+}
+
+std::set<std::string> DocumentNameSet(const std::vector<DocumentGives>& gives,
+                                      const std::unordered_map<Digest, Kind>& manifests) {
   // Every document, not only the one docs links: a manifest added from
   // several documents (YAML, then JSON, each naming it) keeps every name,
   // and docs links the last.
   std::set<std::string> given;
-  for (const ObjectInfo& info : docs) {
-    auto m = ManifestOfDocument(info);
-    if (!m) continue;
-    auto held = manifests.find(m->digest);
-    const std::string name = m->name();
-    if (held == manifests.end() || held->second != m->kind || name.empty()) continue;
-    given.insert(NameSetKey(m->kind, name, m->digest));
+  for (const DocumentGives& g : gives) {
+    auto held = manifests.find(g.manifest);
+    if (held == manifests.end() || held->second != g.kind || g.name.empty()) continue;
+    given.insert(NameSetKey(g.kind, g.name, g.manifest));
   }
   return given;
+}
+
+Result<std::set<std::string>> LmdbStore::DocumentNames(const std::vector<DocumentGives>& gives) {
+  std::unordered_map<Digest, Kind> manifests;
+  KI_RETURN_IF_ERROR(ForEachObject([&](const ObjectInfo& info) {
+    if (info.type == ObjectType::kManifest && info.kind) manifests.emplace(info.digest, *info.kind);
+    return true;
+  }));
+  return DocumentNameSet(gives, manifests);
 }
 
 std::optional<std::tuple<Kind, std::string, Digest>> SplitNameSetKey(std::string_view key) {

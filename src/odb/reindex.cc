@@ -185,6 +185,9 @@ Status LmdbStore::RecordDocumentNames() {
     KI_ASSIGN_OR_RETURN(auto info, Stat(d));
     return info.has_value();
   };
+  // Every document read once: relinking changes only docs, not what a
+  // document gives.
+  KI_ASSIGN_OR_RETURN(std::vector<DocumentGives> gives, EveryDocumentGives());
   {
     // A docs entry whose manifest or document the store does not hold (a
     // damaged key or value: audit reports it) goes; the document it named,
@@ -211,7 +214,7 @@ Status LmdbStore::RecordDocumentNames() {
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     std::vector<std::pair<Digest, Digest>> relink;
-    KI_RETURN_IF_ERROR(ForEachUnlinkedDocument(linked, [&](const Digest& doc, const Digest& manifest) {
+    KI_RETURN_IF_ERROR(ForEachUnlinkedDocument(gives, linked, [&](const Digest& doc, const Digest& manifest) {
       relink.emplace_back(manifest, doc);
     }));
     if (!relink.empty()) {
@@ -223,7 +226,7 @@ Status LmdbStore::RecordDocumentNames() {
   // What the documents give: nameset and namesof are made exactly that, and
   // a names entry whose holder they do not give that name goes (a damaged
   // key or value; audit reports each) and is pointed again below.
-  KI_ASSIGN_OR_RETURN(std::set<std::string> given, DocumentNames());
+  KI_ASSIGN_OR_RETURN(std::set<std::string> given, DocumentNames(gives));
   std::vector<std::string> stale_names;
   KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
     if (v.size() != 32 || !given.count(std::string(k) + std::string(v))) stale_names.emplace_back(k);

@@ -248,29 +248,42 @@ Status LmdbStore::CheckDictionary(const Dictionary& dict, const std::string& whe
 
 Result<std::string> LmdbStore::DecodeCheckedIn(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
                                                uint32_t* dict_fault) {
+  KI_ASSIGN_OR_RETURN(DecodePlan plan, PlanDecode(txn, info, frame, dict_fault));
+  return DecodePlanned(info, frame, plan, dict_fault);
+}
+
+Result<LmdbStore::DecodePlan> LmdbStore::PlanDecode(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
+                                                    uint32_t* dict_fault) {
   std::string where = info.digest.str();
-  KI_ASSIGN_OR_RETURN(auto h, odb::ParseFrameHeader(frame, where));
-  if (!FrameAgrees(h, info)) {
+  DecodePlan plan;
+  KI_ASSIGN_OR_RETURN(plan.header, odb::ParseFrameHeader(frame, where));
+  if (!FrameAgrees(plan.header, info)) {
     return Status::Corruption(where + ": frame header disagrees with the index");
   }
-  std::shared_ptr<const Dictionary> dict;
-  if (h.dict_id) {
-    auto got = txn ? FrameDictionary(*txn, h.dict_id, where) : FrameDictionary(h.dict_id, where);
+  if (const uint32_t id = plan.header.dict_id) {
+    auto got = txn ? FrameDictionary(*txn, id, where) : FrameDictionary(id, where);
     if (!got.ok()) {
-      if (dict_fault) *dict_fault = h.dict_id;
+      if (dict_fault) *dict_fault = id;
       return got.status();
     }
-    dict = std::move(got).value();
+    plan.dict = std::move(got).value();
   }
+  return plan;
+}
+
+Result<std::string> LmdbStore::DecodePlanned(const ObjectInfo& info, std::string_view frame, const DecodePlan& plan,
+                                             uint32_t* dict_fault) {
+  std::string where = info.digest.str();
+  const std::shared_ptr<const Dictionary>& dict = plan.dict;
   auto blame = [&](Status s) -> Status {
     // A damaged dictionary, rather than the frame, when it is one.
     if (!dict) return s;
     Status d = CheckDictionary(*dict, where);
     if (d.ok()) return s;
-    if (dict_fault) *dict_fault = h.dict_id;
+    if (dict_fault) *dict_fault = plan.header.dict_id;
     return d;
   };
-  auto raw = odb::DecodeFrame(frame, h, opts_.max_object_size, where, dict.get());
+  auto raw = odb::DecodeFrame(frame, plan.header, opts_.max_object_size, where, dict.get());
   if (!raw.ok()) return blame(raw.status());
   Digest got = Sha256Of(*raw);
   if (got != info.digest) return blame(Status::Corruption(where + ": content hashes to " + got.str()));

@@ -66,6 +66,35 @@ Status ScanTable(lmdb::Txn& txn, MDB_dbi dbi, std::string_view prefix,
 
 class LmdbStore;
 
+// Contents that audit's pass over every object read whole and re-hashed
+// (a blob kept in the index database, every manifest), by digest: what a
+// derived index rebuilt for comparison reads, instead of reading,
+// decompressing and re-hashing each object a second time. An object is
+// its digest's one content, so a read answered here says what the store
+// would (one whose check failed is not here: its read goes to the store).
+struct VerifiedContent {
+  ObjectType type{};
+  std::string raw;
+};
+using VerifiedContents = std::unordered_map<Digest, VerifiedContent>;
+
+// A KernelIndex document blob (either media type): what names come from.
+bool IsDocument(const ObjectInfo& info);
+
+// What one document blob reads as: the manifest it holds and the name
+// (metadata.name, "" when none) it gives it. names.cc.
+struct DocumentGives {
+  Digest document, manifest;
+  Kind kind{};
+  std::string name;
+};
+
+// The nameset keys ("Kind/name" + digest) that `gives` give the held
+// manifests (`manifests`: digest -> kind): each document's name, for the
+// manifest it reads as when the store holds it as that kind. names.cc.
+std::set<std::string> DocumentNameSet(const std::vector<DocumentGives>& gives,
+                                      const std::unordered_map<Digest, Kind>& manifests);
+
 // A nameset key's kind, name and digest; nullopt when it is not
 // "Kind/name" + digest (a damaged key). names.cc.
 std::optional<std::tuple<Kind, std::string, Digest>> SplitNameSetKey(std::string_view key);
@@ -305,6 +334,18 @@ class LmdbStore final : public Store {
   }
   Result<std::string> DecodeCheckedIn(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
                                       uint32_t* dict_fault = nullptr);
+  // DecodeCheckedIn in two steps: PlanDecode reads what the frame needs
+  // from the index (its header checked against the entry, its dictionary),
+  // DecodePlanned decodes and re-hashes, touching no LMDB transaction, so
+  // it may run on another thread than the one holding the read snapshot.
+  struct DecodePlan {
+    FrameHeader header;
+    std::shared_ptr<const Dictionary> dict;
+  };
+  Result<DecodePlan> PlanDecode(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
+                                uint32_t* dict_fault = nullptr);
+  Result<std::string> DecodePlanned(const ObjectInfo& info, std::string_view frame, const DecodePlan& plan,
+                                    uint32_t* dict_fault = nullptr);
 
   // The dictionary with this ID, as the store holds it (`dicts`, then the
   // object, re-hashed): Corruption naming it when the store does not hold
@@ -402,40 +443,88 @@ class LmdbStore final : public Store {
   // the next open upgrades it again; nothing is lost.
   Status Upgrade();
   // `unreadable`: objects that are faults already (left out, as reindex
-  // leaves them out).
+  // leaves them out). `verified`: contents Audit has re-hashed already,
+  // which the indexes read from there instead of the store.
   Status CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& unreadable,
-                      AuditReport* report);
+                      const VerifiedContents& verified, AuditReport* report);
   // What the store's own derived tables must hold, gathered by Audit as it
   // reads every manifest (and dictionary).
   struct ExpectedTables {
     // Key -> value: the reference's artifact URI.
     std::unordered_map<std::string, std::string> refs;
     std::map<uint32_t, Digest> dicts;
-    // nameset keys: what DocumentNames gives.
+    // nameset keys: what the documents give (DocumentNameSet).
     std::set<std::string> names;
+    // What each document that reads gives, in digest order.
+    std::vector<DocumentGives> documents;
   };
   Status CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                           AuditReport* report);
-  // Each document blob that no docs entry links, with the held manifest it
-  // holds, when that manifest has no document linked at all (a lost link:
-  // audit reports it, reindex restores it).
-  Status ForEachUnlinkedDocument(const std::unordered_set<Digest>& linked,
+  // Each document of `gives` that no docs entry links, with the held
+  // manifest it holds, when that manifest has no document linked at all (a
+  // lost link: audit reports it, reindex restores it).
+  Status ForEachUnlinkedDocument(const std::vector<DocumentGives>& gives, const std::unordered_set<Digest>& linked,
                                  const std::function<void(const Digest&, const Digest&)>& fn);
-  // The manifest a document blob (a KernelIndex document media type) reads
-  // as; nullopt when it is not one or its bytes do not read (a fault of
-  // their own). names.cc.
-  std::optional<Manifest> ManifestOfDocument(const ObjectInfo& info);
+  // What a document blob gives (nullopt when it is not one or its bytes do
+  // not read: a fault of their own). `bytes`: its content, already read and
+  // re-hashed (audit's pass over every object), or nullptr to read it.
+  // names.cc.
+  std::optional<DocumentGives> DocumentGivesOf(const ObjectInfo& info, const std::string* bytes);
+  // DocumentGivesOf of every document the store holds, in digest order.
+  Result<std::vector<DocumentGives>> EveryDocumentGives();
   // Every name the documents the store holds give its manifests, as
-  // nameset keys ("Kind/name" + digest): each document's metadata.name,
-  // for the held manifest it reads as. Names are recorded only from
-  // documents, so names, nameset, namesof and barenames must agree with
-  // this, and reindex rebuilds them from it. names.cc.
-  Result<std::set<std::string>> DocumentNames();
+  // nameset keys (DocumentNameSet of `gives`, which EveryDocumentGives or
+  // audit's pass gathered): names are recorded only from documents, so
+  // names, nameset and namesof must agree with this, and reindex rebuilds
+  // them from it. names.cc.
+  Result<std::set<std::string>> DocumentNames(const std::vector<DocumentGives>& gives);
 
  private:
   // Checks one object: bytes re-hashed, frame agrees with the index.
   // *dict_fault: as DecodeChecked sets it.
   CheckEntry Check(const ObjectInfo& info, std::string* raw_out, uint32_t* dict_fault = nullptr);
+  // Check of an object whose bytes are not wanted and that is a loose file
+  // (a blob, or `want_raw` false): streamed through, never held whole.
+  static bool Streamed(const ObjectInfo& info, bool want_raw);
+  // Check of any other object in two steps, as DecodeCheckedIn's: the frame
+  // read and planned on the thread holding the read snapshot (FetchFrame),
+  // then decoded and re-hashed on any thread (CheckFetched).
+  struct FetchedFrame {
+    Status read;     // reading the frame failed
+    std::string frame;
+    Status planned;  // PlanDecode failed
+    DecodePlan plan;
+    uint32_t dict = 0;  // PlanDecode's dict_fault
+  };
+  FetchedFrame FetchFrame(const ObjectInfo& info);
+  CheckEntry CheckFetched(const ObjectInfo& info, const FetchedFrame& f, std::string* raw_out,
+                          uint32_t* dict_fault = nullptr);
+  // Audit's step 1 for one object, as CheckEveryObject gives it.
+  struct ObjectCheck {
+    CheckEntry e;
+    uint32_t dict_fault = 0;  // as Check sets it
+    std::string raw;          // the content, when read whole (and for a dictionary)
+    bool read = false;        // raw is the content, re-hashed
+    // A manifest that read: it parses and agrees with its header, and its
+    // references (what refs must hold for it).
+    Status agrees;
+    std::vector<Reference> refs;
+    // A document: what it gives (nullopt: it does not read as a manifest).
+    std::optional<DocumentGives> gives;
+    bool gives_unread = false;  // (internal) read again after the threads
+  };
+  // Check of every object of `infos`, with each manifest parsed against its
+  // header and each document's name: on two threads when the machine has
+  // them, the result in `infos`' order (object_pass.cc).
+  Result<std::vector<ObjectCheck>> CheckEveryObject(const std::vector<ObjectInfo>& infos);
+  // Whether the pass keeps an object's bytes (all it reads whole).
+  static bool WantsContent(const ObjectInfo& info);
+  // The parsing part of an object's check, on either thread.
+  void CheckContent(const ObjectInfo& info, ObjectCheck* c);
+  // The entry for what the check found: `s`, with the frame's version and
+  // stored size, and the dictionary to blame (0: none).
+  CheckEntry CheckOutcome(const ObjectInfo& info, Status s, uint8_t version, uint64_t stored, uint32_t dict,
+                          uint32_t* dict_fault);
 
   std::string dir_;
   StoreOptions opts_;
@@ -461,7 +550,8 @@ class LmdbStore final : public Store {
 class ShadowBatch final : public Batch {
  public:
   using TableMap = std::map<std::string, std::string, std::less<>>;
-  ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned);
+  // `verified` (may be null) answers Read and ReadManifest for what it holds.
+  ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned, const VerifiedContents* verified = nullptr);
 
   Result<PutResult> PutBlob(std::string_view, std::string_view) override { return Refused(); }
   using Batch::PutBlobStream;
@@ -512,6 +602,7 @@ class ShadowBatch final : public Batch {
     return Status::InvalidInput("internal: a derived index wrote outside its own tables during audit");
   }
   LmdbStore* store_;
+  const VerifiedContents* verified_;
   std::map<std::string, TableMap, std::less<>> tables_;
 };
 
