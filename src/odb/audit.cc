@@ -8,8 +8,8 @@
 namespace ki::odb {
 
 ShadowBatch::ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned,
-                         const VerifiedContents* verified)
-    : store_(store), verified_(verified) {
+                         const VerifiedContents* verified, const std::unordered_set<Digest>* faulty)
+    : store_(store), verified_(verified), faulty_(faulty) {
   for (auto t : owned) tables_[std::string(t)];
 }
 
@@ -33,11 +33,15 @@ Status ShadowBatch::Scan(std::string_view table, std::string_view prefix,
 }
 
 Result<bool> ShadowBatch::Has(const Digest& d) {
-  KI_ASSIGN_OR_RETURN(auto info, store_->Stat(d));
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
   return info.has_value();
 }
-Result<std::optional<ObjectInfo>> ShadowBatch::Stat(const Digest& d) { return store_->Stat(d); }
+Result<std::optional<ObjectInfo>> ShadowBatch::Stat(const Digest& d) {
+  if (Faulty(d)) return std::optional<ObjectInfo>();
+  return store_->Stat(d);
+}
 Result<std::string> ShadowBatch::Read(const Digest& d) {
+  if (Faulty(d)) return Status::NotFound(d.str() + " is damaged (audit reports it)");
   if (verified_) {
     if (auto it = verified_->find(d); it != verified_->end()) return it->second.raw;
   }
@@ -45,6 +49,7 @@ Result<std::string> ShadowBatch::Read(const Digest& d) {
 }
 
 Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) {
+  if (Faulty(d)) return Status::NotFound(d.str() + " is damaged (audit reports it)");
   if (verified_) {
     if (auto it = verified_->find(d); it != verified_->end() && it->second.type == ObjectType::kManifest) {
       // As LmdbStore::ReadManifest, less the read and re-hash Audit did.
@@ -664,7 +669,7 @@ Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::
     if (!faulty.count(info.digest)) good.push_back(info);
   constexpr size_t kShownPerTable = 20;
   for (DerivedIndex* index : DerivedIndexes()) {
-    ShadowBatch shadow(this, index->Tables(), &verified);
+    ShadowBatch shadow(this, index->Tables(), &verified, &faulty);
     KI_RETURN_IF_ERROR(index->Update(shadow, good));
     for (const auto& entry : shadow.tables()) {
       // Named references, not a structured binding: clang 14 (the fuzz

@@ -551,7 +551,13 @@ class ShadowBatch final : public Batch {
  public:
   using TableMap = std::map<std::string, std::string, std::less<>>;
   // `verified` (may be null) answers Read and ReadManifest for what it holds.
-  ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned, const VerifiedContents* verified = nullptr);
+  // `faulty` (may be null): objects audit found damaged, which the index
+  // reads as not held, as after ki audit --reindex (which indexes none of
+  // them): a run whose implementation is damaged is compared as a run
+  // lacking it, and the damaged frame is not read again (that read failed
+  // the whole audit, instead of reporting the object).
+  ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned, const VerifiedContents* verified = nullptr,
+              const std::unordered_set<Digest>* faulty = nullptr);
 
   Result<PutResult> PutBlob(std::string_view, std::string_view) override { return Refused(); }
   using Batch::PutBlobStream;
@@ -601,8 +607,10 @@ class ShadowBatch final : public Batch {
   static Status Refused() {
     return Status::InvalidInput("internal: a derived index wrote outside its own tables during audit");
   }
+  bool Faulty(const Digest& d) const { return faulty_ && faulty_->count(d); }
   LmdbStore* store_;
   const VerifiedContents* verified_;
+  const std::unordered_set<Digest>* faulty_;
   std::map<std::string, TableMap, std::less<>> tables_;
 };
 
