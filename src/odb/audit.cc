@@ -441,10 +441,16 @@ Result<AuditReport> LmdbStore::Audit() {
   // names give.
   want.names = DocumentNameSet(gives, manifest_kinds);
   want.documents = std::move(gives);
+  // The objects whose own bytes are at fault (steps 1-4): what the derived
+  // indexes leave out. Not the table faults of step 5, whose digests name
+  // good objects (a damaged name entry's holder): those were once left out
+  // too, which reported the holder's catalog entries as faults as well.
+  std::unordered_set<Digest> damaged = std::move(unreadable);
+  for (const auto& f : report.faults) damaged.insert(f.digest);
   KI_RETURN_IF_ERROR(CheckStoreTables(want, indexed, &report));
   // 6. Derived indexes: rebuilt from the objects into an overlay, compared
   // with the tables in place entry by entry.
-  KI_RETURN_IF_ERROR(CheckDerived(infos, unreadable, verified, &report));
+  KI_RETURN_IF_ERROR(CheckDerived(infos, damaged, verified, &report));
   return report;
 }
 
@@ -657,12 +663,10 @@ Status LmdbStore::ForEachUnlinkedDocument(const std::vector<DocumentGives>& give
   return Status::OK();
 }
 
-Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& unreadable,
+Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& faulty,
                                const VerifiedContents& verified, AuditReport* report) {
   // Only objects whose bytes check out: a corrupt one is a fault already,
   // and reindex would not index it either.
-  std::unordered_set<Digest> faulty = unreadable;
-  for (const auto& f : report->faults) faulty.insert(f.digest);
   std::vector<ObjectInfo> good;
   good.reserve(infos.size());
   for (const auto& info : infos)

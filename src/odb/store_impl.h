@@ -442,10 +442,10 @@ class LmdbStore final : public Store {
   // Killed at any point, the store stays format 1 (or is already 2) and
   // the next open upgrades it again; nothing is lost.
   Status Upgrade();
-  // `unreadable`: objects that are faults already (left out, as reindex
+  // `faulty`: objects whose own bytes are faults (left out, as reindex
   // leaves them out). `verified`: contents Audit has re-hashed already,
   // which the indexes read from there instead of the store.
-  Status CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& unreadable,
+  Status CheckDerived(const std::vector<ObjectInfo>& infos, const std::unordered_set<Digest>& faulty,
                       const VerifiedContents& verified, AuditReport* report);
   // What the store's own derived tables must hold, gathered by Audit as it
   // reads every manifest (and dictionary).
