@@ -2,20 +2,10 @@
 # Comparison groups are derived from objects (issue 17): a run joins its
 # group by whatever path it arrives and in any order; reindex rebuilds every
 # catalog table; audit finds a damaged one; a format-1 store is upgraded.
-set -u
-KI=$1
-DATA=$2
+source "$(dirname "$0")/failfast.bash" "$@"
 SEED=$DATA/kernelindex/fixtures/gpt-o3_cuda_5548d0.gqa_paged_decode_h32_kv4_d128_ps1.manifest.json
 COHORT=$DATA/run/seed-cohort.jsonl
 SLICE=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() {
-  local want=$1 what=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
-}
 GROUP=2b2fc4c48f98b72d
 BASE=sha256:02a189b787e72f5ffd387e6056e9de197925b534680084f0a1c614ef1a99ffc2
 

@@ -3,19 +3,9 @@
 # adds nothing, stdin and zstd work, a forged key stores nothing (exit 4)
 # unless --keep-going (exit 1), a malformed line is named by file:line, and
 # kill -9 mid-import leaves a clean store.
-set -u
-KI=$1
-DATA=$2
+source "$(dirname "$0")/failfast.bash" "$@"
 SLICE=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl
 FULL=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.jsonl.zst
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() {  # expected-rc description command...
-  local want=$1 what=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
-}
 
 "$KI" init "$T/a" >/dev/null || fail init
 expect_rc 0 "import slice" "$KI" --store "$T/a" import kernelindex "$SLICE"

@@ -7,12 +7,7 @@
 # makes the import faster must not change any of it
 # (bench/catalog/import_same.sh compares every table of two stores).
 # The digests below were taken with the import of main at 77cb62a.
-set -u
-KI=$1
-DATA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/failfast.bash" "$@"
 
 "$KI" init "$T/s" >/dev/null || fail init
 # Imported by a relative name: the import object records the source as given.

@@ -1,17 +1,7 @@
 #!/usr/bin/env bash
 # ki rank / records / show / diff on the slice of the real export.
-set -u
-KI=$1
-DATA=$2
+source "$(dirname "$0")/failfast.bash" "$@"
 SLICE=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() {
-  local want=$1 what=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
-}
 "$KI" init "$T/s" >/dev/null
 "$KI" --store "$T/s" import kernelindex "$SLICE" >/dev/null 2>&1 || fail import
 K() { "$KI" --store "$T/s" "$@"; }

@@ -4,17 +4,7 @@
 # names included; the first write makes it format 8 (barenames emptied,
 # catalog.runs values encoded again as binary);
 # audit, reindex, rank and groups agree with what format 3's ki printed.
-set -u
-KI=$1
-DATA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() {
-  local want=$1 what=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
-}
+source "$(dirname "$0")/failfast.bash" "$@"
 SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
 OP=sha256:7a3b25630f0628b21ed74b6adb588d28f7e29191f9038bed6f56ed393deefb5b
 tar xzf "$DATA/store-format3/store-v3.tar.gz" -C "$T"

@@ -6,17 +6,7 @@
 # emptied; refs keys end in their field's code; kinds emptied): audit,
 # reindex, rank, groups, the export and the ages ki gc sees agree with
 # what format 5's ki printed.
-set -u
-KI=$1
-DATA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() {
-  local want=$1 what=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || { echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"; fail "$what: exit $rc, wanted $want"; }
-}
+source "$(dirname "$0")/failfast.bash" "$@"
 SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
 F=$DATA/store-format5
 tar xzf "$F/store-v5.tar.gz" -C "$T"
