@@ -12,9 +12,12 @@ keys (it would be the digest -> number map). An estimate, not a layout.
 import subprocess, sys
 D=sys.argv[1]
 # 32-byte digests a key / a value holds that a 4-byte object number could replace
-# (meta keeps its digest keys: it is the digest -> number map)
+# (meta keeps its digest keys: it is the digest -> number map). Since store
+# format 9 the cohorts and events values hold their digests as 32 raw bytes
+# too: a kernel cohort five (correctness, environment, operation, protocol,
+# workload), an event its comparisonKey.
 digs={'objects':(1,0),'meta':(0,0),'refs':(2,0),'absent':(1,0),'names':(0,1),'namesof':(1,0),
-'nameset':(1,0),'docs':(1,1),'catalog.runs':(1,1),'catalog.cohort':(2,0),'catalog.cohorts':(1,0),'catalog.events':(2,0),
+'nameset':(1,0),'docs':(1,1),'catalog.runs':(1,1),'catalog.cohort':(2,0),'catalog.cohorts':(1,5),'catalog.events':(2,1),
 'catalog.facts':(2,0),'catalog.ids':(1,1),'catalog.ranks':(1,0)}
 stat=subprocess.run(['mdb_stat','-a',D],capture_output=True,text=True).stdout
 pages={};cur=None

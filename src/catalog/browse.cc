@@ -4,6 +4,7 @@
 #include <cctype>
 #include <fnmatch.h>
 
+#include "catalog/compact_json.h"
 #include "catalog/tables.h"
 #include "catalog/time.h"
 #include "json/fields.h"
@@ -70,8 +71,8 @@ Result<std::vector<GroupSummary>> ListGroups(Store& store, const GroupFilter& fi
   std::vector<std::pair<Digest, Json>> groups;
   KI_RETURN_IF_ERROR(store.Scan(tables::kCohorts, "", [&](std::string_view k, std::string_view v) {
     if (k.size() != 32) return true;
-    Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object()) groups.emplace_back(Digest::FromRaw(k), std::move(j));
+    Json j;
+    if (tables::DecodeStoredJson(v, &j) && j.is_object()) groups.emplace_back(Digest::FromRaw(k), std::move(j));
     return true;
   }));
   Names names(store);

@@ -15,6 +15,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "catalog/compact_json.h"
 #include "catalog/tables.h"
 #include "json/fields.h"
 #include "ki/catalog.h"
@@ -102,7 +103,7 @@ class GroupUpdate {
     for (const Json& ev : f.events) {
       auto cohort = Digest::Parse(StringOr(ev, "comparisonKey"));
       if (!cohort.ok()) continue;
-      KI_RETURN_IF_ERROR(b_.Put(tables::kEvents, PairKey(*cohort, f.subject), ev.dump()));
+      KI_RETURN_IF_ERROR(b_.Put(tables::kEvents, PairKey(*cohort, f.subject), tables::EncodeCompactJson(ev)));
     }
     return Status::OK();
   }
@@ -326,7 +327,7 @@ class GroupUpdate {
     auto& known = descs_[cohort];
     if (known.is_null()) {
       KI_ASSIGN_OR_RETURN(auto stored, b_.Get(tables::kCohorts, cohort.raw()));
-      if (stored) known = Json::parse(*stored, nullptr, /*allow_exceptions=*/false);
+      if (stored && !tables::DecodeStoredJson(*stored, &known)) known = Json();
       if (!known.is_object()) known = Json();
     }
     if (known.is_null()) {
@@ -343,7 +344,7 @@ class GroupUpdate {
     Json& desc = descs_[cohort];
     KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(b_, cohort));
     desc["runs"] = entries.size();
-    KI_RETURN_IF_ERROR(b_.Put(tables::kCohorts, cohort.raw(), desc.dump()));
+    KI_RETURN_IF_ERROR(b_.Put(tables::kCohorts, cohort.raw(), tables::EncodeCompactJson(desc)));
     if (desc.value("kind", "kernel") != "kernel") return Status::OK();
     Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
     return b_.Put(tables::kRanks, cohort.raw(), tables::EncodeRanking(r));
@@ -364,6 +365,15 @@ class GroupIndex final : public DerivedIndex {
   std::vector<std::string_view> Tables() const override {
     return {tables::kRuns,  tables::kCohortRuns, tables::kCohorts,      tables::kEvents,  tables::kRanks,
             tables::kImports, tables::kFacts,    tables::kSupersededBy, tables::kIds,     tables::kPending};
+  }
+  // A store of format 8 or before holds catalog.cohorts and catalog.events
+  // values as JSON text until it is upgraded.
+  bool SameValue(std::string_view table, std::string_view stored, std::string_view want) const override {
+    if (stored == want) return true;
+    if ((table != tables::kCohorts && table != tables::kEvents) || stored.empty() || stored.front() != '{')
+      return false;
+    Json a, b;
+    return tables::DecodeStoredJson(stored, &a) && tables::DecodeStoredJson(want, &b) && a == b;
   }
   Status Upgrade(Batch& batch, int from) override {
     if (from == 1) return tables::UpgradeCatalogV1(batch);
@@ -393,6 +403,21 @@ class GroupIndex final : public DerivedIndex {
         return true;
       }));
       for (const auto& [k, v] : converted) KI_RETURN_IF_ERROR(batch.Put(tables::kRuns, k, v));
+    }
+    if (from == 8) {
+      // Format 9: catalog.cohorts and catalog.events values are compact
+      // binary JSON; each JSON one is parsed and encoded again. One that
+      // does not parse is left for audit to report.
+      for (std::string_view table : {tables::kCohorts, tables::kEvents}) {
+        std::vector<std::pair<std::string, std::string>> converted;
+        KI_RETURN_IF_ERROR(batch.Scan(table, "", [&](std::string_view k, std::string_view v) {
+          if (v.empty() || v.front() != '{') return true;
+          Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+          if (j.is_object()) converted.emplace_back(std::string(k), tables::EncodeCompactJson(j));
+          return true;
+        }));
+        for (const auto& [k, v] : converted) KI_RETURN_IF_ERROR(batch.Put(table, k, v));
+      }
     }
     return Status::OK();
   }

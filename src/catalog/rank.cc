@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "catalog/compact_json.h"
 #include "catalog/tables.h"
 #include "catalog/time.h"
 #include "ki/catalog.h"
@@ -344,8 +345,8 @@ bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out) 
 namespace {
 
 Result<Json> ParseStored(std::string_view v, std::string_view what, std::string_view key) {
-  Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
+  Json j;
+  if (!tables::DecodeStoredJson(v, &j))
     return Status::Corruption("malformed catalog entry in " + std::string(what) + " at key " +
                               tables::KeyText(what, key));
   return j;

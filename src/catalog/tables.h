@@ -16,9 +16,11 @@ inline constexpr std::string_view kRuns = "catalog.runs";
 // cohort (32) + run digest (32) -> empty: the group's members, in run
 // order (each one's entry is its catalog.runs value)
 inline constexpr std::string_view kCohortRuns = "catalog.cohort";
-// cohort (32) -> cohort JSON {kind, parts..., sourceNative, runs}
+// cohort (32) -> cohort JSON {kind, parts..., sourceNative, runs}, in the
+// compact binary form since store format 9 (compact_json.h)
 inline constexpr std::string_view kCohorts = "catalog.cohorts";
-// cohort (32) + run digest (32) -> the export's record_events row (JSON)
+// cohort (32) + run digest (32) -> the export's record_events row (JSON; in
+// the compact binary form since store format 9)
 inline constexpr std::string_view kEvents = "catalog.events";
 // cohort (32) -> the cohort's ranking-v1 order, binary (EncodeRanking).
 // Derived from catalog.cohort and catalog.cohorts: every writer of those

@@ -701,7 +701,7 @@ Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::
           fault(k, "entry that no object gives (ki audit --reindex removes it)");
         } else {
           matched++;
-          if (it->second != v) fault(k, "differs from what the objects give (ki audit --reindex rewrites it)");
+          if (!index->SameValue(table, v, it->second)) fault(k, "differs from what the objects give (ki audit --reindex rewrites it)");
         }
         return true;
       }));

@@ -66,9 +66,11 @@ Status LmdbStore::Open(OpenMode mode) {
     format_version_ = 6;
   } else if (fmt == kFormatLineV7) {
     format_version_ = 7;
+  } else if (fmt == kFormatLineV8) {
+    format_version_ = 8;
   } else if (fmt != kFormatLine) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 8' to 'ki-store 2', and upgrades 'ki-store 1')");
+                                "' (this ki reads 'ki-store 9' to 'ki-store 2', and upgrades 'ki-store 1')");
   }
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
@@ -91,7 +93,9 @@ Status LmdbStore::Open(OpenMode mode) {
     // 5: each derived index adapts its tables (catalog.runs values become
     // binary). 5 -> 6: meta values are packed again, each with its time
     // from `added`, which is emptied. 6 -> 7: refs keys end in their
-    // field's code. 7 -> 8: kinds is emptied (meta says each kind). One
+    // field's code. 7 -> 8: kinds is emptied (meta says each kind). 8 -> 9:
+    // each derived index adapts its tables (catalog.cohorts and
+    // catalog.events values become compact binary JSON). One
     // batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
@@ -109,6 +113,7 @@ Status LmdbStore::Open(OpenMode mode) {
       if (format_version_ <= 5) KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->FoldAddedIntoMeta());
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->RecodeRefFields());
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->DropTableIfPresent(kKinds));
+      for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 8));
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     KI_RETURN_IF_ERROR(env()->WriteFileAtomic(FormatPath(dir_), kFormatLine, Durability::kSync));

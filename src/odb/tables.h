@@ -116,8 +116,14 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // Format 8: no kinds table (ForEachOfKind scans meta), which a ki that
 // reads format 7 would take for a store without manifests; a format-7
 // store is upgraded when it is opened for writing (kinds emptied).
-inline constexpr int kFormatVersion = 8;
-inline constexpr std::string_view kFormatLine = "ki-store 8\n";
+// Format 9: catalog.cohorts and catalog.events values are compact binary
+// JSON (the catalog's EncodeCompactJson), which a ki that reads format 8
+// would take for malformed entries; a format-8 store is upgraded when it is
+// opened for writing (each value encoded again); read as it is otherwise
+// (both forms decode).
+inline constexpr int kFormatVersion = 9;
+inline constexpr std::string_view kFormatLine = "ki-store 9\n";
+inline constexpr std::string_view kFormatLineV8 = "ki-store 8\n";
 inline constexpr std::string_view kFormatLineV7 = "ki-store 7\n";
 inline constexpr std::string_view kFormatLineV6 = "ki-store 6\n";
 inline constexpr std::string_view kFormatLineV5 = "ki-store 5\n";

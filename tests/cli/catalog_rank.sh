@@ -80,8 +80,8 @@ expect_rc 0 "audit of the imported slice" K audit
 grep -q " 0 faults, 6 missing references" "$T/out" || fail "slice audits clean: $(cat "$T/out")"
 ! grep -q "(catalog\." "$T/out" || fail "no catalog entry names a missing run: $(cat "$T/out")"
 
-# A damaged catalog entry (the cohort's catalog.cohorts value, made not
-# JSON): rank exits 1 (a corrupt entry, as verify's 1); records exits 5, not
+# A damaged catalog entry (the cohort's catalog.cohorts value, its leading
+# 0x02 of the binary form made an X: neither form): rank exits 1 (a corrupt entry, as verify's 1); records exits 5, not
 # 1, which for records means "an export event is not reproduced".
 COHORT=$(K rank ae5aacaf --json | grep -o '"cohort": "sha256:[0-9a-f]*"' | cut -d'"' -f4)
 [ -n "$COHORT" ] || fail "cohort of ae5aacaf"
@@ -90,8 +90,8 @@ import sys
 path, cohort = sys.argv[1], sys.argv[2]
 key = bytes.fromhex(cohort[7:])
 b = bytearray(open(path, "rb").read())
-i = b.find(key + b"{")
-assert i >= 0 and b.find(key + b"{", i + 1) < 0, "one catalog.cohorts value of the cohort in data.mdb"
+i = b.find(key + b"\x02\x0c")  # the binary form's magic, then an object's tag
+assert i >= 0 and b.find(key + b"\x02\x0c", i + 1) < 0, "one catalog.cohorts value of the cohort in data.mdb"
 b[i + 32] = ord("X")
 open(path, "wb").write(bytes(b))
 PY

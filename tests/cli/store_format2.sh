@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A store written before frame version 3 (store format 2, no dictionaries;
 # tests/data/store-format2, made by ki at a1c4d9e) opens and reads with
-# today's ki; the first write makes it format 8 (3's dictionaries, 4's
+# today's ki; the first write makes it format 9 (3's dictionaries, 4's
 # names without barenames) and stores the dictionary
 # its new frames use; old and new frames read, audit and reindex alike.
 source "$(dirname "$0")/failfast.bash" "$@"
@@ -42,7 +42,7 @@ grep -qx "ki-store 2" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 # 2. A write: FORMAT becomes 3, the new run's frame uses a dictionary, which
 # the store now holds as an object of its own.
 expect_rc 0 "add a run" K add "$DATA/kernelindex/examples/benchmark-run.yaml"
-grep -qx "ki-store 8" "$T/.ki/FORMAT" || fail "the first write makes the store format 8: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 9" "$T/.ki/FORMAT" || fail "the first write makes the store format 9: $(cat "$T/.ki/FORMAT")"
 NEW=$(awk '$2 == "BenchmarkRun" {print $1; exit}' "$T/out")
 [ -n "$NEW" ] || fail "ki add printed the run: $(cat "$T/out")"
 same_digest "$NEW"

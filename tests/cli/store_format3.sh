@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A store of format 3 (tests/data/store-format3, made by ki at 65064a6:
 # barenames kept a copy of names) reads as it is with today's ki, bare
-# names included; the first write makes it format 8 (barenames emptied,
+# names included; the first write makes it format 9 (barenames emptied,
 # catalog.runs values encoded again as binary);
 # audit, reindex, rank and groups agree with what format 3's ki printed.
 source "$(dirname "$0")/failfast.bash" "$@"
@@ -37,7 +37,7 @@ grep -qx "ki-store 3" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 # there to look), and nothing else changes.
 echo "a log line" >"$T/log.txt"
 expect_rc 0 "add" K add "$T/log.txt"
-grep -qx "ki-store 8" "$T/.ki/FORMAT" || fail "the first write makes the store format 8: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 9" "$T/.ki/FORMAT" || fail "the first write makes the store format 9: $(cat "$T/.ki/FORMAT")"
 if command -v mdb_stat >/dev/null; then
   n=$(mdb_stat -s barenames "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "barenames still holds $n entries after the upgrade"

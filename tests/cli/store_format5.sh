@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A store of format 5 (tests/data/store-format5, made by ki at 9065fbb: the
 # slice of the export imported, the seed run added, one unreferenced log
-# blob) reads as it is with today's ki; the first write makes it format 8
+# blob) reads as it is with today's ki; the first write makes it format 9
 # (meta values packed again with each object's added time, `added`
 # emptied; refs keys end in their field's code; kinds emptied): audit,
 # reindex, rank, groups, the export and the ages ki gc sees agree with
@@ -47,7 +47,7 @@ grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 # keep their fields.
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
-grep -qx "ki-store 8" "$T/.ki/FORMAT" || fail "the first write makes the store format 8: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 9" "$T/.ki/FORMAT" || fail "the first write makes the store format 9: $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   n=$(mdb_stat -s added "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "added still holds $n entries after the upgrade"

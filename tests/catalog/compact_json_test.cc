@@ -1,0 +1,86 @@
+// The compact binary form of catalog.cohorts and catalog.events values
+// (catalog/compact_json.h): every value reads back as the JSON it stands
+// for, and JSON text (stores before format 9) reads as before.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "catalog/compact_json.h"
+#include "testutil/testutil.h"
+
+namespace ki::catalog::tables {
+namespace {
+
+Json RoundTrip(const Json& j) {
+  Json back;
+  EXPECT_TRUE(DecodeStoredJson(EncodeCompactJson(j), &back)) << j.dump();
+  return back;
+}
+
+// Every row of the export slice (each table's, record_events among them)
+// reads back equal, and prints the same text.
+TEST(CompactJson, ExportRowsRoundTrip) {
+  std::istringstream in(
+      test::ReadFileOrDie(test::DataPath("kernelindex-export/catalog-2026-08-16-0022af0b.slice.jsonl")));
+  size_t rows = 0, events = 0, json_bytes = 0, compact_bytes = 0;
+  for (std::string line; std::getline(in, line);) {
+    const Json row = Json::parse(line)["row"];
+    const Json back = RoundTrip(row);
+    EXPECT_EQ(back, row) << line;
+    EXPECT_EQ(back.dump(), row.dump());
+    ++rows;
+    if (Json::parse(line)["table"] == "record_events") {
+      ++events;
+      json_bytes += row.dump().size();
+      compact_bytes += EncodeCompactJson(row).size();
+    }
+  }
+  EXPECT_GT(rows, 50u);
+  ASSERT_GT(events, 3u);
+  // Digests, row ids and timestamps in binary, names coded: well under half.
+  EXPECT_LT(compact_bytes * 2, json_bytes) << compact_bytes << " of " << json_bytes;
+}
+
+// Strings that only look like a digest, a row id or a timestamp stay text,
+// exactly as they were.
+TEST(CompactJson, NearMissesStayText) {
+  const std::string hex(64, 'a');
+  for (const std::string& s :
+       {"sha256:" + hex, "SHA256:" + hex, "sha256:" + std::string(64, 'A'), "sha256:" + hex.substr(1),
+        std::string("01a006c2-0e4d-7fe6-a376-a7f13ff5a96d"), std::string("01A006C2-0E4D-7FE6-A376-A7F13FF5A96D"),
+        std::string("01a006c2_0e4d-7fe6-a376-a7f13ff5a96d"), std::string("2026-03-15T01:10:48.364Z"),
+        std::string("2026-02-30T01:10:48.364Z"), std::string("2026-03-15T01:10:48Z"),
+        std::string("1969-12-31T23:59:59.999Z"), std::string("2026-03-15T24:00:00.000Z"), std::string("kernel"),
+        std::string(""), std::string("\xc3\xa9t\xc3\xa9")}) {
+    Json j = {{"s", s}, {"unknownField", s}};
+    EXPECT_EQ(RoundTrip(j), j) << s;
+  }
+}
+
+TEST(CompactJson, NumbersAndNesting) {
+  Json j = Json::parse(R"({"a":[0,1,127,128,-1,-129,6326.0,1.5e-300,null,true,false,{"runs":3}],
+                           "b":{"c":{"d":[]}},"e":18446744073709551615,"f":-9223372036854775808})");
+  Json back = RoundTrip(j);
+  EXPECT_EQ(back, j);
+  EXPECT_EQ(back.dump(), j.dump());
+  EXPECT_TRUE(back["a"][6].is_number_float());
+  EXPECT_TRUE(back["a"][1].is_number_unsigned());
+}
+
+TEST(CompactJson, ReadsJsonTextAndRefusesMalformedBytes) {
+  Json j;
+  ASSERT_TRUE(DecodeStoredJson(R"({"kind":"kernel","runs":2})", &j));
+  EXPECT_EQ(j["runs"], 2);
+  EXPECT_FALSE(DecodeStoredJson("", &j));
+  EXPECT_FALSE(DecodeStoredJson("{\"kind\":", &j));
+  const std::string good = EncodeCompactJson(Json::parse(R"({"comparisonKey":"sha256:)" + std::string(64, 'b') +
+                                                         R"(","at":"2026-03-15T01:10:48.364Z"})"));
+  for (size_t n = 1; n < good.size(); ++n) EXPECT_FALSE(DecodeStoredJson(good.substr(0, n), &j)) << n;
+  EXPECT_FALSE(DecodeStoredJson(good + "x", &j));  // trailing bytes
+  std::string bad_name = good;
+  bad_name[3] = char(0xfe);  // the first member's name code: not one of the table's
+  EXPECT_FALSE(DecodeStoredJson(bad_name, &j));
+}
+
+}  // namespace
+}  // namespace ki::catalog::tables
