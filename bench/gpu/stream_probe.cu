@@ -8,7 +8,10 @@
 // (shared memory sized so), each block a contiguous chunk of tokens as ki's
 // plans do:
 //   head     warp w copies KV head w's 256 B of every token by 16-byte
-//            cp.async (how ki's split and cluster modes read); headEF: with
+//            cp.async (ki's split and cluster layout, but with each tile's
+//            page indices loaded into registers one tile ahead, where ki's
+//            KvStream rings them 2 x STAGES ahead: that costs 4-7% here, see
+//            paged_sweep.cu and gqa-floor-h200-2026-12-02-b.md); headEF: with
 //            an L2 evict-first policy;
 //   steal    head, but each warp claims its tiles one at a time from an atomic
 //            counter and, once its chunk is drained, takes tiles from the
