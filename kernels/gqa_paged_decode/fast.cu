@@ -800,6 +800,11 @@ __device__ __forceinline__ bool ArriveLast(int32_t* counter, int n) {
 // unrolled (same calls, 2026-11-30).
 constexpr int kMergeUnroll = 4;
 
+// Diagnostics only (a variant build with -DKI_GQA_NO_MATH, never the shipped
+// kernel, wrong outputs: time it with --no-check): the loop waits for and
+// touches every tile but does no arithmetic on it, so the kernel's time
+// splits into its streaming loop and the rest (the first tile, merge and
+// stores): bench/results/gqa-floor-h200-2026-12-02-b.md.
 // Diagnostics only (a variant build with -DKI_GQA_TIMELINE, never the shipped
 // kernel): every block stamps %globaltimer at its start, when warp 0's first
 // tile is in, after warp 0's loop and at its exit, with its SM and sequence;
@@ -987,12 +992,24 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   if constexpr ((kLean & kLeanOneTile) != 0) {
     if (st.ntiles > 0) sm.template Tile<true>(st.Wait(0), qf, 0, ntok, p.scale_log2, lane);
   } else {
+#ifdef KI_GQA_NO_MATH
+    uint32_t touched = 0;
+#endif
     for (int k = 0; k < st.ntiles; ++k) {
       const uint32_t tile = st.Wait(k);
       if (k == 0) KI_TIMELINE(1, GlobalTimerNs());
+#ifdef KI_GQA_NO_MATH
+      uint32_t x;
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x) : "r"(tile + lane * 4));
+      touched += x;
+#else
       sm.Tile(tile, qf, st.TileStart(k), ntok, p.scale_log2, lane);
+#endif
       st.Next(k);
     }
+#ifdef KI_GQA_NO_MATH
+    if (touched == 0x9e3779b9u) sm.l0 = 1.f;  // keeps the touches alive
+#endif
   }
   KI_TIMELINE(2, GlobalTimerNs());
   CpAsyncWait<0>();
