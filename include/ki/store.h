@@ -116,6 +116,11 @@ struct EncodedManifest {
   EncodedObject object;
   std::vector<Reference> references;
   std::optional<EncodedObject> document;
+  // The manifest itself, when the caller keeps it parsed (optional): the
+  // batch that stores this answers ViewManifest with it until it commits,
+  // so the derived indexes do not decode and parse again what an import's
+  // workers just built.
+  std::shared_ptr<const Manifest> parsed;
 };
 
 // An atomic unit of writes. Obtain from Store::NewBatch().
@@ -171,6 +176,14 @@ class Batch {
   virtual Result<std::optional<ObjectInfo>> Stat(const Digest& d) = 0;
   virtual Result<std::string> Read(const Digest& d) = 0;
   virtual Result<Manifest> ReadManifest(const Digest& d) = 0;
+  // ReadManifest for a reader that only looks (a derived index): the batch
+  // may answer with a manifest it already holds parsed (handed to it with
+  // EncodedManifest::parsed, or parsed by audit's pass over every object)
+  // instead of reading, decoding and parsing it again. The same manifest.
+  virtual Result<std::shared_ptr<const Manifest>> ViewManifest(const Digest& d) {
+    KI_ASSIGN_OR_RETURN(Manifest m, ReadManifest(d));
+    return std::make_shared<const Manifest>(std::move(m));
+  }
   // Empties a generic table (a derived index's, or one an upgrade retires).
   virtual Status DropTable(std::string_view table) = 0;
   virtual Status Commit() = 0;

@@ -121,16 +121,17 @@ class GroupUpdate {
 
   // The spec of a manifest the store holds, nullptr when it does not.
   Result<const Json*> Spec(const Digest& d) {
-    if (auto it = specs_.find(d); it != specs_.end()) return it->second ? &*it->second : nullptr;
+    if (auto it = specs_.find(d); it != specs_.end()) return it->second ? &it->second->spec : nullptr;
     KI_ASSIGN_OR_RETURN(auto info, b_.Stat(d));
-    std::optional<Json> spec;
+    std::shared_ptr<const Manifest> m;
+    // Viewed, not read: an import's batch holds what its workers parsed,
+    // audit's what its pass parsed.
     if (info && info->type == ObjectType::kManifest) {
-      KI_ASSIGN_OR_RETURN(Manifest m, b_.ReadManifest(d));
-      spec = std::move(m.spec);
+      KI_ASSIGN_OR_RETURN(m, b_.ViewManifest(d));
     }
     auto& slot = specs_[d];
-    slot = std::move(spec);
-    return slot ? &*slot : nullptr;
+    slot = std::move(m);
+    return slot ? &slot->spec : nullptr;
   }
   Result<const Json*> SpecOf(const std::string& digest) {
     auto d = Digest::Parse(digest);
@@ -351,7 +352,7 @@ class GroupUpdate {
   }
 
   Batch& b_;
-  std::unordered_map<Digest, std::optional<Json>> specs_;
+  std::unordered_map<Digest, std::shared_ptr<const Manifest>> specs_;  // nullptr: not held
   std::unordered_map<Digest, std::string> names_;
   // Facts objects this update stored, parsed, until their run is indexed.
   std::unordered_map<Digest, RunFactsObject> facts_;

@@ -136,9 +136,10 @@ class LineProcessor {
   }
 
   // Builds one manifest; returns its digest, or nullopt after recording why
-  // not. The manifest itself is moved to *keep when asked for (its spec).
+  // not. The manifest itself is kept in *keep when asked for (its spec),
+  // and handed to the batch with it.
   std::optional<Digest> Build(Json&& doc, const std::string& where, std::string_view field, bool cacheable,
-                              LineResult* out, Manifest* keep = nullptr) {
+                              LineResult* out, std::shared_ptr<const Manifest>* keep = nullptr) {
     std::string text;
     text.reserve(4096);
     if (Status st = json_internal::AppendDump(doc, &text); !st.ok()) {
@@ -159,7 +160,12 @@ class LineProcessor {
     Digest d = m->digest;
     out->puts.push_back(store_.EncodeManifest(*m, text, kDocumentMediaTypeJson));
     if (cacheable) cache_->emplace(std::move(text), d);
-    if (keep) *keep = std::move(m).value();
+    if (keep) {
+      // Handed to the batch too: the group index reads it as parsed here
+      // (Batch::ViewManifest) instead of decoding and parsing it again.
+      *keep = std::make_shared<const Manifest>(std::move(m).value());
+      out->puts.back().parsed = *keep;
+    }
     return d;
   }
 
@@ -168,10 +174,11 @@ class LineProcessor {
       Fail(out, "manifest", where + ": the row has no manifest");
       return;
     }
-    Manifest m;
-    auto d = Build(std::move(row["manifest"]), where, "manifest", false, out, &m);
+    std::shared_ptr<const Manifest> kept;
+    auto d = Build(std::move(row["manifest"]), where, "manifest", false, out, &kept);
     if (!d) return;
     if (!mt.digest_field.empty()) Check(out, mt.digest_field, Str(row, mt.digest_field), *d);
+    const Manifest& m = *kept;
     const Json* spec = &m.spec;
     Json x = {{"digest", d->str()}, {"id", out->id}, {"name", m.name()}};
     if (out->table == "workloads") {
@@ -185,7 +192,7 @@ class LineProcessor {
       x["spec"] = {{"streaming", Field(*spec, "streaming")}, {"loadGeneration", Field(*spec, "loadGeneration")}};
     } else if (out->table == "serving_runs") {
       x["facts"] = tables::RunFactFields(row, false);
-      x["spec"] = std::move(m.spec);
+      x["spec"] = m.spec;  // a copy: the batch's group index reads the manifest too
       for (const char* f : {"protocolKey", "metricSetKey", "cohortKey", "publishedAt", "retractedAt", "supersedesId"})
         x[f] = Field(row, f);
     }
@@ -206,9 +213,10 @@ class LineProcessor {
     }
     auto protocol = Build(std::move(bundle["protocol"]), where, "manifest.protocol", true, out);
     auto environment = Build(std::move(bundle["environment"]), where, "manifest.environment", true, out);
-    Manifest m;
-    auto run = Build(std::move(bundle["run"]), where, "manifest.run", false, out, &m);
+    std::shared_ptr<const Manifest> kept;
+    auto run = Build(std::move(bundle["run"]), where, "manifest.run", false, out, &kept);
     if (!protocol || !environment || !run) return;
+    const Manifest& m = *kept;
     const Json* spec = &m.spec;
     Check(out, "runDigest", Str(row, "runDigest"), *run);
     Check(out, "protocolKey", Str(row, "protocolKey"), *protocol);

@@ -43,9 +43,18 @@ Result<std::optional<ObjectInfo>> ShadowBatch::Stat(const Digest& d) {
 Result<std::string> ShadowBatch::Read(const Digest& d) {
   if (Faulty(d)) return Status::NotFound(d.str() + " is damaged (audit reports it)");
   if (verified_) {
-    if (auto it = verified_->find(d); it != verified_->end()) return it->second.raw;
+    if (auto it = verified_->find(d); it != verified_->end()) return std::string(it->second.bytes());
   }
   return store_->Read(d);
+}
+
+Result<std::shared_ptr<const Manifest>> ShadowBatch::ViewManifest(const Digest& d) {
+  if (!Faulty(d) && verified_) {
+    // As the pass parsed it (ManifestFromCanonical: the canonical form
+    // checked), shared, not parsed again.
+    if (auto it = verified_->find(d); it != verified_->end() && it->second.manifest) return it->second.manifest;
+  }
+  return Batch::ViewManifest(d);
 }
 
 Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) {
@@ -53,7 +62,7 @@ Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) {
   if (verified_) {
     if (auto it = verified_->find(d); it != verified_->end() && it->second.type == ObjectType::kManifest) {
       // As LmdbStore::ReadManifest, less the read and re-hash Audit did.
-      auto m = ManifestFromStored(it->second.raw, d);
+      auto m = ManifestFromStored(it->second.bytes(), d);
       if (!m.ok()) return Status::Corruption(m.status().message());
       return m;
     }
@@ -310,7 +319,7 @@ Result<AuditReport> LmdbStore::Audit() {
       }
       // What refs must hold for it (compared below).
       for (const Reference& ref : c.refs) want.refs.emplace(RefKey(ref.target, info.digest, ref.field), ref.uri);
-      verified.emplace(info.digest, VerifiedContent{info.type, std::move(c.raw)});
+      verified.emplace(info.digest, VerifiedContent{info.type, std::string(), std::move(c.manifest)});
     } else if (c.read) {
       verified.emplace(info.digest, VerifiedContent{info.type, std::move(c.raw)});
     }

@@ -68,6 +68,13 @@ Result<Manifest> LmdbBatch::ReadManifest(const Digest& d) {
   return m;
 }
 
+Result<std::shared_ptr<const Manifest>> LmdbBatch::ViewManifest(const Digest& d) {
+  // One this batch stored from the manifest it was encoded from: its
+  // bytes are that manifest's canonical form, so no read is needed.
+  if (auto it = parsed_.find(d); it != parsed_.end()) return it->second;
+  return Batch::ViewManifest(d);
+}
+
 LmdbBatch::~LmdbBatch() {
   if (!committed_) {
     txn_.Abort();
@@ -531,6 +538,7 @@ Result<PutResult> LmdbBatch::PutEncodedManifest(const EncodedManifest& m) {
     doc_digest = m.document->digest;
   }
   KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, existed, &m.references, nullptr, doc_digest, m.name));
+  if (m.parsed && m.parsed->digest == m.digest) parsed_.emplace(m.digest, m.parsed);
   return PutResult{m.digest, existed};
 }
 
@@ -551,6 +559,7 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
     KI_ASSIGN_OR_RETURN(bool existed, Exists(m.object.raw_size, m.digest));
     existed = existed || !planned.insert(m.digest).second;
     results[i] = PutResult{m.digest, existed};
+    if (m.parsed && m.parsed->digest == m.digest) parsed_.emplace(m.digest, m.parsed);
     if (!existed) {
       objects.push_back(&m.object);
       new_manifests.push_back(i);
@@ -787,6 +796,7 @@ Status LmdbBatch::Commit() {
     arrived.swap(arrived_);
     for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Update(*this, arrived));
   }
+  std::unordered_map<Digest, std::shared_ptr<const Manifest>>().swap(parsed_);  // read by the indexes only
   // Order matters for crash safety: loose files are already fsynced and
   // renamed; sync their directories so the names are durable, then commit
   // the index (LMDB fsyncs on commit). A crash before the commit leaves

@@ -72,9 +72,14 @@ class LmdbStore;
 // decompressing and re-hashing each object a second time. An object is
 // its digest's one content, so a read answered here says what the store
 // would (one whose check failed is not here: its read goes to the store).
+// A manifest is kept parsed as the pass parsed it (its canonical bytes are
+// its content): the group index reads thousands of runs and workloads, and
+// parsing each again was most of the rebuild's time.
 struct VerifiedContent {
   ObjectType type{};
-  std::string raw;
+  std::string raw;                           // a blob's content
+  std::shared_ptr<const Manifest> manifest;  // a manifest, parsed
+  std::string_view bytes() const { return manifest ? std::string_view(manifest->canonical) : raw; }
 };
 using VerifiedContents = std::unordered_map<Digest, VerifiedContent>;
 
@@ -147,6 +152,7 @@ class LmdbBatch final : public Batch {
   Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
   Result<std::string> Read(const Digest& d) override;
   Result<Manifest> ReadManifest(const Digest& d) override;
+  Result<std::shared_ptr<const Manifest>> ViewManifest(const Digest& d) override;
   Status DropTable(std::string_view table) override {
     KI_RETURN_IF_ERROR(FlushFor(table));
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
@@ -248,6 +254,8 @@ class LmdbBatch final : public Batch {
   // Objects this batch indexed that the store did not hold, for the
   // derived indexes (DerivedIndex::Update at Commit).
   std::vector<ObjectInfo> arrived_;
+  // Manifests handed in parsed (EncodedManifest::parsed), for ViewManifest.
+  std::unordered_map<Digest, std::shared_ptr<const Manifest>> parsed_;
   // Manifests held before that this batch gave a new name (RecordName).
   std::vector<ObjectInfo> renamed_;
   std::unordered_set<Digest> named_;
@@ -506,8 +514,10 @@ class LmdbStore final : public Store {
     std::string raw;          // the content, when read whole (and for a dictionary)
     bool read = false;        // raw is the content, re-hashed
     // A manifest that read: it parses and agrees with its header, and its
-    // references (what refs must hold for it).
+    // references (what refs must hold for it); parsed, it moves to
+    // VerifiedContent (raw is then empty: its canonical bytes are raw).
     Status agrees;
+    std::shared_ptr<const Manifest> manifest;
     std::vector<Reference> refs;
     // A document: what it gives (nullopt: it does not read as a manifest).
     std::optional<DocumentGives> gives;
@@ -593,6 +603,7 @@ class ShadowBatch final : public Batch {
   Result<std::optional<ObjectInfo>> Stat(const Digest& d) override;
   Result<std::string> Read(const Digest& d) override;
   Result<Manifest> ReadManifest(const Digest& d) override;
+  Result<std::shared_ptr<const Manifest>> ViewManifest(const Digest& d) override;
   Status DropTable(std::string_view table) override {
     auto it = tables_.find(table);
     if (it == tables_.end()) return Refused();

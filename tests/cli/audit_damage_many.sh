@@ -6,7 +6,8 @@
 # derived index reads (a run's implementation, a facts object) once failed
 # the whole audit with "cannot decompress" instead of being reported, because
 # the catalog's rebuild read its frame again. Reindex then takes the damaged
-# objects out of the index, and audit after it reports each as before.
+# objects out of the index, and audit after it reports each as before. The
+# pass on one thread (KI_AUDIT_THREADS=1) reports the same as on two.
 source "$(dirname "$0")/testlib.bash" "$@"
 EXPORT=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.jsonl.zst
 
@@ -47,6 +48,15 @@ for _ in 1 2; do
 done
 expect_exit 1 ki audit --json
 expect_contains "$OUT" '"faults"' "audit --json reports the faults"
+json=$OUT
+# The pass on one thread (KI_AUDIT_THREADS=1) reports the same bytes as on
+# two: the threads change who decodes what, never what is reported.
+export KI_AUDIT_THREADS=1
+expect_exit 1 ki audit
+[ "$OUT" = "$first" ] || fail "audit on one thread reported otherwise: $(diff <(echo "$first") <(echo "$OUT") | head -5)"
+expect_exit 1 ki audit --json
+[ "$OUT" = "$json" ] || fail "audit --json on one thread reported otherwise: $(diff <(echo "$json") <(echo "$OUT") | head -5)"
+unset KI_AUDIT_THREADS
 
 # Reindex takes them out of the index, saying so; audit after it reports
 # the same objects and still finishes.
