@@ -8,6 +8,7 @@
 #include "ki/env.h"
 #include "ki/sign.h"
 #include "ki/json.h"
+#include "catalog/compact_json.h"
 #include "odb/frame.h"
 #include "remote/mapping.h"
 
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   if (argc != 2) return 2;
   const std::string root = argv[1];
   Env* env = Env::Default();
-  for (const char* t : {"frame", "oci", "dsse"}) (void)env->CreateDirs(root + "/" + t);
+  for (const char* t : {"frame", "oci", "dsse", "compact"}) (void)env->CreateDirs(root + "/" + t);
 
   // Frames: a small blob (raw), a compressible one (zstd), a manifest, empty.
   const std::string text(3000, 'k');
@@ -42,6 +43,19 @@ int main(int argc, char** argv) {
         odb::EncodeFrame(ObjectType::kManifest, 1, "application/vnd.kernelindex.manifest+json",
                          "{\"apiVersion\":\"kernelindex.dev/v1alpha1\",\"kind\":\"SoftwareProject\"}", 3));
   Write(root + "/frame/empty", odb::EncodeFrame(ObjectType::kBlob, 0, "application/octet-stream", "", 3));
+
+  // Catalog values in the binary form: a cohort-like and an event-like tree
+  // with the strings it shortens (a digest, a row id, a timestamp).
+  const std::string digest = Sha256Of("cohort").str();
+  Write(root + "/compact/cohort",
+        catalog::tables::EncodeCompactJson(Json{{"kind", "kernel"}, {"operation", digest}, {"workload", digest},
+                                                 {"sourceNative", true}, {"runs", 3},
+                                                 {"metric", Json::array({"latency", "mean", "ns"})}}));
+  Write(root + "/compact/event",
+        catalog::tables::EncodeCompactJson(Json{{"comparisonKey", digest},
+                                                 {"id", "0b7f6c1e-3d2a-4f5b-9c8d-7e6f5a4b3c2d"},
+                                                 {"at", "2025-10-16T01:25:11.078Z"}, {"value", 18.1},
+                                                 {"n", nullptr}, {"neg", -7}}));
 
   // OCI: an image manifest of a small closure, its referrer, a bundle
   // index with a pack manifest, and a layout's index.json.
