@@ -7,11 +7,16 @@
 #include <cstdio>
 
 #include "util/coding.h"
+#include "util/utf8.h"
 
 namespace ki::catalog::tables {
 namespace {
 
 constexpr char kMagic = 0x02;
+// Deepest nesting the binary form holds (Get refuses deeper, so that a
+// damaged value cannot recurse without bound). Put keeps a deeper tree, which
+// a catalog value never is but an export row's event could be, as JSON text.
+constexpr int kMaxDepth = 32;
 
 enum Tag : uint8_t {
   kNull = 0,
@@ -173,7 +178,8 @@ void PutString(std::string* out, const std::string& s) {
   }
 }
 
-bool Put(std::string* out, const Json& j) {
+bool Put(std::string* out, const Json& j, int depth) {
+  if (depth > kMaxDepth) return false;
   switch (j.type()) {
     case Json::value_t::null: out->push_back(char(kNull)); return true;
     case Json::value_t::boolean: out->push_back(char(j.get<bool>() ? kTrue : kFalse)); return true;
@@ -197,7 +203,7 @@ bool Put(std::string* out, const Json& j) {
       out->push_back(char(kArray));
       coding::PutVarint64(out, j.size());
       for (const Json& v : j)
-        if (!Put(out, v)) return false;
+        if (!Put(out, v, depth + 1)) return false;
       return true;
     case Json::value_t::object: {
       out->push_back(char(kObject));
@@ -211,7 +217,7 @@ bool Put(std::string* out, const Json& j) {
           out->push_back(0);
           coding::PutLengthPrefixed(out, it.key());
         }
-        if (!Put(out, it.value())) return false;
+        if (!Put(out, it.value(), depth + 1)) return false;
       }
       return true;
     }
@@ -221,7 +227,7 @@ bool Put(std::string* out, const Json& j) {
 
 bool Get(coding::Decoder& in, Json* out, int depth) {
   uint8_t tag;
-  if (depth > 32 || !in.GetByte(&tag)) return false;
+  if (depth > kMaxDepth || !in.GetByte(&tag)) return false;
   std::string_view bytes;
   uint64_t n;
   switch (tag) {
@@ -243,7 +249,9 @@ bool Get(coding::Decoder& in, Json* out, int depth) {
       return true;
     }
     case kString:
-      if (!in.GetLengthPrefixed(&bytes)) return false;
+      // Checked as JSON text's parse checks it: a damaged byte must not
+      // reach a later dump, which throws on bytes that are not UTF-8.
+      if (!in.GetLengthPrefixed(&bytes) || !IsValidUtf8(bytes)) return false;
       *out = std::string(bytes);
       return true;
     case kDigest: {
@@ -286,7 +294,7 @@ bool Get(coding::Decoder& in, Json* out, int depth) {
         if (!in.GetByte(&code)) return false;
         std::string name;
         if (code == 0) {
-          if (!in.GetLengthPrefixed(&name)) return false;
+          if (!in.GetLengthPrefixed(&name) || !IsValidUtf8(name)) return false;
         } else if (code < kNameCount) {
           name = kNames[code];
         } else {
@@ -307,7 +315,7 @@ bool Get(coding::Decoder& in, Json* out, int depth) {
 
 std::string EncodeCompactJson(const Json& j) {
   std::string out(1, kMagic);
-  if (!Put(&out, j)) return j.dump();
+  if (!Put(&out, j, 0)) return j.dump();
   return out;
 }
 

@@ -82,5 +82,36 @@ TEST(CompactJson, ReadsJsonTextAndRefusesMalformedBytes) {
   EXPECT_FALSE(DecodeStoredJson(bad_name, &j));
 }
 
+// A tree deeper than the binary form holds (an export row's event could
+// nest so) is kept as JSON text and reads back the same; the binary form's
+// reader never recurses past its bound.
+TEST(CompactJson, DeepTreesStayText) {
+  Json j = 1;
+  for (int i = 0; i < 40; ++i) j = Json::array({j});
+  const std::string stored = EncodeCompactJson(j);
+  EXPECT_EQ(stored.front(), '[');
+  EXPECT_EQ(RoundTrip(j), j);
+  Json shallow = 1;
+  for (int i = 0; i < 30; ++i) shallow = Json::array({shallow});
+  EXPECT_EQ(EncodeCompactJson(shallow).front(), '\x02');
+  EXPECT_EQ(RoundTrip(shallow), shallow);
+  std::string deep(1, '\x02');
+  for (int i = 0; i < 100; ++i) deep += "\x0b\x01";  // arrays of one, 100 deep
+  deep += '\x00';
+  Json back;
+  EXPECT_FALSE(DecodeStoredJson(deep, &back));
+}
+
+// A string or member name whose bytes are not UTF-8 (a damaged value) is
+// refused, as JSON text's parse refuses it, so no later dump throws.
+TEST(CompactJson, RefusesBytesThatAreNotUtf8) {
+  Json back;
+  ASSERT_TRUE(DecodeStoredJson(std::string("\x02\x06\x02ok", 5), &back));
+  EXPECT_EQ(back, "ok");
+  EXPECT_FALSE(DecodeStoredJson(std::string("\x02\x06\x02o\xff", 5), &back));
+  EXPECT_FALSE(DecodeStoredJson(std::string("\x02\x0c\x01\x00\x01\xc0\x00", 7), &back));
+  EXPECT_TRUE(DecodeStoredJson(std::string("\x02\x0c\x01\x00\x01x\x00", 7), &back));
+}
+
 }  // namespace
 }  // namespace ki::catalog::tables
