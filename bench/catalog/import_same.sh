@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Does a change to the import leave its output as it was? Imports the
 # KernelIndex export (or FILE) with two ki binaries into two fresh stores
-# and compares what they hold: every LMDB table dumped whole (mdb_dump),
-# `added` by its keys only (its values are times of day), the loose object
-# files, and `ki rank --json` of every kernel comparison group.
+# and compares what they hold: every LMDB table dumped whole (mdb_dump in
+# hex: its -p form prints a backslash byte bare, so two values can print
+# alike), `meta` with the added time in each value masked and `added`
+# (format 5 and before) by its keys only (both hold the time the object
+# came), the loose object files, and `ki rank --json` of every kernel
+# comparison group.
 #   bench/catalog/import_same.sh OLD_KI NEW_KI [FILE]
 # Exit 0 and "same" when nothing differs; otherwise the first differences.
 set -euo pipefail
@@ -16,6 +19,40 @@ trap 'rm -rf "$T"' EXIT
 # import object records the source as it was given.
 IN=input.${FILE##*.}
 cp "$FILE" "$T/$IN"
+# Masks the added time of `meta` values (format 6: flags u8 with 0x80, kind
+# u8, media type code u8, then LEB128 raw size, stored size and added time;
+# docs/format.md "Index"): it is written as 0, every other byte kept. Reads
+# mdb_dump's hex lines; a value that is not format 6 passes unchanged.
+MASK=$T/mask_meta.py
+cat >"$MASK" <<'PY'
+import sys
+
+def mask(v):
+    if len(v) < 3 or not v[0] & 0x80:
+        return v
+    i = 3
+    for field in range(3):
+        j = i
+        while j < len(v) and v[j] & 0x80:
+            j += 1
+        if j >= len(v):
+            return v  # truncated: shown as it is
+        if field == 2:
+            return v[:i] + b'\x00' + v[j + 1:]
+        i = j + 1
+    return v
+
+n = 0
+for line in sys.stdin:
+    if not line.startswith(' '):
+        sys.stdout.write(line)
+        continue
+    n += 1
+    # Key and value lines alternate; values are the even ones.
+    if n % 2 == 0:
+        line = ' ' + mask(bytes.fromhex(line.strip())).hex() + '\n'
+    sys.stdout.write(line)
+PY
 snapshot() {  # KI DIR: import into DIR/s, then DIR/tables, DIR/loose, DIR/ranks
   local ki=$1 d=$2
   mkdir -p "$d"
@@ -28,10 +65,13 @@ snapshot() {  # KI DIR: import into DIR/s, then DIR/tables, DIR/loose, DIR/ranks
       # Keys only: after its header mdb_dump prints a key line and a value
       # line in turn.
       echo "== added (keys)" >>"$d/tables"
-      mdb_dump -s added -p "$idx" | sed -n '/^HEADER=END/,/^DATA=END/p' | awk 'NR > 1 && NR % 2 == 0' >>"$d/tables"
+      mdb_dump -s added "$idx" | sed -n '/^HEADER=END/,/^DATA=END/p' | awk 'NR > 1 && NR % 2 == 0' >>"$d/tables"
+    elif [ "$t" = meta ]; then
+      echo "== meta (added time masked)" >>"$d/tables"
+      mdb_dump -s meta "$idx" | sed -n '/^HEADER=END/,$p' | python3 "$MASK" >>"$d/tables"
     else
       echo "== $t" >>"$d/tables"
-      mdb_dump -s "$t" -p "$idx" | sed -n '/^HEADER=END/,$p' >>"$d/tables"
+      mdb_dump -s "$t" "$idx" | sed -n '/^HEADER=END/,$p' >>"$d/tables"
     fi
   done
   (cd "$d/s/.ki/objects" && find . -type f ! -path './incoming/*' -exec sha256sum {} + | sort) >"$d/loose"
