@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,7 +52,25 @@ struct Args {
   int chunk;                   // tokens per block
   unsigned* sink;              // written only if the touched words sum to a magic value
   unsigned long long* bytes;   // check launch only: bytes the copies moved
+  unsigned long long* stamps;  // --timeline launches only: per block, kTlCols stamps (TlMark)
 };
+
+// --timeline: %globaltimer stamps per block in the fast kernel's timeline
+// format (KI_GQA_TIMELINE, bench/gpu/timeline.py): start, warp 0's first tile
+// in, warp 0's loop end, end, SM, sequence (-1: surplus), the end barrier
+// passed (cluster arms; else the loop end).
+constexpr int kTlCols = 7;
+__device__ __forceinline__ unsigned long long GlobalTimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void TlMark(const Args& a, int col, unsigned long long v) {
+  if (a.stamps && threadIdx.x == 0) a.stamps[blockIdx.x * kTlCols + col] = v;
+}
+__device__ __forceinline__ void ClusterArriveRelaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void ClusterArrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void ClusterWait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 
 __device__ __forceinline__ uint32_t Smem(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void CpAsync16(uint32_t dst, const void* src, int n) {
@@ -96,8 +115,13 @@ enum Prefetch { kNoPf = 0, kPfLine = 1, kPfBulk = 2 };
 // One block: a contiguous chunk of tokens, tiles of T tokens, S stages per warp.
 // RING: the indices as ki's KvStream moves them: a per-warp ring of 16 tiles
 // filled by 4-byte cp.async, tile k + 2S's requested with tile k + S's data.
+// CL (launched as clusters of CL blocks, the fast kernel's 16x4096 launch
+// shape): every block arrives on the cluster barrier at its start and, after
+// its loop, waits for that arrival, then arrives and waits again (the
+// kernel's cluster merge without the merge); a surplus block waits for one
+// global load (the kernel's surplus blocks wait for kv_indptr) and exits.
 constexpr int kRing = 16;
-template <int L, int S, int T, bool EF, bool SIDX, int PF, int PD, bool RING>
+template <int L, int S, int T, bool EF, bool SIDX, int PF, int PD, bool RING, int CL = 0>
 __global__ void __launch_bounds__(kThreads) Paged(Args a) {
   static_assert(!RING || (!SIDX && 2 * S + 1 <= kRing && T == 16), "ring: T 16, S <= 7, no sidx");
   static_assert(T % 4 == 0 && T <= 32, "T: 4..32, a multiple of 4");
@@ -106,7 +130,21 @@ __global__ void __launch_bounds__(kThreads) Paged(Args a) {
   constexpr int kStage = T * 512;  // a warp's stage: T x 256 B of K and of V
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int t0 = blockIdx.x * a.chunk, t1 = min(a.ntok, t0 + a.chunk);
-  if (t0 >= t1) return;
+  TlMark(a, 0, GlobalTimer());
+  if (a.stamps && threadIdx.x == 0) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    TlMark(a, 4, smid);
+    TlMark(a, 5, t0 >= t1 ? ~0ull : static_cast<unsigned long long>(blockIdx.x / (CL > 0 ? CL : 8)));
+  }
+  if (CL > 0) ClusterArriveRelaxed();
+  if (t0 >= t1) {
+    if (CL > 0 && __ldg(a.idx + (threadIdx.x & 31)) == -1) *a.sink = 1;  // never: pages are >= 0
+    TlMark(a, 1, 0);
+    TlMark(a, 2, 0);
+    TlMark(a, 3, GlobalTimer());
+    return;
+  }
   const int ntiles = (t1 - t0 + T - 1) / T;
   const uint32_t base = Smem(sm) + warp * S * kStage;
   int32_t* sidx = reinterpret_cast<int32_t*>(sm + 4 * S * kStage);
@@ -225,6 +263,7 @@ __global__ void __launch_bounds__(kThreads) Paged(Args a) {
   for (int k = 0; k < ntiles; ++k) {
     WaitGroup<S - 1>();
     __syncwarp();
+    if (k == 0) TlMark(a, 1, GlobalTimer());
     acc += LdShared(base + (k % S) * kStage + lane * 4);
     __syncwarp();
     if (k + S < ntiles) issue(k + S, pnext);
@@ -233,9 +272,18 @@ __global__ void __launch_bounds__(kThreads) Paged(Args a) {
     prefetch(k + S + PD);
     if (!RING) pnext = index(k + S + 1);
   }
+  TlMark(a, 2, GlobalTimer());
   WaitGroup<0>();
+  if (CL > 0) {
+    ClusterWait();  // every block of the cluster has started
+    __syncwarp();
+    ClusterArrive();
+    ClusterWait();  // every block of the cluster has ended its loop
+  }
+  TlMark(a, 6, GlobalTimer());
   if (acc == 0x9e3779b9u) *a.sink = acc;
   CountBytes(a, moved);
+  TlMark(a, 3, GlobalTimer());
 }
 
 __device__ __forceinline__ uint4 LoadEF(const uint4* x, uint64_t pol) {
@@ -297,14 +345,34 @@ struct Arm {
   bool sidx;      // plus 4 bytes a token of the chunk
   void (*kernel)(Args);
   int blocks = 0;  // when set, the grid (else per_sm x SMs)
+  int cluster = 0;       // when set, launched as clusters of this many blocks
+  size_t smem_ask = 0;   // when set, the dynamic shared memory a block asks for
+  int chunk_tokens = 0;  // when set, tokens per block (else spread over the grid)
   // What a block asks for: one block per SM asks for over half the SM so no
   // second one fits, the others exactly what they need.
   size_t Smem(int chunk) const {
     if (threads != kThreads) return 0;
+    if (smem_ask) return smem_ask;
     size_t s = stages + (sidx ? 4 * static_cast<size_t>(chunk) + 16 : 0);
     return per_sm == 1 ? std::max<size_t>(s, 132 * 1024) : s;
   }
 };
+
+// The fast kernel's 16x4096 launch (PlanFast: clusters of 8 blocks of 512
+// tokens, 2 stages, 31 work items of which 15 are surplus when kv_indptr is
+// the predicted equal split) asks for 4 x (2 x 8 KiB + 1 KiB) + the cluster
+// merge's receive area per block (fast.cu SmemBytes(2, kModeCluster)), so two
+// blocks fit an SM.
+constexpr size_t kKernelSmemS2 = 4 * (2 * 8192 + 1024) + (512 + 15) * 32 + 16 * 32 * 4;
+template <int CL>
+Arm KernelShapeArm(const char* what, int blocks, size_t smem, int chunk = 512) {
+  Arm a = {std::string("kshape S2 ring EF ") + what, 1, kThreads, 4ull * 2 * 16 * 512 + 4 * kRing * 16 * 4, false,
+           Paged<kHead, 2, 16, true, false, kNoPf, 0, true, CL>, blocks};
+  a.cluster = CL;
+  a.smem_ask = smem;
+  a.chunk_tokens = chunk;
+  return a;
+}
 
 template <int L, int S, int T, bool EF, bool SIDX, int PF = kNoPf, int PD = 0, bool RING = false>
 Arm MakeArm(int per_sm, int blocks_override = 0) {
@@ -319,6 +387,25 @@ Arm MakeArm(int per_sm, int blocks_override = 0) {
              Paged<L, S, T, EF, SIDX, PF, PD, RING>, blocks_override};
 }
 
+void Launch(const Arm& arm, int blocks, size_t smem, const Args& p) {
+  if (arm.cluster <= 0) {
+    arm.kernel<<<blocks, arm.threads, smem>>>(p);
+    return;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks, 1, 1);
+  cfg.blockDim = dim3(arm.threads, 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = arm.cluster;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  CHECK(cudaLaunchKernelEx(&cfg, arm.kernel, p));
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -330,14 +417,20 @@ double Median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int iters = 50, reps = 3;
   std::vector<int> tokens = {65536};
+  std::vector<std::string> only;  // --only: arms whose name holds one of these (the plain read always runs)
+  std::string timeline_dir;       // --timeline: stamps of 2 launches of every arm run, after the reps
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc) {
       tokens.clear();
       for (char* s = std::strtok(argv[++i], ","); s; s = std::strtok(nullptr, ",")) tokens.push_back(std::atoi(s));
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      for (char* s = std::strtok(argv[++i], ","); s; s = std::strtok(nullptr, ",")) only.push_back(s);
+    } else if (!std::strcmp(argv[i], "--timeline") && i + 1 < argc) {
+      timeline_dir = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: paged-sweep [--iters N] [--reps N] [--tokens N[,N]]\n");
+      std::fprintf(stderr, "usage: paged-sweep [--iters N] [--reps N] [--tokens N[,N]] [--only S[,S]] [--timeline DIR]\n");
       return 2;
     }
   }
@@ -368,6 +461,9 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&sink, 4));
   unsigned long long* dbytes = nullptr;
   CHECK(cudaMalloc(&dbytes, 8));
+  constexpr int kTlMax = 4096;
+  unsigned long long* dstamps = nullptr;
+  CHECK(cudaMalloc(&dstamps, kTlMax * kTlCols * 8));
 
   std::vector<Arm> arms = {
       {"plain contig x8", 8, 256, 0, false, Grid<false, false>},
@@ -408,7 +504,26 @@ int main(int argc, char** argv) {
       MakeArm<kHead, 4, 16, false, true>(1),
       MakeArm<kHead, 4, 16, true, true>(1, 128),
       MakeArm<kHead, 3, 16, true, true>(2),
+      // The ring arm at 16x4096's plan, one step at a time towards the kernel's launch:
+      // the kernel's shared memory (two blocks fit an SM), clusters of 8, the
+      // 15 surplus clusters, the cluster barriers.
+      KernelShapeArm<0>("b128 smem2", 128, kKernelSmemS2),
+      KernelShapeArm<8>("b128 smem2 c8", 128, kKernelSmemS2),
+      KernelShapeArm<8>("b248 smem2 c8", 248, kKernelSmemS2),
+      // 15 clusters of 8 (no SM runs two blocks; 7% longer blocks): the bound of
+      // gqa-clusters-h200-2026-12-02.md, read alone.
+      KernelShapeArm<8>("b120 smem2 c8 ch547", 120, kKernelSmemS2, 547),
   };
+  if (!only.empty()) {
+    std::vector<Arm> kept = {arms[0]};
+    for (size_t i = 1; i < arms.size(); ++i)
+      for (const std::string& o : only)
+        if (arms[i].name.find(o) != std::string::npos) {
+          kept.push_back(arms[i]);
+          break;
+        }
+    arms = kept;
+  }
   for (const Arm& a : arms)
     if (a.threads == kThreads)
       CHECK(cudaFuncSetAttribute(a.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
@@ -451,14 +566,18 @@ int main(int argc, char** argv) {
       for (size_t ai = 0; ai < arms.size(); ++ai) {
         const Arm& arm = arms[ai];
         const int blocks = arm.blocks ? arm.blocks : arm.per_sm * sms;
-        const int chunk = (ntok + blocks - 1) / blocks;
+        const int chunk = arm.chunk_tokens ? arm.chunk_tokens : (ntok + blocks - 1) / blocks;
         const size_t smem = arm.Smem(chunk);
         if (arm.sidx && chunk > 4096) {
           std::fprintf(stderr, "%s: chunk %d over the index room (4096)\n", arm.name.c_str(), chunk);
           return 1;
         }
-        Args p{k, v, idx, ntok, chunk, sink, nullptr};
-        auto launch = [&] { arm.kernel<<<blocks, arm.threads, smem>>>(p); };
+        if (static_cast<int64_t>(chunk) * blocks < ntok) {
+          std::fprintf(stderr, "%s: %d blocks of %d tokens do not cover %d\n", arm.name.c_str(), blocks, chunk, ntok);
+          return 1;
+        }
+        Args p{k, v, idx, ntok, chunk, sink, nullptr, nullptr};
+        auto launch = [&] { Launch(arm, blocks, smem, p); };
         if (rep == 0) {  // the check: every byte once
           CHECK(cudaMemset(dbytes, 0, 8));
           p.bytes = dbytes;
@@ -485,6 +604,38 @@ int main(int argc, char** argv) {
         std::printf("rep %d tokens %6d %-34s blocks %5d chunk %5d %9.2f us %6.3f TB/s\n", rep, ntok,
                     arm.name.c_str(), blocks, chunk, us[ai].back(), bytes / us[ai].back() / 1e6);
         std::fflush(stdout);
+      }
+    }
+    // The timeline: two launches of every arm, each after the flush and a sync
+    // (as the kernel's KI_GQA_TIMELINE build: read the shape, not the totals).
+    if (!timeline_dir.empty()) {
+      for (const Arm& arm : arms) {
+        const int blocks = arm.blocks ? arm.blocks : arm.per_sm * sms;
+        if (arm.threads != kThreads || blocks > kTlMax) continue;
+        const int chunk = arm.chunk_tokens ? arm.chunk_tokens : (ntok + blocks - 1) / blocks;
+        Args p{k, v, idx, ntok, chunk, sink, nullptr, dstamps};
+        std::string file = arm.name;
+        for (char& c : file)
+          if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+        for (int n = 1; n <= 2; ++n) {
+          CHECK(cudaMemset(dstamps, 0, kTlMax * kTlCols * 8));
+          do_flush();
+          CHECK(cudaDeviceSynchronize());
+          Launch(arm, blocks, arm.Smem(chunk), p);
+          CHECK(cudaGetLastError());
+          CHECK(cudaDeviceSynchronize());
+          std::vector<unsigned long long> h(static_cast<size_t>(blocks) * kTlCols);
+          CHECK(cudaMemcpy(h.data(), dstamps, h.size() * 8, cudaMemcpyDeviceToHost));
+          const std::string path = timeline_dir + "/" + file + "-" + std::to_string(n) + "." + std::to_string(ntok);
+          if (FILE* f = std::fopen(path.c_str(), "w")) {
+            for (int b = 0; b < blocks; ++b) {
+              const unsigned long long* r = &h[static_cast<size_t>(b) * kTlCols];
+              std::fprintf(f, "%d %llu %llu %llu %llu %llu %lld %llu\n", b, r[0], r[1], r[2], r[3], r[4],
+                           static_cast<long long>(r[5]), r[6]);
+            }
+            std::fclose(f);
+          }
+        }
       }
     }
     // The table: every rep, and each arm against the plain read of the same rep.

@@ -807,11 +807,16 @@ constexpr int kMergeUnroll = 4;
 // stores): bench/results/gqa-floor-h200-2026-12-02-b.md.
 // Diagnostics only (a variant build with -DKI_GQA_TIMELINE, never the shipped
 // kernel): every block stamps %globaltimer at its start, when warp 0's first
-// tile is in, after warp 0's loop and at its exit, with its SM and sequence;
+// tile is in, after warp 0's loop and at its exit, with its SM and sequence,
+// once warp 0's result is staged and (cluster mode) once its pushes are
+// issued and once the merge's cluster barrier has let it through, and when
+// warp 0 had requested its first page indices;
 // LaunchFast writes the previous launch's stamps to $KI_TIMELINE_OUT.
 #ifdef KI_GQA_TIMELINE
+constexpr int kTimelineCols = 10;
 constexpr int kTimelineMax = 8192;
-__device__ unsigned long long g_ki_timeline[kTimelineMax][6];  // start, first tile, loop end, end, smid, sequence
+// start, first tile, loop end, end, smid, sequence, merge barrier passed, staged, pushed, indices requested
+__device__ unsigned long long g_ki_timeline[kTimelineMax][kTimelineCols];
 __device__ __forceinline__ unsigned long long GlobalTimerNs() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -828,6 +833,10 @@ struct TimelineBlock {
     TimelineMark(2, 0);
     TimelineMark(4, smid);
     TimelineMark(5, ~0ull);
+    TimelineMark(6, 0);
+    TimelineMark(7, 0);
+    TimelineMark(8, 0);
+    TimelineMark(9, 0);
     TimelineMark(0, GlobalTimerNs());
   }
   __device__ ~TimelineBlock() { TimelineMark(3, GlobalTimerNs()); }
@@ -964,6 +973,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   st.lane = lane;
 
   st.IssueFirstIndices();
+  KI_TIMELINE(9, GlobalTimerNs());
   if (unchecked && (kWhole ? a0 != 0 || a1 != p.pred_len : !chk.Holds(p, lane))) {  // wrong: redo with the real bounds
     CpAsyncWait<0>();
     __syncwarp();
@@ -1017,6 +1027,7 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   // This warp's normalised result for its 8 heads, in its own region.
   float* F = reinterpret_cast<float*>(wsm);
   sm.Stage(F, lane);
+  KI_TIMELINE(7, GlobalTimerNs());
 
   if constexpr (kPerHead) {
     // ---- merge the 4 warps (same 8 heads, other tiles), weights 2^(lse - max) ----
@@ -1122,8 +1133,10 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     for (int r = lane >> 3; r < C; r += 4)
       StCluster1(ClusterMap(rl_addr + (rank * kNumQoHeads + warp * kGroup + (lane & 7)) * 4, r), FL[lane & 7]);
     __syncwarp();
+    KI_TIMELINE(8, GlobalTimerNs());
     ClusterArrive();
     ClusterWait();  // every push into this block is visible
+    KI_TIMELINE(6, GlobalTimerNs());
     const int ib = rank * kMergeItems / C;
     const int ie = (rank + 1) * kMergeItems / C;
     for (int item = ib + tid; item < ie; item += kThreads) {
@@ -1591,12 +1604,14 @@ cudaError_t Launch(const Params& p, const FastPlan& plan, cudaStream_t s) {
 namespace {
 // Writes the stamps of the previous launch (grid blocks) to
 // $KI_TIMELINE_OUT.<batch>x<tokens>, one line per block: start, first tile,
-// loop end, end (ns), SM, sequence. Synchronises the device.
+// loop end, end (ns), SM, sequence, merge barrier passed, staged, pushed,
+// first indices requested (ns; 0: none).
+// Synchronises the device.
 void DumpTimeline(int grid, int64_t batch, int64_t tokens) {
   const char* out = std::getenv("KI_TIMELINE_OUT");
   if (!out || grid <= 0) return;
   grid = std::min(grid, kTimelineMax);
-  std::vector<unsigned long long> h(static_cast<size_t>(grid) * 6);
+  std::vector<unsigned long long> h(static_cast<size_t>(grid) * kTimelineCols);
   // The launch may be on a non-blocking stream, which a copy on the default
   // stream does not wait for: without this, half-written stamps of a launch
   // still running were read (2026-12-02).
@@ -1605,9 +1620,9 @@ void DumpTimeline(int grid, int64_t batch, int64_t tokens) {
   const std::string path = std::string(out) + "." + std::to_string(batch) + "x" + std::to_string(tokens / batch);
   if (FILE* f = std::fopen(path.c_str(), "w")) {
     for (int b = 0; b < grid; ++b) {
-      const unsigned long long* r = &h[static_cast<size_t>(b) * 6];
-      std::fprintf(f, "%d %llu %llu %llu %llu %llu %lld\n", b, r[0], r[1], r[2], r[3], r[4],
-                   static_cast<long long>(r[5]));
+      const unsigned long long* r = &h[static_cast<size_t>(b) * kTimelineCols];
+      std::fprintf(f, "%d %llu %llu %llu %llu %llu %lld %llu %llu %llu %llu\n", b, r[0], r[1], r[2], r[3], r[4],
+                   static_cast<long long>(r[5]), r[6], r[7], r[8], r[9]);
     }
     std::fclose(f);
   }
