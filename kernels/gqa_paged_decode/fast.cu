@@ -63,6 +63,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #ifdef KI_GQA_TIMELINE
 #include <cstdio>
@@ -1139,35 +1140,63 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     KI_TIMELINE(6, GlobalTimerNs());
     const int ib = rank * kMergeItems / C;
     const int ie = (rank + 1) * kMergeItems / C;
-    for (int item = ib + tid; item < ie; item += kThreads) {
-      const int row = item >> 4;
-      const int d0 = (item & 15) * 8;
-      float M = -INFINITY;
+    // Each thread merges one item (8 dimensions), or half an item (4) where
+    // a block owns at most 64 items (clusters of 8 or more): then all 128
+    // threads are busy and each one's chain of loads is half as long (H200,
+    // same call, 2026-12-02: 1x362 5.73 -> 5.70 us cold, 4.82-4.92 -> 4.75-4.81
+    // in a graph; 1x2048 10.71 -> 10.67, 9.11 -> 8.97-9.00; 16x4096 41.44-41.56
+    // -> 41.30-41.48; the rest unchanged). Half items for every cluster size
+    // made clusters of 2 and 3 slower (128x2048 +0.25%, the definition's 1x87
+    // +4%): bench/results/gqa-gap-h200-2026-12-02-c.md.
+    auto merge = [&](auto half_items) {
+      constexpr bool kHalf = decltype(half_items)::value;
+      constexpr int kDims = kHalf ? 4 : 8;
+      constexpr int kShift = kHalf ? 1 : 0;
+      for (int hi = (ib << kShift) + tid; hi < (ie << kShift); hi += kThreads) {
+        const int item = hi >> kShift;
+        const int row = item >> 4;
+        const int d0 = (item & 15) * 8 + (hi & kShift) * 4;
+        float M = -INFINITY;
 #pragma unroll kMergeUnroll
-      for (int q = 0; q < C; ++q) M = fmaxf(M, RL[q * kNumQoHeads + row]);
-      float L = 0.f;
-      float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        for (int q = 0; q < C; ++q) M = fmaxf(M, RL[q * kNumQoHeads + row]);
+        float L = 0.f;
+        float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll kMergeUnroll
-      for (int q = 0; q < C; ++q) {
-        const float lq = RL[q * kNumQoHeads + row];
-        const float f = lq == -INFINITY ? 0.f : Exp2(lq - M);
-        const float* x = R + (q * per + item - ib) * 8;
-        L += f;
-        Axpy8(o, f, *reinterpret_cast<const float4*>(x), *reinterpret_cast<const float4*>(x + 4));
+        for (int q = 0; q < C; ++q) {
+          const float lq = RL[q * kNumQoHeads + row];
+          const float f = lq == -INFINITY ? 0.f : Exp2(lq - M);
+          const float* x = R + (q * per + item - ib) * 8 + (d0 & 4);
+          L += f;
+          const float4 x0 = *reinterpret_cast<const float4*>(x);
+          o[0] += f * x0.x; o[1] += f * x0.y; o[2] += f * x0.z; o[3] += f * x0.w;
+          if constexpr (!kHalf) {
+            const float4 x1 = *reinterpret_cast<const float4*>(x + 4);
+            o[4] += f * x1.x; o[5] += f * x1.y; o[6] += f * x1.z; o[7] += f * x1.w;
+          }
+        }
+        const float inv = L > 0.f ? FastRcp(L) : 0.f;
+        const float lse = L > 0.f ? M + FastLog2(L) : -INFINITY;
+        const bool first = (hi & ((16 << kShift) - 1)) == 0;  // the row's first item (and half)
+        if (whole) {
+          const size_t orow = static_cast<size_t>(w.b) * kNumQoHeads + row;
+          __nv_bfloat16* dst = p.out + orow * kHeadDim + d0;
+          if constexpr (kHalf) {
+            *reinterpret_cast<uint2*>(dst) = make_uint2(PackBf16(o[0] * inv, o[1] * inv), PackBf16(o[2] * inv, o[3] * inv));
+          } else {
+            *reinterpret_cast<uint4*>(dst) = PackBf16x8(o, inv);
+          }
+          if (first) p.lse[orow] = lse;
+        } else {
+          float* dst = part_o + row * kHeadDim + d0;
+#pragma unroll
+          for (int e = 0; e < kDims; e += 4)
+            *reinterpret_cast<float4*>(dst + e) = make_float4(o[e] * inv, o[e + 1] * inv, o[e + 2] * inv, o[e + 3] * inv);
+          if (first) part_lse[row] = lse;
+        }
       }
-      const float inv = L > 0.f ? FastRcp(L) : 0.f;
-      const float lse = L > 0.f ? M + FastLog2(L) : -INFINITY;
-      if (whole) {
-        const size_t orow = static_cast<size_t>(w.b) * kNumQoHeads + row;
-        *reinterpret_cast<uint4*>(p.out + orow * kHeadDim + d0) = PackBf16x8(o, inv);
-        if ((item & 15) == 0) p.lse[orow] = lse;
-      } else {
-        float* dst = part_o + row * kHeadDim + d0;
-        *reinterpret_cast<float4*>(dst) = make_float4(o[0] * inv, o[1] * inv, o[2] * inv, o[3] * inv);
-        *reinterpret_cast<float4*>(dst + 4) = make_float4(o[4] * inv, o[5] * inv, o[6] * inv, o[7] * inv);
-        if ((item & 15) == 0) part_lse[row] = lse;
-      }
-    }
+    };
+    if (2 * per <= kThreads) merge(std::true_type{});
+    else merge(std::false_type{});
     if (whole) return;
   }
   // ---- global merge: every block of every work item of the sequence arrives ----
