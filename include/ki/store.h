@@ -48,6 +48,11 @@ struct ObjectInfo {
   uint64_t stored_size = 0;  // frame bytes on disk
   std::string media_type;
   Location location = Location::kIndex;
+  // The store's own number for the object (store format 10, docs/format.md
+  // "Index"): what the index's keys hold instead of its 32-byte digest.
+  // Local to one store, never sent anywhere; 0 in a store of format 9 or
+  // before read as it is.
+  uint32_t number = 0;
 };
 
 // A digest the store knows of without holding its bytes (a referenced log
@@ -184,6 +189,12 @@ class Batch {
     KI_ASSIGN_OR_RETURN(Manifest m, ReadManifest(d));
     return std::make_shared<const Manifest>(std::move(m));
   }
+  // Every "Kind/name" a held object is stored under, and the document
+  // blob linked to a manifest (none: nullopt), as this batch sees them: what
+  // a derived index may read of the store's name tables, whose keys hold
+  // the store's own object numbers.
+  virtual Result<std::vector<std::string>> NamesOf(const Digest& d);
+  virtual Result<std::optional<Digest>> DocumentOf(const Digest& d);
   // Empties a generic table (a derived index's, or one an upgrade retires).
   virtual Status DropTable(std::string_view table) = 0;
   virtual Status Commit() = 0;

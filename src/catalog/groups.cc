@@ -144,20 +144,18 @@ class GroupUpdate {
   Result<std::string> NameOf(const Digest& d) {
     if (auto it = names_.find(d); it != names_.end()) return it->second;
     std::vector<std::string> names;
-    KI_RETURN_IF_ERROR(b_.Scan("namesof", d.raw(), [&](std::string_view k, std::string_view) {
-      std::string_view n = k.substr(32);
+    KI_ASSIGN_OR_RETURN(std::vector<std::string> held, b_.NamesOf(d));
+    for (std::string_view n : held)
       if (auto slash = n.find('/'); slash != std::string_view::npos) names.emplace_back(n.substr(slash + 1));
-      return true;
-    }));
     std::string name = names.size() == 1 ? names[0] : "";
     if (names.size() > 1) {
-      KI_ASSIGN_OR_RETURN(auto doc, b_.Get("docs", d.raw()));
-      if (doc && doc->size() == 32) {
-        KI_ASSIGN_OR_RETURN(auto info, b_.Stat(Digest::FromRaw(*doc)));
+      KI_ASSIGN_OR_RETURN(auto doc, b_.DocumentOf(d));
+      if (doc) {
+        KI_ASSIGN_OR_RETURN(auto info, b_.Stat(*doc));
         if (info) {
-          KI_ASSIGN_OR_RETURN(std::string text, b_.Read(Digest::FromRaw(*doc)));
+          KI_ASSIGN_OR_RETURN(std::string text, b_.Read(*doc));
           DocFormat fmt = info->media_type == kDocumentMediaTypeYaml ? DocFormat::kYaml : DocFormat::kJson;
-          auto parsed = ParseDocument(text, fmt, Digest::FromRaw(*doc).str());
+          auto parsed = ParseDocument(text, fmt, doc->str());
           if (parsed.ok() && parsed->is_object() && parsed->contains("metadata")) {
             name = StringOr((*parsed)["metadata"], "name");
           }

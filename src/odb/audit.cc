@@ -418,11 +418,19 @@ Result<AuditReport> LmdbStore::Audit() {
     if (absent.ok() && *absent && !(*absent)->media_type.empty()) e.what = "blob " + (*absent)->media_type;
   }
   // 4. Names, tags and document links must point at objects the store holds.
+  want.by_number.reserve(infos.size());
+  for (const ObjectInfo& info : infos)
+    if (info.number) want.by_number.emplace(info.number, info.digest);
   for (std::string_view table : {kNames, kTags, kDocs}) {
     KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
       Digest d = Digest::FromRaw(v);
       bool bad = v.size() != 32 || !indexed.count(d);
-      if (table == kDocs && k.size() == 32 && !indexed.count(Digest::FromRaw(k))) bad = true;
+      if (table == kDocs) {
+        // Its key: the manifest's number (a store of format 9 or before
+        // read as it is: its digest).
+        auto manifest = DocsKeyHolder(k, want.by_number);
+        if (!manifest || !indexed.count(*manifest)) bad = true;
+      }
       if (bad) {
         CheckEntry e;
         e.digest = d;
@@ -456,6 +464,7 @@ Result<AuditReport> LmdbStore::Audit() {
   // too, which reported the holder's catalog entries as faults as well.
   std::unordered_set<Digest> damaged = std::move(unreadable);
   for (const auto& f : report.faults) damaged.insert(f.digest);
+  KI_RETURN_IF_ERROR(CheckNumbers(infos, &report));
   KI_RETURN_IF_ERROR(CheckStoreTables(want, indexed, &report));
   // 6. Derived indexes: rebuilt from the objects into an overlay, compared
   // with the tables in place entry by entry.
@@ -505,6 +514,36 @@ const char kNameLacking[] =
     "missing: a document the store holds gives this object this name (ki audit --reindex restores it)";
 
 }  // namespace
+
+Status LmdbStore::CheckNumbers(const std::vector<ObjectInfo>& infos, AuditReport* report) {
+  if (!numbered_) return Status::OK();  // a store of format 9 or before, read as it is
+  TableDiff meta(kMeta, report);
+  std::unordered_map<uint32_t, Digest> first;  // infos are in digest order: the first keeps its number
+  uint32_t largest = 0;
+  for (const ObjectInfo& info : infos) {
+    if (!info.number) {
+      meta.Fault(info.digest, info.digest.str(), "has no object number (ki audit --reindex gives it one)");
+      continue;
+    }
+    largest = std::max(largest, info.number);
+    auto [it, fresh] = first.emplace(info.number, info.digest);
+    if (!fresh) {
+      meta.Fault(info.digest, info.digest.str(),
+                 "its object number " + std::to_string(info.number) + " is also " + it->second.str() +
+                     "'s (ki audit --reindex gives this object a new one)");
+    }
+  }
+  if (!largest) return Status::OK();
+  KI_ASSIGN_OR_RETURN(auto next, Get(kSeq, kSeqObjects));
+  const std::optional<uint32_t> n = next ? KeyNumber(*next) : std::nullopt;
+  if (!n || *n <= largest) {
+    TableDiff seq(kSeq, report);
+    seq.Fault(std::nullopt, std::string(kSeqObjects),
+              "the next object number is " + (n ? std::to_string(*n) : std::string("not recorded")) +
+                  ", not above the largest given, " + std::to_string(largest) + " (ki audit --reindex raises it)");
+  }
+  return Status::OK();
+}
 
 Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                                    AuditReport* report) {
@@ -595,11 +634,18 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       return true;
     }));
     KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
-      if (k.size() <= 32) return namesof.Fault(std::nullopt, label(k), kNotGiven), true;
-      const Digest d = Digest::FromRaw(k.substr(0, 32));
-      std::string as_nameset = std::string(k.substr(32)) + std::string(k.substr(0, 32));
+      const NamesOfEntry e = SplitNamesOf(k, want.by_number);
+      if (!e.well_formed) return namesof.Fault(std::nullopt, label(k), kNotGiven), true;
+      if (!e.holder) {
+        // A number no held object has.
+        namesof.Fault(std::nullopt, "#" + std::to_string(KeyNumber(k.substr(0, 4)).value_or(0)) + " " + label(e.name),
+                      kUnheld);
+        return true;
+      }
+      const Digest d = *e.holder;
+      std::string as_nameset = std::string(e.name) + std::string(d.raw());
       if (!want.names.count(as_nameset)) {
-        namesof.Fault(d, label(k.substr(32)), indexed.count(d) ? kNotGiven : kUnheld);
+        namesof.Fault(d, label(e.name), indexed.count(d) ? kNotGiven : kUnheld);
       }
       in_namesof.insert(std::move(as_nameset));
       return true;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 #include "odb/store_impl.h"
 
@@ -434,6 +435,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   info.stored_size = frame_size;
   info.media_type = std::string(media_type);
   info.location = Location::kLoose;
+  KI_ASSIGN_OR_RETURN(info.number, NumberFor(d));
   // Its meta entry waits with the batch's others (a key put now, amid the
   // digests still to come, would split meta's pages as they follow it).
   pending_.insert_or_assign(d, PendingObject{info, std::string()});
@@ -457,6 +459,7 @@ Status LmdbBatch::WriteObject(const EncodedObject& o) {
   info.size = o.raw_size;
   info.stored_size = frame.size();
   info.media_type = o.media_type;
+  KI_ASSIGN_OR_RETURN(info.number, NumberFor(d));
   if (frame.size() > store_->options().loose_threshold) {
     // Large objects live as files: LMDB would copy them through its pages
     // on every write and keep the map large. Each is fsynced before its
@@ -503,7 +506,9 @@ Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const s
   }
   if (document) {
     KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
-    KI_RETURN_IF_ERROR(PutKV(docs, d.raw(), document->raw()));
+    KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+    if (!info) return Status::InvalidInput("internal: a document link for " + d.str() + ", which is not stored");
+    KI_RETURN_IF_ERROR(PutKV(docs, DocsKey(*info), document->raw()));
   }
   if (!name.empty()) KI_RETURN_IF_ERROR(SetName(kind, name, d));
   return Status::OK();
@@ -590,7 +595,10 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
   }
   KI_RETURN_IF_ERROR(put_sorted(kRefs));
   for (const EncodedManifest& m : ms) {
-    if (m.document) rows.emplace_back(std::string(m.digest.raw()), m.document->digest.raw());
+    if (!m.document) continue;
+    KI_ASSIGN_OR_RETURN(auto info, Stat(m.digest));
+    if (!info) return Status::InvalidInput("internal: a document link for " + m.digest.str() + ", which is not stored");
+    rows.emplace_back(DocsKey(*info), m.document->digest.raw());
   }
   KI_RETURN_IF_ERROR(put_sorted(kDocs));
   // Names: every entry carries its name; of several entries naming one
@@ -621,20 +629,21 @@ Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target
 Status LmdbBatch::RecordName(Kind kind, std::string_view name, const Digest& target) {
   KI_ASSIGN_OR_RETURN(MDB_dbi namesof, Table(kNamesOf));
   KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
-  std::string key = NameKey(kind, name);
-  const std::string nkey = NamesOfKey(target, kind, name);
+  KI_RETURN_IF_ERROR(PutKV(nameset, NameSetKey(kind, name, target), ""));
+  // namesof is keyed by the holder's number: a name of an object the store
+  // does not hold (which no caller records: names come from the documents
+  // of held manifests) has no entry there.
+  KI_ASSIGN_OR_RETURN(auto info, Stat(target));
+  if (!info) return Status::OK();
+  const std::string nkey = NamesOfKey(*info, kind, name);
   KI_ASSIGN_OR_RETURN(auto had, GetKV(namesof, nkey));
   KI_RETURN_IF_ERROR(PutKV(namesof, nkey, ""));
-  KI_RETURN_IF_ERROR(PutKV(nameset, NameSetKey(kind, name, target), ""));
   // A manifest the store already held that gains a name is handed to the
   // derived indexes too: what they show of it (a run's implementation
   // name) may change with its names.
   if (!had && !named_.count(target)) {
-    KI_ASSIGN_OR_RETURN(auto info, Stat(target));
-    if (info) {
-      named_.insert(target);
-      renamed_.push_back(*info);
-    }
+    named_.insert(target);
+    renamed_.push_back(*info);
   }
   return Status::OK();
 }
@@ -756,10 +765,152 @@ Status LmdbBatch::FoldAddedIntoMeta() {
   return DropTableIfPresent(kAdded);
 }
 
-Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc,
-                             uint64_t stored_size, std::string_view raw, std::optional<int64_t> added) {
+// An object keeps the number it was first given: a damaged copy written
+// again, an object a batch already put. Only an object the store has no
+// number for takes the next one.
+Result<uint32_t> LmdbBatch::NumberFor(const Digest& d) {
+  if (auto it = pending_.find(d); it != pending_.end() && it->second.info.number) return it->second.info.number;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_ASSIGN_OR_RETURN(auto old, txn_.Get(meta, d.raw()));
+  ObjectInfo was;
+  if (old && UnpackMeta(d.raw(), *old, &was) && was.number) return was.number;
+  // A rebuild of meta (reindex) stores objects again (a built-in
+  // dictionary) after it dropped their entries: they keep their numbers.
+  if (auto it = carried_.find(d); it != carried_.end()) return it->second;
+  return NewNumber();
+}
+
+Result<uint32_t> LmdbBatch::NewNumber() {
+  KI_ASSIGN_OR_RETURN(MDB_dbi seq, Table(kSeq));
+  if (!next_number_) {
+    KI_ASSIGN_OR_RETURN(auto v, GetKV(seq, kSeqObjects));
+    next_number_ = std::max<uint32_t>(1, v ? KeyNumber(*v).value_or(1) : 1);
+  }
+  if (next_number_ == std::numeric_limits<uint32_t>::max()) {
+    return Status::InvalidInput("the store has given out every object number (4,294,967,294): no object can be added");
+  }
+  const uint32_t n = next_number_++;
+  KI_RETURN_IF_ERROR(PutKV(seq, kSeqObjects, NumberKey(next_number_)));
+  return n;
+}
+
+Status LmdbBatch::ReserveNumbersThrough(uint32_t largest) {
+  KI_ASSIGN_OR_RETURN(MDB_dbi seq, Table(kSeq));
+  if (!next_number_) {
+    KI_ASSIGN_OR_RETURN(auto v, GetKV(seq, kSeqObjects));
+    next_number_ = std::max<uint32_t>(1, v ? KeyNumber(*v).value_or(1) : 1);
+  }
+  if (largest < next_number_) return Status::OK();
+  if (largest == std::numeric_limits<uint32_t>::max()) return Status::Corruption("an object number is 4,294,967,295");
+  next_number_ = largest + 1;
+  return PutKV(seq, kSeqObjects, NumberKey(next_number_));
+}
+
+Result<std::unordered_map<Digest, uint32_t>> LmdbBatch::CarriedNumbers() {
+  std::unordered_map<Digest, uint32_t> numbers;
+  std::unordered_set<uint32_t> taken;
+  uint32_t largest = 0;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  // In digest order: of two entries that claim one number (damage), the
+  // first keeps it and the other is numbered anew.
+  KI_RETURN_IF_ERROR(ScanTable(txn_, meta, "", [&](std::string_view k, std::string_view v) {
+    ObjectInfo info;
+    if (UnpackMeta(k, v, &info) && info.number && taken.insert(info.number).second) {
+      numbers.emplace(info.digest, info.number);
+      largest = std::max(largest, info.number);
+    }
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(ReserveNumbersThrough(largest));
+  carried_ = numbers;
+  return numbers;
+}
+
+Status LmdbBatch::NumberObjects() {
+  // Objects this batch put (an earlier step's) are numbered already; their
+  // meta entries are written first, so that the scans below see them.
+  KI_RETURN_IF_ERROR(FlushPending());
+  KI_ASSIGN_OR_RETURN(auto carried, CarriedNumbers());
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  std::vector<std::pair<std::string, std::string>> entries;
+  bool changed = false;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, meta, "", [&](std::string_view k, std::string_view v) {
+    ObjectInfo info;
+    std::optional<int64_t> added;
+    if (!UnpackMeta(k, v, &info, &added) || carried.count(info.digest)) {
+      entries.emplace_back(k, v);  // numbered already, or damaged: kept as it is, for audit to report
+      return true;
+    }
+    entries.emplace_back(k, "");
+    changed = true;
+    return true;
+  }));
+  if (changed) {
+    // Numbered in digest order, so that an upgraded store's numbers are
+    // what any ki gives the same store; then meta emptied and filled again
+    // in key order (the append path), so that its pages end full.
+    for (auto& [k, v] : entries) {
+      if (!v.empty()) continue;
+      KI_ASSIGN_OR_RETURN(auto old, txn_.Get(meta, k));
+      ObjectInfo info;
+      std::optional<int64_t> added;
+      if (!old || !UnpackMeta(k, *old, &info, &added)) continue;
+      KI_ASSIGN_OR_RETURN(info.number, NewNumber());
+      v = PackMeta(info, added.value_or(0));
+    }
+    KI_RETURN_IF_ERROR(txn_.Drop(meta));
+    last_.erase(meta);
+    for (const auto& [k, v] : entries) KI_RETURN_IF_ERROR(WriteKV(meta, k, v));
+  }
+  return RekeyByNumber();
+}
+
+Status LmdbBatch::RekeyByNumber() {
+  KI_RETURN_IF_ERROR(FlushPending());
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  auto number_of = [&](std::string_view raw) -> Result<uint32_t> {
+    KI_ASSIGN_OR_RETURN(auto v, txn_.Get(meta, raw));
+    ObjectInfo info;
+    if (!v || !UnpackMeta(raw, *v, &info)) return uint32_t(0);
+    return info.number;
+  };
+  for (std::string_view table : {kDocs, kNamesOf}) {
+    KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+    KI_RETURN_IF_ERROR(FlushStaged(dbi));
+    std::vector<std::pair<std::string, std::string>> entries;
+    Status bad = Status::OK();
+    KI_RETURN_IF_ERROR(ScanTable(txn_, dbi, "", [&](std::string_view k, std::string_view v) {
+      // A digest key part (format 9 and before) of a held, numbered object
+      // becomes its number; any other key (damaged, or of no held object)
+      // is kept as it is: audit reports it and reindex removes it.
+      const bool digest_part = table == kDocs ? k.size() == 32 : k.size() > 32;
+      std::string key(k);
+      if (digest_part) {
+        auto n = number_of(k.substr(0, 32));
+        if (!n.ok()) return bad = n.status(), false;
+        if (*n) key = NumberKey(*n) + std::string(k.substr(32));
+      }
+      entries.emplace_back(std::move(key), std::string(v));
+      return true;
+    }));
+    KI_RETURN_IF_ERROR(bad);
+    KI_RETURN_IF_ERROR(txn_.Drop(dbi));
+    last_.erase(dbi);
+    std::sort(entries.begin(), entries.end());
+    for (const auto& [k, v] : entries) KI_RETURN_IF_ERROR(PutKV(dbi, k, v));
+  }
+  return Status::OK();
+}
+
+Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc, uint64_t stored_size,
+                             std::string_view raw, std::optional<int64_t> added, uint32_t number) {
   ObjectInfo info;
   info.digest = d;
+  if (number) {
+    info.number = number;
+  } else {
+    KI_ASSIGN_OR_RETURN(info.number, NewNumber());
+  }
   info.type = h.type;
   if (h.type == ObjectType::kManifest) info.kind = Kind(h.kind);
   info.size = h.raw_size;

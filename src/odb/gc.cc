@@ -115,7 +115,7 @@ const std::vector<std::string_view>& StoreTables() {
   // barenames: a store of format 3 or before kept it (emptied since);
   // added: format 5 or before; kinds: format 7 or before (emptied since).
   static const std::vector<std::string_view> t = {kObjects,   kMeta,    kKinds,   kRefs, kDicts, kAbsent, kNames,
-                                                  kBareNames, kNamesOf, kNameSet, kDocs, kTags,  kAdded};
+                                                  kBareNames, kNamesOf, kNameSet, kDocs, kTags,  kAdded, kSeq};
   return t;
 }
 
@@ -279,7 +279,7 @@ class Collector {
         if (info.location == Location::kIndex) KI_RETURN_IF_ERROR(batch.Delete(kObjects, d.raw()));
         KI_RETURN_IF_ERROR(batch.Delete(kMeta, d.raw()));
         if (info.type == ObjectType::kManifest && info.kind) {
-          KI_RETURN_IF_ERROR(batch.Delete(kDocs, d.raw()));
+          KI_RETURN_IF_ERROR(batch.Delete(kDocs, DocsKey(info)));
         }
       }
       // Entries that name a removed object as the referrer, the manifest or
@@ -287,8 +287,13 @@ class Collector {
       KI_RETURN_IF_ERROR(DeleteWhere(batch, kRefs, [&](std::string_view k) {
         return k.size() >= 64 && doomed_.count(Digest::FromRaw(k.substr(32, 32)));
       }));
+      // namesof keys start with the holder's number (format 10; gc writes
+      // only to a store of this format, numbered, which the open upgraded).
+      std::unordered_set<std::string> doomed_parts;
+      for (const auto& [d, info] : doomed_) doomed_parts.insert(ObjectKeyPart(info));
+      const size_t part = ObjectKeyPartSize(store_->numbered());
       KI_RETURN_IF_ERROR(DeleteWhere(batch, kNamesOf, [&](std::string_view k) {
-        return k.size() > 32 && doomed_.count(Digest::FromRaw(k.substr(0, 32)));
+        return k.size() > part && doomed_parts.count(std::string(k.substr(0, part)));
       }));
       // The derived indexes, rebuilt from the objects that stay, as reindex
       // rebuilds them: what a removed object gave is gone with it.

@@ -4,6 +4,30 @@
 // compares those tables with and what reindex rebuilds them from.
 #include "odb/store_impl.h"
 
+namespace ki {
+
+Result<std::vector<std::string>> Batch::NamesOf(const Digest& d) {
+  std::vector<std::string> out;
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return out;
+  const std::string prefix = odb::ObjectKeyPart(*info);
+  KI_RETURN_IF_ERROR(Scan(odb::kNamesOf, prefix, [&](std::string_view k, std::string_view) {
+    out.emplace_back(k.substr(prefix.size()));
+    return true;
+  }));
+  return out;
+}
+
+Result<std::optional<Digest>> Batch::DocumentOf(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return std::optional<Digest>();
+  KI_ASSIGN_OR_RETURN(auto v, Get(odb::kDocs, odb::DocsKey(*info)));
+  if (!v || v->size() != 32) return std::optional<Digest>();
+  return std::optional<Digest>(Digest::FromRaw(*v));
+}
+
+}  // namespace ki
+
 namespace ki::odb {
 
 bool IsDocument(const ObjectInfo& info) {

@@ -16,6 +16,9 @@ Result<AuditReport> LmdbStore::Reindex() {
   // meta also records when each object came (format 6): read before it is
   // dropped, carried over to the entry that replaces it.
   KI_ASSIGN_OR_RETURN(const auto added_times, batch->AddedTimes());
+  // So are object numbers (format 10): docs and namesof keys hold them.
+  // An object without one (its meta entry lost) is given the next.
+  KI_ASSIGN_OR_RETURN(const auto numbers, batch->CarriedNumbers());
   // A format-1 store's (upgraded through this reindex) is read; not kept.
   KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kAdded));
   // kinds (format 7 and before): meta says each kind.
@@ -23,6 +26,10 @@ Result<AuditReport> LmdbStore::Reindex() {
   auto added_of = [&](const Digest& d) -> std::optional<int64_t> {
     auto it = added_times.find(d);
     return it == added_times.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  auto number_of = [&](const Digest& d) -> uint32_t {
+    auto it = numbers.find(d);
+    return it == numbers.end() ? 0 : it->second;
   };
   for (std::string_view t : derived) {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, batch->Table(t));
@@ -72,7 +79,7 @@ Result<AuditReport> LmdbStore::Reindex() {
       if (!agrees.ok()) return problems.push_back(agrees.message() + "; not indexed"), Status::OK();
     }
     keep_v1_media_type(d, &*h, where);
-    return batch->IndexFrame(d, *h, loc, frame.size(), *raw, added_of(d));
+    return batch->IndexFrame(d, *h, loc, frame.size(), *raw, added_of(d), number_of(d));
   };
   {
     // Frames kept in LMDB, read inside the batch's own transaction.
@@ -127,7 +134,7 @@ Result<AuditReport> LmdbStore::Reindex() {
         } else {
           KI_ASSIGN_OR_RETURN(FileStat st, file->Stat());
           keep_v1_media_type(*d, &*h, path);
-          KI_RETURN_IF_ERROR(batch->IndexFrame(*d, *h, Location::kLoose, st.size, "", added_of(*d)));
+          KI_RETURN_IF_ERROR(batch->IndexFrame(*d, *h, Location::kLoose, st.size, "", added_of(*d), number_of(*d)));
         }
         continue;
       }
@@ -136,7 +143,11 @@ Result<AuditReport> LmdbStore::Reindex() {
       KI_RETURN_IF_ERROR(index_one(frame, Location::kLoose, path, *d));
     }
   }
+  // A store of format 1 (upgraded through this reindex) had digests in
+  // docs and namesof keys: each object has its number now.
+  if (!numbered_) KI_RETURN_IF_ERROR(batch->RekeyByNumber());
   KI_RETURN_IF_ERROR(batch->Commit());
+  numbered_ = true;
   KI_RETURN_IF_ERROR(RecordDocumentNames());
   KI_ASSIGN_OR_RETURN(AuditReport report, Audit());
   // Each is also a fault of the audit above (a frame or loose file that
@@ -188,6 +199,7 @@ Status LmdbStore::RecordDocumentNames() {
   // Every document read once: relinking changes only docs, not what a
   // document gives.
   KI_ASSIGN_OR_RETURN(std::vector<DocumentGives> gives, EveryDocumentGives());
+  std::unordered_map<uint32_t, Digest> by_number;  // numbered keys read back
   {
     // A docs entry whose manifest or document the store does not hold (a
     // damaged key or value: audit reports it) goes; the document it named,
@@ -195,8 +207,10 @@ Status LmdbStore::RecordDocumentNames() {
     std::vector<std::string> stale;
     std::unordered_set<Digest> linked;
     Status bad = Status::OK();
+    KI_ASSIGN_OR_RETURN(by_number, ObjectsByNumber());
     KI_RETURN_IF_ERROR(Scan(kDocs, "", [&](std::string_view k, std::string_view v) {
-      auto k_held = k.size() == 32 ? held(Digest::FromRaw(k)) : Result<bool>(false);
+      auto manifest = DocsKeyHolder(k, by_number);
+      auto k_held = manifest ? held(*manifest) : Result<bool>(false);
       auto v_held = v.size() == 32 ? held(Digest::FromRaw(v)) : Result<bool>(false);
       if (!k_held.ok() || !v_held.ok()) return bad = !k_held.ok() ? k_held.status() : v_held.status(), false;
       if (*k_held && *v_held) {
@@ -219,7 +233,10 @@ Status LmdbStore::RecordDocumentNames() {
     }));
     if (!relink.empty()) {
       KI_ASSIGN_OR_RETURN(auto batch, NewBatch());
-      for (const auto& [manifest, doc] : relink) KI_RETURN_IF_ERROR(batch->Put(kDocs, manifest.raw(), doc.raw()));
+      for (const auto& [manifest, doc] : relink) {
+        KI_ASSIGN_OR_RETURN(auto info, Stat(manifest));
+        if (info) KI_RETURN_IF_ERROR(batch->Put(kDocs, DocsKey(*info), doc.raw()));
+      }
       KI_RETURN_IF_ERROR(batch->Commit());
     }
   }
@@ -248,12 +265,12 @@ Status LmdbStore::RecordDocumentNames() {
     return true;
   }));
   KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
-    std::string as_nameset = k.size() > 32 ? std::string(k.substr(32)) + std::string(k.substr(0, 32)) : "";
+    const NamesOfEntry e = SplitNamesOf(k, by_number);
+    std::string as_nameset = e.holder ? std::string(e.name) + std::string(e.holder->raw()) : "";
     if (given.count(as_nameset)) {
       in_namesof.insert(std::move(as_nameset));
     } else {
-      stale_recorded.push_back({std::string(kNamesOf), std::string(k),
-                                k.size() > 32 ? Digest::FromRaw(k.substr(0, 32)) : Digest()});
+      stale_recorded.push_back({std::string(kNamesOf), std::string(k), e.holder.value_or(Digest())});
     }
     return true;
   }));

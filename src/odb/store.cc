@@ -68,10 +68,13 @@ Status LmdbStore::Open(OpenMode mode) {
     format_version_ = 7;
   } else if (fmt == kFormatLineV8) {
     format_version_ = 8;
+  } else if (fmt == kFormatLineV9) {
+    format_version_ = 9;
   } else if (fmt != kFormatLine) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 9' to 'ki-store 2', and upgrades 'ki-store 1')");
+                                "' (this ki reads 'ki-store 10' to 'ki-store 2', and upgrades 'ki-store 1')");
   }
+  numbered_ = format_version_ >= 10;
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
     return Status::IOError("the store " + dir_ + " is not writable");
@@ -83,7 +86,7 @@ Status LmdbStore::Open(OpenMode mode) {
   }
   KI_RETURN_IF_ERROR(lmdb_.Open(IndexDir(dir_), opts_.map_size, read_only_));
   KI_RETURN_IF_ERROR(lmdb_.OpenAllTables(
-      {kObjects, kMeta, kRefs, kDicts, kAbsent, kNames, kNamesOf, kNameSet, kDocs, kTags}));
+      {kObjects, kMeta, kRefs, kDicts, kAbsent, kNames, kNamesOf, kNameSet, kDocs, kTags, kSeq}));
   if (!read_only_ && format_version_ >= 2 && format_version_ < kFormatVersion) {
     // Format 2 -> 3: frames are read as they are; each derived index
     // adapts its tables (catalog.cohort drops its copies of the run
@@ -95,8 +98,9 @@ Status LmdbStore::Open(OpenMode mode) {
     // from `added`, which is emptied. 6 -> 7: refs keys end in their
     // field's code. 7 -> 8: kinds is emptied (meta says each kind). 8 -> 9:
     // each derived index adapts its tables (catalog.cohorts and
-    // catalog.events values become compact binary JSON). One
-    // batch does every step from the store's format on;
+    // catalog.events values become compact binary JSON). 9 -> 10: every
+    // object numbered (in digest order), docs and namesof keyed by number.
+    // One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
     {
@@ -114,8 +118,10 @@ Status LmdbStore::Open(OpenMode mode) {
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->RecodeRefFields());
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->DropTableIfPresent(kKinds));
       for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 8));
+      KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->NumberObjects());
       KI_RETURN_IF_ERROR(batch->Commit());
     }
+    numbered_ = true;
     KI_RETURN_IF_ERROR(env()->WriteFileAtomic(FormatPath(dir_), kFormatLine, Durability::kSync));
     KI_RETURN_IF_ERROR(env()->SyncDir(dir_));
     format_version_ = kFormatVersion;
@@ -388,7 +394,9 @@ Result<Manifest> LmdbStore::ReadManifest(const Digest& d) {
 }
 
 Result<std::optional<Digest>> LmdbStore::DocumentOf(const Digest& d) {
-  KI_ASSIGN_OR_RETURN(auto v, Get(kDocs, d.raw()));
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return std::optional<Digest>();
+  KI_ASSIGN_OR_RETURN(auto v, Get(kDocs, DocsKey(*info)));
   if (!v || v->size() != 32) return std::optional<Digest>();
   return std::optional<Digest>(Digest::FromRaw(*v));
 }
@@ -424,11 +432,54 @@ Result<std::vector<Digest>> LmdbStore::LookupName(Kind kind, std::string_view na
 
 Result<std::vector<std::string>> LmdbStore::NamesOf(const Digest& d) {
   std::vector<std::string> out;
-  KI_RETURN_IF_ERROR(Scan(kNamesOf, d.raw(), [&](std::string_view k, std::string_view) {
-    out.emplace_back(k.substr(32));
+  // One read transaction for the number and the scan (ki ls asks for every
+  // object's names).
+  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+  lmdb::Txn& txn = *read;
+  KI_ASSIGN_OR_RETURN(auto info, StatIn(txn, d));
+  if (!info) return out;
+  KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kNamesOf));
+  if (!dbi) return out;
+  const std::string prefix = ObjectKeyPart(*info);
+  KI_RETURN_IF_ERROR(ScanTable(txn, *dbi, prefix, [&](std::string_view k, std::string_view) {
+    out.emplace_back(k.substr(prefix.size()));
     return true;
   }));
   return out;
+}
+
+Result<std::unordered_map<uint32_t, Digest>> LmdbStore::ObjectsByNumber() {
+  std::unordered_map<uint32_t, Digest> out;
+  ObjectInfo info;
+  KI_RETURN_IF_ERROR(Scan(kMeta, "", [&](std::string_view k, std::string_view v) {
+    if (UnpackMeta(k, v, &info) && info.number) out.emplace(info.number, info.digest);
+    return true;
+  }));
+  return out;
+}
+
+LmdbStore::NamesOfEntry LmdbStore::SplitNamesOf(std::string_view key,
+                                                const std::unordered_map<uint32_t, Digest>& by_number) const {
+  NamesOfEntry e;
+  const size_t part = ObjectKeyPartSize(numbered_);
+  if (key.size() <= part) return e;
+  e.well_formed = true;
+  e.name = key.substr(part);
+  if (!numbered_) {
+    e.holder = Digest::FromRaw(key.substr(0, 32));
+  } else if (auto n = KeyNumber(key.substr(0, 4))) {
+    if (auto it = by_number.find(*n); it != by_number.end()) e.holder = it->second;
+  }
+  return e;
+}
+
+std::optional<Digest> LmdbStore::DocsKeyHolder(std::string_view key,
+                                               const std::unordered_map<uint32_t, Digest>& by_number) const {
+  if (!numbered_) return key.size() == 32 ? std::optional<Digest>(Digest::FromRaw(key)) : std::nullopt;
+  auto n = KeyNumber(key);
+  if (!n) return std::nullopt;
+  auto it = by_number.find(*n);
+  return it == by_number.end() ? std::nullopt : std::optional<Digest>(it->second);
 }
 
 Status LmdbStore::ForEachObject(const std::function<bool(const ObjectInfo&)>& fn) {

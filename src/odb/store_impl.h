@@ -178,7 +178,26 @@ class LmdbBatch final : public Batch {
   // store first indexed it (carried over from the entry replaced), nullopt
   // for now.
   Status IndexFrame(const Digest& d, const odb::FrameHeader& h, Location loc, uint64_t stored_size,
-                    std::string_view raw, std::optional<int64_t> added);
+                    std::string_view raw, std::optional<int64_t> added, uint32_t number);
+  // Object numbers (format 10, docs/format.md "Index"). NumberFor: the
+  // number the store has for d (a pending object's, its meta entry's),
+  // else the next one; NewNumber: the next one (`seq`, written with the
+  // batch). Numbers start at 1 and are never given twice.
+  Result<uint32_t> NumberFor(const Digest& d);
+  Result<uint32_t> NewNumber();
+  // Makes every number up to `largest` given (seq raised above it): a
+  // rebuild that keeps numbers never gives one of them again.
+  Status ReserveNumbersThrough(uint32_t largest);
+  // What a rebuild of meta carries over: each entry's number (of two that
+  // claim one, the first in digest order), with seq raised above them all.
+  Result<std::unordered_map<Digest, uint32_t>> CarriedNumbers();
+  // Format 9 -> 10: every meta entry without a number numbered, in digest
+  // order, then RekeyByNumber.
+  Status NumberObjects();
+  // docs and namesof keys that start with a held object's digest written
+  // again with its number (the upgrade to format 10; a reindex of a store
+  // of format 1).
+  Status RekeyByNumber();
   // When the store first indexed each object, as its meta entries say
   // (format 6) or, for those without one, the `added` table of format 5
   // and before: what a rebuild of meta carries over.
@@ -261,6 +280,8 @@ class LmdbBatch final : public Batch {
   std::unordered_set<Digest> named_;
   std::unordered_set<uint32_t> dicts_ensured_;
   int64_t now_ = 0;  // Unix seconds, read once a batch (Now)
+  uint32_t next_number_ = 0;  // 0 until read from seq (NewNumber)
+  std::unordered_map<Digest, uint32_t> carried_;  // CarriedNumbers' (NumberFor)
   // New objects kept in LMDB, held back (until Commit, a use of their
   // tables by name, or kPendingLimit bytes) and then written in digest
   // order: a batch's objects, in whatever order they were put, then fill
@@ -445,6 +466,22 @@ class LmdbStore final : public Store {
   Result<AuditReport> Reindex() override;
   Status RecordDocumentNames();
   int format_version() const { return format_version_; }
+  // Whether docs and namesof keys hold object numbers (format 10) rather
+  // than digests (a store of format 9 or before, read as it is).
+  bool numbered() const { return numbered_; }
+  // Every held object by its number (a meta scan): what reading a
+  // numbered key back takes. Entries without a number are left out.
+  Result<std::unordered_map<uint32_t, Digest>> ObjectsByNumber();
+  // A namesof key's holder and name, in either layout (numbered()); the
+  // holder is nullopt when the key part names no held object.
+  struct NamesOfEntry {
+    std::optional<Digest> holder;
+    std::string_view name;  // "Kind/name"
+    bool well_formed = false;
+  };
+  NamesOfEntry SplitNamesOf(std::string_view key, const std::unordered_map<uint32_t, Digest>& by_number) const;
+  // A docs key's manifest, in either layout.
+  std::optional<Digest> DocsKeyHolder(std::string_view key, const std::unordered_map<uint32_t, Digest>& by_number) const;
   // Format 1 -> 2: each derived index turns what it kept in tables into
   // objects, then every derived table is rebuilt, then FORMAT is rewritten.
   // Killed at any point, the store stays format 1 (or is already 2) and
@@ -465,7 +502,12 @@ class LmdbStore final : public Store {
     std::set<std::string> names;
     // What each document that reads gives, in digest order.
     std::vector<DocumentGives> documents;
+    // Every held object by its number (ObjectsByNumber).
+    std::unordered_map<uint32_t, Digest> by_number;
   };
+  // Format 10's numbers: every object has one, no two share one, and seq's
+  // next number is above them all.
+  Status CheckNumbers(const std::vector<ObjectInfo>& infos, AuditReport* report);
   Status CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                           AuditReport* report);
   // Each document of `gives` that no docs entry links, with the held
@@ -540,6 +582,7 @@ class LmdbStore final : public Store {
   StoreOptions opts_;
   bool read_only_ = true;
   int format_version_ = kFormatVersion;
+  bool numbered_ = true;
   // Declared before lmdb_: released only after the environment is closed.
   StoreLock lock_;
   bool callers_lock_ = false;
@@ -604,6 +647,10 @@ class ShadowBatch final : public Batch {
   Result<std::string> Read(const Digest& d) override;
   Result<Manifest> ReadManifest(const Digest& d) override;
   Result<std::shared_ptr<const Manifest>> ViewManifest(const Digest& d) override;
+  // The store's name tables as they are, of a damaged object too (Stat
+  // hides those): what the indexes read of them, as a reindex's batch sees.
+  Result<std::vector<std::string>> NamesOf(const Digest& d) override { return store_->NamesOf(d); }
+  Result<std::optional<Digest>> DocumentOf(const Digest& d) override { return store_->DocumentOf(d); }
   Status DropTable(std::string_view table) override {
     auto it = tables_.find(table);
     if (it == tables_.end()) return Refused();

@@ -15,6 +15,8 @@ namespace {
 // set (format 5's first byte is the type, 1 or 2), the type in bits 0-1 and
 // the location in bits 2-3 (docs/format.md, "Index").
 constexpr uint8_t kMetaV6 = 0x80;
+// Format 10: bit 4 set, the object's number follows the added time.
+constexpr uint8_t kMetaNumbered = 0x10;
 
 // Format 5 and before: type u8, kind u8, location u8, media type code u8,
 // size u64 LE, stored_size u64 LE, then (code 0) the media type's bytes.
@@ -41,17 +43,21 @@ bool UnpackMetaV5(std::string_view v, ObjectInfo* out) {
 // code u8, then LEB128 size, stored size and added (Unix seconds, 0 for an
 // unknown age), then (code 0) the media type's bytes. 12 bytes for a
 // typical manifest instead of format 5's 20, and the 8-byte `added` value
-// and its 32-byte key gone.
+// and its 32-byte key gone. Format 10 sets flag bit 4 and writes the
+// object's number (LEB128, 3 bytes for the export's 48,000) after the
+// added time.
 std::string PackMeta(const ObjectInfo& info, int64_t added) {
   const uint8_t code = MediaTypeCode(info.media_type);
   std::string v;
-  v.reserve(18 + (code ? 0 : info.media_type.size()));
-  v.push_back(char(kMetaV6 | (uint8_t(info.location) & 3) << 2 | (uint8_t(info.type) & 3)));
+  v.reserve(23 + (code ? 0 : info.media_type.size()));
+  v.push_back(char(kMetaV6 | (info.number ? kMetaNumbered : 0) | (uint8_t(info.location) & 3) << 2 |
+                   (uint8_t(info.type) & 3)));
   v.push_back(char(info.kind ? uint8_t(*info.kind) : 0));
   v.push_back(char(code));
   coding::PutVarint64(&v, info.size);
   coding::PutVarint64(&v, info.stored_size);
   coding::PutVarint64(&v, uint64_t(added > 0 ? added : 0));
+  if (info.number) coding::PutVarint64(&v, info.number);
   if (!code) v.append(info.media_type);
   return v;
 }
@@ -60,17 +66,21 @@ bool UnpackMeta(std::string_view key, std::string_view v, ObjectInfo* out, std::
   if (key.size() != 32 || v.empty()) return false;
   out->digest = Digest::FromRaw(key);
   out->kind.reset();
+  out->number = 0;
   if (added) added->reset();
   if (!(uint8_t(v[0]) & kMetaV6)) return UnpackMetaV5(v, out);
   coding::Decoder in(v);
   uint8_t flags, kind, code;
-  uint64_t when;
-  if (!in.GetByte(&flags) || !in.GetByte(&kind) || !in.GetByte(&code) || (flags & 0x70) ||
+  uint64_t when, number = 0;
+  if (!in.GetByte(&flags) || !in.GetByte(&kind) || !in.GetByte(&code) || (flags & 0x60) ||
       !in.GetVarint64(&out->size) || !in.GetVarint64(&out->stored_size) || !in.GetVarint64(&when) ||
-      when > uint64_t(std::numeric_limits<int64_t>::max()) || (code && CodedMediaType(code).empty()) ||
-      (code && !in.done())) {
+      when > uint64_t(std::numeric_limits<int64_t>::max()) ||
+      ((flags & kMetaNumbered) &&
+       (!in.GetVarint64(&number) || number == 0 || number > std::numeric_limits<uint32_t>::max())) ||
+      (code && CodedMediaType(code).empty()) || (code && !in.done())) {
     return false;
   }
+  out->number = uint32_t(number);
   out->type = ObjectType(flags & 3);
   out->location = Location((flags >> 2) & 3);
   if (kind) out->kind = Kind(kind);
@@ -106,8 +116,27 @@ std::string NameSetKey(Kind k, std::string_view name, const Digest& d) {
   return key;
 }
 
-std::string NamesOfKey(const Digest& d, Kind k, std::string_view name) {
-  std::string key(d.raw());
+std::string NumberKey(uint32_t n) {
+  std::string key;
+  coding::PutBigEndian32(&key, n);
+  return key;
+}
+
+std::optional<uint32_t> KeyNumber(std::string_view key) {
+  if (key.size() != 4) return std::nullopt;
+  const uint32_t n = coding::DecodeBigEndian32(key.data());
+  if (!n) return std::nullopt;
+  return n;
+}
+
+std::string ObjectKeyPart(const ObjectInfo& info) {
+  return info.number ? NumberKey(info.number) : std::string(info.digest.raw());
+}
+
+std::string DocsKey(const ObjectInfo& manifest) { return ObjectKeyPart(manifest); }
+
+std::string NamesOfKey(const ObjectInfo& holder, Kind k, std::string_view name) {
+  std::string key = ObjectKeyPart(holder);
   key.append(NameKey(k, name));
   return key;
 }

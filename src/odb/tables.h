@@ -35,12 +35,21 @@ inline constexpr std::string_view kNames = "names";          // "Kind/name" -> d
 // kind instead (1.8 MB of the imported export's 43 MB); the upgrade to
 // format 4 and reindex empty the table.
 inline constexpr std::string_view kBareNames = "barenames";
-inline constexpr std::string_view kNamesOf = "namesof";      // digest + "Kind/name" -> ""
+// namesof: the holder's number (4 bytes, big-endian; format 9 and before:
+// its digest) + "Kind/name" -> "" (NamesOfKey).
+inline constexpr std::string_view kNamesOf = "namesof";
 // Every manifest ever stored under a name, not only the latest (`names`):
 // metadata is editorial, and one name may be carried by several manifests
 // (the KernelIndex export has 325 run names shared by 770 runs).
 inline constexpr std::string_view kNameSet = "nameset";  // "Kind/name" + digest -> ""
-inline constexpr std::string_view kDocs = "docs";            // manifest digest -> document blob digest
+// The manifest's number (format 9 and before: its digest) -> the document
+// blob's digest (DocsKey).
+inline constexpr std::string_view kDocs = "docs";
+// Format 10: the next object number, one entry (kSeqObjects -> u32
+// big-endian). Recorded: numbers are never reused, so the counter is kept
+// by reindex and by gc, which leaves the numbers of what it removes unused.
+inline constexpr std::string_view kSeq = "seq";
+inline constexpr std::string_view kSeqObjects = "objects";
 // Tags (ki/tag.h): recorded, like names; kept by Reindex().
 inline constexpr std::string_view kTags = "tags";  // tag name -> digest
 // Formats 5 and before: when the store first indexed each object (ki gc's
@@ -51,10 +60,11 @@ inline constexpr std::string_view kTags = "tags";  // tag name -> digest
 inline constexpr std::string_view kAdded = "added";
 
 // `added`: Unix seconds when the store first indexed the object; 0 (or
-// less) for an unknown age.
+// less) for an unknown age. info.number (format 10) is packed when not 0.
 std::string PackMeta(const ObjectInfo& info, int64_t added = 0);
-// Reads format 6's layout and format 5's (which has no added time). `added`
-// (when given) is set to the object's added time, or nullopt when unknown.
+// Reads format 10's layout, format 6's (no number: out->number is 0) and
+// format 5's (which has no added time either). `added` (when given) is set
+// to the object's added time, or nullopt when unknown.
 bool UnpackMeta(std::string_view key, std::string_view value, ObjectInfo* out,
                 std::optional<int64_t>* added = nullptr);
 
@@ -67,8 +77,23 @@ std::string NameKey(Kind k, std::string_view name);        // names: "Kind/name"
 // nameset: "Kind/name" + digest. metadata.name is at most 200 characters
 // (the KernelIndex schemas), so the key is far below LMDB's limit.
 std::string NameSetKey(Kind k, std::string_view name, const Digest& d);
-// namesof: digest + "Kind/name".
-std::string NamesOfKey(const Digest& d, Kind k, std::string_view name);
+// Object numbers in keys: 4 bytes big-endian, so that LMDB's key order is
+// the numbers' order.
+std::string NumberKey(uint32_t n);
+// The number of a 4-byte key (nullopt for another length, or 0).
+std::optional<uint32_t> KeyNumber(std::string_view key);
+// The part of an index key that stands for a held object: its number, or
+// (an object without one: a store of format 9 or before read as it is)
+// its digest.
+std::string ObjectKeyPart(const ObjectInfo& info);
+// docs: the manifest's ObjectKeyPart.
+std::string DocsKey(const ObjectInfo& manifest);
+// namesof: the holder's ObjectKeyPart + "Kind/name"; a scan of
+// ObjectKeyPart(holder) gives its names.
+std::string NamesOfKey(const ObjectInfo& holder, Kind k, std::string_view name);
+// The length of a namesof or docs key's object part: 4 in a numbered store
+// (format 10), else 32.
+inline size_t ObjectKeyPartSize(bool numbered) { return numbered ? 4 : 32; }
 // refs: target + referrer + the field: since format 7 one byte, the code of
 // a pointer the schemas fix (RefFieldCode: /spec/workloadDigest and the
 // like, 99.6% of the export's references), else the JSON pointer's text.
@@ -121,8 +146,16 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // would take for malformed entries; a format-8 store is upgraded when it is
 // opened for writing (each value encoded again); read as it is otherwise
 // (both forms decode).
-inline constexpr int kFormatVersion = 9;
-inline constexpr std::string_view kFormatLine = "ki-store 9\n";
+// Format 10: every object has a number (ObjectInfo::number, in its meta
+// value; the next one in `seq`), and docs and namesof keys hold the number
+// instead of the digest. A ki that reads format 9 would find no document
+// and no name of any object; a format-9 store is upgraded when it is opened
+// for writing (every object numbered in digest order, docs and namesof
+// written again), read as it is otherwise (an object without a number is
+// keyed by its digest: ObjectKeyPart).
+inline constexpr int kFormatVersion = 10;
+inline constexpr std::string_view kFormatLine = "ki-store 10\n";
+inline constexpr std::string_view kFormatLineV9 = "ki-store 9\n";
 inline constexpr std::string_view kFormatLineV8 = "ki-store 8\n";
 inline constexpr std::string_view kFormatLineV7 = "ki-store 7\n";
 inline constexpr std::string_view kFormatLineV6 = "ki-store 6\n";

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "index/lmdb.h"
 #include "ki/ingest.h"
@@ -25,6 +26,14 @@ namespace {
 
 using test::SeedTest;
 using test::StoreTest;
+
+// The part of a docs or namesof key that stands for a held object: its
+// number (store format 10).
+std::string KeyPartOf(Store& store, const Digest& d) {
+  auto info = store.Stat(d);
+  EXPECT_TRUE(info.ok() && info->has_value()) << d.str();
+  return info.ok() && *info ? odb::ObjectKeyPart(**info) : std::string();
+}
 
 TEST_F(StoreTest, FlippedByteInLooseObjectIsCorruption) {
   Digest d = PutBlob(RandomText(100000, 5));
@@ -298,7 +307,8 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
       {"names value unheld", "name ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, first(odb::kNames).first, unheld.raw())); }},
       {"namesof of an unheld object", "namesof ",
-       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNamesOf, std::string(unheld.raw()) + "BenchmarkRun/forged", "")); }},
+       // A number no object has (namesof keys hold the holder's number).
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNamesOf, odb::NumberKey(999999) + "BenchmarkRun/forged", "")); }},
       {"nameset of an unheld object", "name ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRun/forged" + std::string(unheld.raw()), "")); }},
       {"names key with another name", "names ",
@@ -326,20 +336,21 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
        [&](Batch& b) {
          std::string k = first(odb::kNamesOf).first;
          ASSERT_OK(b.Delete(odb::kNamesOf, k));
-         k[k.find('/', 32) + 1] ^= 0x01;
+         k[k.find('/', 4) + 1] ^= 0x01;
          ASSERT_OK(b.Put(odb::kNamesOf, k, ""));
        }},
       {"nameset and namesof agree on a name no document gives", "nameset ",
        [&](Batch& b) {
          auto [k, v] = first(odb::kNames);
          ASSERT_OK(b.Put(odb::kNameSet, k + "-forged" + v, ""));
-         ASSERT_OK(b.Put(odb::kNamesOf, v + k + "-forged", ""));
+         ASSERT_OK(b.Put(odb::kNamesOf, KeyPartOf(*store_, Digest::FromRaw(v)) + k + "-forged", ""));
        }},
       {"names value another held manifest", "names ",
        [&](Batch& b) {
          auto [k, v] = first(odb::kNames);
-         for (const auto& [other, unused] : before.at(std::string(odb::kDocs))) {
-           if (other != v) {
+         for (const auto& [other, meta] : before.at(std::string(odb::kMeta))) {
+           ObjectInfo info;
+           if (other != v && odb::UnpackMeta(other, meta, &info) && info.type == ObjectType::kManifest) {
              ASSERT_OK(b.Put(odb::kNames, k, other));
              return;
            }
@@ -352,7 +363,7 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
        [&](Batch& b) {
          auto [k, v] = first(odb::kDocs);
          ASSERT_OK(b.Delete(odb::kDocs, k));
-         ASSERT_OK(b.Put(odb::kDocs, unheld.raw(), v));
+         ASSERT_OK(b.Put(odb::kDocs, odb::NumberKey(999999), v));
        }},
   };
   for (const Damage& c : cases) {
@@ -423,7 +434,7 @@ TEST_F(SeedTest, NamesAreCheckedAgainstEveryDocumentTheStoreHolds) {
     auto b = store_->NewBatch();
     ASSERT_OK(b);
     ASSERT_OK((*b)->Delete(odb::kNameSet, yaml_name + std::string(spec.raw())));
-    ASSERT_OK((*b)->Delete(odb::kNamesOf, std::string(spec.raw()) + yaml_name));
+    ASSERT_OK((*b)->Delete(odb::kNamesOf, KeyPartOf(*store_, spec) + yaml_name));
     ASSERT_OK((*b)->Commit());
   }
   audit_names("nameset " + yaml_name);
@@ -437,7 +448,7 @@ TEST_F(SeedTest, NamesAreCheckedAgainstEveryDocumentTheStoreHolds) {
     auto b = store_->NewBatch();
     ASSERT_OK(b);
     ASSERT_OK((*b)->Put(odb::kNameSet, "OperationSpec/forged" + std::string(spec.raw()), ""));
-    ASSERT_OK((*b)->Put(odb::kNamesOf, std::string(spec.raw()) + "OperationSpec/forged", ""));
+    ASSERT_OK((*b)->Put(odb::kNamesOf, KeyPartOf(*store_, spec) + "OperationSpec/forged", ""));
     ASSERT_OK((*b)->Commit());
   }
   audit_names("namesof OperationSpec/forged");
@@ -791,6 +802,94 @@ TEST_F(SeedTest, ReindexRebuildsTheDictionaryTable) {
     return true;
   }));
   EXPECT_EQ(after, before);
+}
+
+
+// Object numbers (store format 10) are recorded, and audit checks them: two
+// meta entries that claim one number and a seq not above every number are
+// faults; reindex keeps every number but the later claimant's (in digest
+// order), which gets a new one above them all, raises seq, and finds that
+// object's names and document link again under its new number.
+TEST_F(SeedTest, ObjectNumbersAreCheckedAndReindexMendsThem) {
+  AddSeedYamlAndBlob();
+  ASSERT_FALSE(HasFailure());
+  auto numbered = [&]() {
+    std::map<Digest, ObjectInfo> out;  // digest order
+    EXPECT_OK(store_->ForEachObject([&](const ObjectInfo& i) {
+      out.emplace(i.digest, i);
+      return true;
+    }));
+    return out;
+  };
+  const auto before = numbered();
+  ASSERT_GE(before.size(), 3u);
+  std::set<uint32_t> numbers;
+  for (const auto& [d, i] : before) {
+    EXPECT_NE(i.number, 0u) << d.str();
+    numbers.insert(i.number);
+  }
+  EXPECT_EQ(numbers.size(), before.size()) << "two objects share a number";
+  // The later of two manifests that both have names and a document.
+  std::vector<Digest> named;
+  for (const auto& [d, i] : before) {
+    auto names = store_->NamesOf(d);
+    auto doc = store_->DocumentOf(d);
+    ASSERT_OK(names);
+    ASSERT_OK(doc);
+    if (!names->empty() && doc->has_value()) named.push_back(d);
+  }
+  ASSERT_GE(named.size(), 2u);
+  const Digest first = named[0], second = named[1];
+  auto names_before = store_->NamesOf(second);
+  auto doc_before = store_->DocumentOf(second);
+  ASSERT_OK(names_before);
+  ASSERT_OK(doc_before);
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    auto v = store_->Get(odb::kMeta, second.raw());
+    ASSERT_OK(v);
+    ASSERT_TRUE(v->has_value());
+    ObjectInfo i;
+    std::optional<int64_t> added;
+    ASSERT_TRUE(odb::UnpackMeta(second.raw(), **v, &i, &added));
+    i.number = before.at(first).number;
+    ASSERT_OK((*b)->Put(odb::kMeta, second.raw(), odb::PackMeta(i, added.value_or(0))));
+    ASSERT_OK((*b)->Put(odb::kSeq, odb::kSeqObjects, odb::NumberKey(1)));
+    ASSERT_OK((*b)->Commit());
+  }
+  auto damaged = store_->Audit();
+  ASSERT_OK(damaged);
+  auto has = [&](const AuditReport& r, const std::string& what, const std::string& detail) {
+    return std::any_of(r.faults.begin(), r.faults.end(), [&](const CheckEntry& e) {
+      return e.what.rfind(what, 0) == 0 && e.detail.find(detail) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(has(*damaged, "meta " + second.str(), "is also " + first.str() + "'s"));
+  EXPECT_TRUE(has(*damaged, "seq objects", "not above the largest given"));
+  // The renumbered object's names are keyed by the number it no longer has.
+  EXPECT_TRUE(has(*damaged, "namesof #" + std::to_string(before.at(second).number), "does not hold"));
+  auto reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().what << ": " << reindexed->faults.front().detail;
+  const auto after = numbered();
+  ASSERT_EQ(after.size(), before.size());
+  for (const auto& [d, i] : after) {
+    if (d == second) {
+      EXPECT_GT(i.number, *numbers.rbegin()) << "a new number, never given before";
+    } else {
+      EXPECT_EQ(i.number, before.at(d).number) << d.str();
+    }
+  }
+  auto names_after = store_->NamesOf(second);
+  auto doc_after = store_->DocumentOf(second);
+  ASSERT_OK(names_after);
+  ASSERT_OK(doc_after);
+  EXPECT_EQ(*names_after, *names_before);
+  EXPECT_EQ(*doc_after, *doc_before);
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
 }
 
 }  // namespace
