@@ -111,7 +111,8 @@ RunFn SetupExport(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(export, {"export", "Write the store's runs in another tool's format (KernelIndex)", SetupExport, 95});
+KI_REGISTER_COMMAND(export, {"export", "Write the store's runs in another tool's format (KernelIndex)", SetupExport, 95,
+                            /*big_heap_min_args=*/0});
 
 }  // namespace
 }  // namespace ki::cli

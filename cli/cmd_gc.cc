@@ -89,7 +89,7 @@ RunFn SetupGc(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(gc, {"gc", "Remove objects nothing keeps alive and compact the store", SetupGc, 56});
+KI_REGISTER_COMMAND(gc, {"gc", "Remove objects nothing keeps alive and compact the store", SetupGc, 56, /*big_heap_min_args=*/0});
 
 }  // namespace
 }  // namespace ki::cli

@@ -89,7 +89,8 @@ RunFn SetupReport(CLI::App* sub, GlobalOptions* g) {
   };
 }
 
-KI_REGISTER_COMMAND(report, {"report", "Write a static web site of the store (index, groups, runs, plots)", SetupReport, 75});
+KI_REGISTER_COMMAND(report, {"report", "Write a static web site of the store (index, groups, runs, plots)", SetupReport, 75,
+                            /*big_heap_min_args=*/0});
 
 }  // namespace
 }  // namespace ki::cli

@@ -194,7 +194,7 @@ RunFn SetupAudit(CLI::App* sub, GlobalOptions* g) {
 }
 
 KI_REGISTER_COMMAND(verify, {"verify", "Re-hash an object and everything it reaches", SetupVerify, 60});
-KI_REGISTER_COMMAND(audit, {"audit", "Check the whole store offline", SetupAudit, 65});
+KI_REGISTER_COMMAND(audit, {"audit", "Check the whole store offline", SetupAudit, 65, /*big_heap_min_args=*/0});
 
 }  // namespace
 }  // namespace ki::cli

@@ -31,9 +31,10 @@ struct CommandSpec {
   const char* help;
   std::function<RunFn(CLI::App* sub, GlobalOptions* global)> setup;
   int order = 100;  // position in `ki --help`
-  // Holds its whole input in memory (a catalog, thousands of files): with
-  // at least this many command-line arguments the process is re-executed
-  // once with a huge-page heap (see UseHugePageHeap); -1: never.
+  // Holds its whole input in memory (a catalog, thousands of files) or
+  // walks the whole store: with more than this many command-line arguments
+  // the process is re-executed once on mimalloc or a huge-page heap (see
+  // UseBigHeap); -1: never.
   int big_heap_min_args = -1;
 };
 int RegisterCommand(CommandSpec spec);
@@ -42,11 +43,12 @@ const std::vector<CommandSpec>& Commands();
 #define KI_REGISTER_COMMAND(ident, ...) \
   static const int ki_command_registered_##ident = ::ki::cli::RegisterCommand(__VA_ARGS__)
 
-// Re-executes the process once with glibc's malloc tuned for a large heap
-// (transparent huge pages), unless it already runs that way;
+// Re-executes the process once with mimalloc preloaded, or else glibc's
+// malloc tuned for a large heap (transparent huge pages), unless it already
+// runs that way;
 // returns when it does, or when re-executing is not possible (then the
 // command simply runs with the default heap). cli/prefault.cc says why.
-void UseHugePageHeap(char** argv);
+void UseBigHeap(char** argv);
 
 // Opens the selected store (see GlobalOptions::store).
 Result<std::unique_ptr<Store>> OpenStore(const GlobalOptions& g, OpenMode mode);

@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, RunFn> runs;
   for (const auto& spec : specs) {
     if (known && chosen != spec.name) continue;  // `ki help` sets up every command
-    if (known && spec.big_heap_min_args >= 0 && argc > spec.big_heap_min_args) UseHugePageHeap(argv);
+    if (known && spec.big_heap_min_args >= 0 && argc > spec.big_heap_min_args) UseBigHeap(argv);
     CLI::App* sub = app.add_subcommand(spec.name, spec.help);
     runs[sub] = spec.setup(sub, &global);
     // After setup: a subcommand copies its parent's group when it is added.

@@ -9,6 +9,7 @@
 // system call for about 1 µs each. Only the process's own fresh memory is
 // touched; nothing here is needed for correctness, and every step is skipped
 // where the kernel (< 5.14) or libc does not offer it.
+#include <dlfcn.h>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "command.h"
 
@@ -35,6 +37,10 @@ constexpr uintptr_t kPage = 4096;
 // a bigger one grows past it with ordinary faults.
 constexpr size_t kHeapReserve = 1024 * 1024;
 
+// Whether malloc is glibc's (mimalloc, preloaded by UseBigHeap, defines
+// mi_version): the heap steps below are glibc's.
+bool GlibcMalloc() { return ::dlsym(RTLD_DEFAULT, "mi_version") == nullptr; }
+
 void Populate(uintptr_t begin, uintptr_t end) {
   begin &= ~(kPage - 1);
   end = (end + kPage - 1) & ~(kPage - 1);
@@ -46,6 +52,7 @@ void Populate(uintptr_t begin, uintptr_t end) {
 // memory first.
 __attribute__((constructor(101))) void PrefaultStartupMemory() {
   Populate(reinterpret_cast<uintptr_t>(__data_start), reinterpret_cast<uintptr_t>(_end));
+  if (!GlibcMalloc()) return;
   // Mid-size blocks (zstd contexts, object buffers) from the heap rather
   // than from one fresh mmap each, and the heap grown once by the reserve.
   ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
@@ -62,40 +69,106 @@ __attribute__((constructor(101))) void PrefaultStartupMemory() {
 
 namespace ki::cli {
 
-// `ki import` of the KernelIndex export holds ~340 MiB at its peak. Touched
-// 4 KiB at a time that is ~68,000 page faults, a large share of its CPU on
-// the VMs measured here (bench/results/catalog-*.md). glibc's malloc can back
-// its main heap with transparent huge pages (the glibc.malloc.hugetlb
-// tunable, glibc >= 2.35; it only advises, so systems without THP are
-// unaffected): ~41,000 faults, 10-25% less CPU. (Also forcing one arena,
-// glibc.malloc.arena_max=1, removes the worker threads' faults too but
-// serialises their allocations: 40% more CPU when both cores are free.)
-// Tunables are read once at process start, hence the one re-exec (a few ms
-// on a command of seconds). The caller's GLIBC_TUNABLES is restored in the
-// re-executed process so that nothing ki starts inherits ours.
-void UseHugePageHeap(char** argv) {
-  constexpr const char* kMarker = "KI_HEAP_REEXEC";  // set: this is the re-executed process
-  constexpr const char* kSaved = "KI_SAVED_GLIBC_TUNABLES";
-  if (std::getenv(kMarker) != nullptr) {
-    if (const char* saved = std::getenv(kSaved)) {
-      ::setenv("GLIBC_TUNABLES", saved, 1);
+// `ki import` of the KernelIndex export holds ~340 MiB at its peak, and it,
+// `ki audit` and the other whole-store commands make millions of small,
+// short-lived blocks (a JSON tree per manifest, a string per key). Two
+// remedies, both needing a fresh process (an allocator and glibc's tunables
+// are chosen at process start), hence the one re-exec (a few ms on a
+// command of seconds):
+// - mimalloc (Debian's libmimalloc2.0), preloaded: with glibc's malloc,
+//   malloc/free/consolidation were ~20% of audit's and import's profiles;
+//   with mimalloc both take ~15% less CPU (bench/catalog/malloc_ab.sh,
+//   bench/results/malloc-2026-12-02.md). It is not linked into ki: loading
+//   it and faulting in its first segment cost every short command ~0.7 ms
+//   (~85 page faults), a quarter of a `ki show`. The library's path is
+//   the one CMake found at build time (KI_MIMALLOC_LIBRARY); when that file
+//   is not there (a binary copied to another machine) or KI_MALLOC=system
+//   is set, the command runs on glibc's malloc as below.
+// - Otherwise glibc's malloc backs its main heap with transparent huge
+//   pages (the glibc.malloc.hugetlb tunable, glibc >= 2.35; it only advises,
+//   so systems without THP are unaffected): ~68,000 page faults of the
+//   import become ~41,000, 10-25% less CPU. (Forcing one arena,
+//   glibc.malloc.arena_max=1, removes the worker threads' faults too but
+//   serialises their allocations: 40% more CPU when both cores are free.)
+// The caller's LD_PRELOAD and GLIBC_TUNABLES are restored in the
+// re-executed process, so that nothing ki starts (a compiler, Python, sbatch)
+// inherits ours.
+namespace {
+
+constexpr const char* kReexecMarker = "KI_HEAP_REEXEC";  // set: this is the re-executed process
+constexpr const char* kOverridden[] = {"LD_PRELOAD", "GLIBC_TUNABLES"};
+
+std::string SavedName(const char* name) { return std::string("KI_SAVED_") + name; }
+
+// The caller's value of each variable UseBigHeap may change, kept for
+// RestoreEnvironment (absent: the caller had none).
+void SaveEnvironment() {
+  for (const char* name : kOverridden) {
+    if (const char* old = std::getenv(name); old && *old) ::setenv(SavedName(name).c_str(), old, 1);
+  }
+}
+
+// `item` first in the `sep`-separated variable `name`.
+void Prepend(const char* name, const std::string& item, char sep) {
+  std::string value = item;
+  if (const char* old = std::getenv(name); old && *old) {
+    value += sep;
+    value += old;
+  }
+  ::setenv(name, value.c_str(), 1);
+}
+
+// Ours last in the `sep`-separated variable `name` (glibc reads tunables
+// left to right: the last one wins).
+void Append(const char* name, const std::string& item, char sep) {
+  std::string value;
+  if (const char* old = std::getenv(name); old && *old) {
+    value = old;
+    value += sep;
+  }
+  value += item;
+  ::setenv(name, value.c_str(), 1);
+}
+
+void RestoreEnvironment() {
+  for (const char* name : kOverridden) {
+    const std::string saved = SavedName(name);
+    if (const char* old = std::getenv(saved.c_str())) {
+      ::setenv(name, old, 1);
     } else {
-      ::unsetenv("GLIBC_TUNABLES");
+      ::unsetenv(name);
     }
-    ::unsetenv(kSaved);
-    ::unsetenv(kMarker);
+    ::unsetenv(saved.c_str());
+  }
+  ::unsetenv(kReexecMarker);
+}
+
+// The mimalloc library to preload, or "" to keep glibc's malloc.
+std::string MimallocLibrary() {
+#ifdef KI_MIMALLOC_LIBRARY
+  if (const char* m = std::getenv("KI_MALLOC"); m && std::string_view(m) == "system") return "";
+  if (::access(KI_MIMALLOC_LIBRARY, R_OK) == 0) return KI_MIMALLOC_LIBRARY;
+#endif
+  return "";
+}
+
+}  // namespace
+
+void UseBigHeap(char** argv) {
+  if (std::getenv(kReexecMarker) != nullptr) {
+    RestoreEnvironment();
     return;
   }
-  std::string tunables = "glibc.malloc.hugetlb=1";
-  if (const char* old = std::getenv("GLIBC_TUNABLES"); old && *old) {
-    ::setenv(kSaved, old, 1);
-    tunables = std::string(old) + ":" + tunables;
+  SaveEnvironment();
+  if (std::string lib = MimallocLibrary(); !lib.empty()) {
+    Prepend("LD_PRELOAD", lib, ':');
+  } else {
+    Append("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", ':');
   }
-  ::setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
-  ::setenv(kMarker, "1", 1);
+  ::setenv(kReexecMarker, "1", 1);
   ::execv("/proc/self/exe", argv);
   // No /proc, or exec refused: run as we are, with the environment as it was.
-  UseHugePageHeap(argv);
+  RestoreEnvironment();
 }
 
 }  // namespace ki::cli

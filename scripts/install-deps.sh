@@ -8,6 +8,7 @@ pkgs=(
   libssl-dev libsodium-dev libzstd-dev liblmdb-dev lmdb-utils
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev
   libcurl4-openssl-dev
+  libmimalloc-dev  # the ki command's allocator (CMake KI_MALLOC)
   python3 python3-nacl python3-scipy
   # tests/cli/run_python.sh: torch for Python kernels on the CPU, and the shared
   # libpython ki embeds (python3-torch: ~175 packages, ~4 min on a fresh Debian 12);
