@@ -3,6 +3,7 @@
 // below are part of it: never renumber, never reuse.
 #include "catalog/compact_json.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 
@@ -243,8 +244,11 @@ bool Get(coding::Decoder& in, Json* out, int depth) {
       *out = -int64_t(n) - 1;
       return true;
     case kDouble: {
+      // JSON text holds no NaN or Infinity (its parse refuses them): from a
+      // damaged value such a double would dump as null, a tree no stored
+      // JSON could have been (found by fuzz_compact).
       double v;
-      if (!in.GetDouble(&v)) return false;
+      if (!in.GetDouble(&v) || !std::isfinite(v)) return false;
       *out = v;
       return true;
     }

@@ -3,6 +3,7 @@
 // for, and JSON text (stores before format 9) reads as before.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <sstream>
 
 #include "catalog/compact_json.h"
@@ -111,6 +112,28 @@ TEST(CompactJson, RefusesBytesThatAreNotUtf8) {
   EXPECT_FALSE(DecodeStoredJson(std::string("\x02\x06\x02o\xff", 5), &back));
   EXPECT_FALSE(DecodeStoredJson(std::string("\x02\x0c\x01\x00\x01\xc0\x00", 7), &back));
   EXPECT_TRUE(DecodeStoredJson(std::string("\x02\x0c\x01\x00\x01x\x00", 7), &back));
+}
+
+TEST(CompactJson, RefusesDoublesThatAreNotFinite) {
+  // fuzz_compact's find: 0x02, kDouble, eight 0xff bytes (a NaN) decoded to
+  // a tree that dumps as null and is not equal to itself.
+  auto value = [](uint64_t bits) {
+    std::string v("\x02\x05", 2);
+    for (int i = 0; i < 8; ++i) v.push_back(char(bits >> (8 * i)));
+    return v;
+  };
+  Json back;
+  EXPECT_FALSE(DecodeStoredJson(value(0xffffffffffffffffull), &back));  // NaN
+  EXPECT_FALSE(DecodeStoredJson(value(0x7ff0000000000000ull), &back));  // +Infinity
+  EXPECT_FALSE(DecodeStoredJson(value(0xfff0000000000000ull), &back));  // -Infinity
+  ASSERT_TRUE(DecodeStoredJson(value(0x3ff8000000000000ull), &back));   // 1.5
+  EXPECT_EQ(back, 1.5);
+  ASSERT_TRUE(DecodeStoredJson(value(0x7fefffffffffffffull), &back));   // the largest double
+  EXPECT_EQ(back, std::numeric_limits<double>::max());
+  // Inside a tree too: an array of one NaN.
+  std::string arr("\x02\x0b\x01", 3);
+  arr += value(0x7ff8000000000000ull).substr(1);
+  EXPECT_FALSE(DecodeStoredJson(arr, &back));
 }
 
 }  // namespace
