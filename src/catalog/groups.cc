@@ -410,9 +410,10 @@ class GroupIndex final : public DerivedIndex {
       for (std::string_view table : {tables::kCohorts, tables::kEvents}) {
         std::vector<std::pair<std::string, std::string>> converted;
         KI_RETURN_IF_ERROR(batch.Scan(table, "", [&](std::string_view k, std::string_view v) {
-          if (v.empty() || v.front() != '{') return true;
-          Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
-          if (j.is_object()) converted.emplace_back(std::string(k), tables::EncodeCompactJson(j));
+          if (v.empty() || v.front() != '{') return true;  // binary already
+          Json j;
+          if (tables::DecodeStoredJson(v, &j) && j.is_object())
+            converted.emplace_back(std::string(k), tables::EncodeCompactJson(j));
           return true;
         }));
         for (const auto& [k, v] : converted) KI_RETURN_IF_ERROR(batch.Put(table, k, v));

@@ -781,11 +781,9 @@ Result<uint32_t> LmdbBatch::NumberFor(const Digest& d) {
 }
 
 Result<uint32_t> LmdbBatch::NewNumber() {
+  // Through 0: only reads the next number from seq, the first time.
+  KI_RETURN_IF_ERROR(ReserveNumbersThrough(0));
   KI_ASSIGN_OR_RETURN(MDB_dbi seq, Table(kSeq));
-  if (!next_number_) {
-    KI_ASSIGN_OR_RETURN(auto v, GetKV(seq, kSeqObjects));
-    next_number_ = std::max<uint32_t>(1, v ? KeyNumber(*v).value_or(1) : 1);
-  }
   if (next_number_ == std::numeric_limits<uint32_t>::max()) {
     return Status::InvalidInput("the store has given out every object number (4,294,967,294): no object can be added");
   }
