@@ -43,7 +43,7 @@ RunFn SetupLs(CLI::App* sub, GlobalOptions* g) {
     Status filter_error;
     auto add_row = [&](const ObjectInfo& info) {
       Row r{info.digest, info.kind ? std::string(KindName(*info.kind)) : "blob", "", info.size};
-      auto names = store->NamesOf(info.digest);
+      auto names = store->NamesOf(info);
       if (names.ok() && !names->empty()) r.name = names->front().substr(names->front().find('/') + 1);
       if (!o->name.empty() && fnmatch(o->name.c_str(), r.name.c_str(), 0) != 0) return;
       auto pass = catalog::RunMatches(*store, info.digest, o->runs);

@@ -7,7 +7,7 @@
 set -euo pipefail
 KA=$1 SA=$2 KB=$3 SB=$4 N=${5:-40}
 SEED=215ac4f9
-cmds=("cat $SEED" "cat BenchmarkProtocol/flashinfer-bench-trace" "rank $SEED" "show $SEED")
+cmds=("cat $SEED" "cat BenchmarkProtocol/flashinfer-bench-trace" "rank $SEED" "show $SEED" "resolve flashinfer-bench-trace")
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg); $N rounds; $(date -u +%Y-%m-%dT%H:%MZ)"
 for c in "${cmds[@]}"; do
   : >/tmp/interleave.a; : >/tmp/interleave.b

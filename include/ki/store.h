@@ -306,6 +306,10 @@ class Store {
   virtual Result<Digest> Resolve(std::string_view ref) = 0;
   // Every name a manifest was stored under, "<Kind>/<name>", in order.
   virtual Result<std::vector<std::string>> NamesOf(const Digest& d) = 0;
+  // The same for an object whose ObjectInfo the caller holds (from
+  // ForEachObject or Stat): a store keyed by object number then looks the
+  // number up no second time (ki ls asks for every object's names).
+  virtual Result<std::vector<std::string>> NamesOf(const ObjectInfo& info) { return NamesOf(info.digest); }
   // Every manifest stored under `<Kind>/<name>`: the latest first, then the
   // others in digest order. Empty when none.
   virtual Result<std::vector<Digest>> LookupName(Kind kind, std::string_view name) = 0;

@@ -267,12 +267,22 @@ Status Environment::Open(const std::string& dir, uint64_t map_size, bool read_on
   return Status::OK();
 }
 
+void Environment::DeclareSetTable(std::string_view name) { set_tables_.emplace_back(name); }
+
+unsigned Environment::CreateFlags(std::string_view name) const {
+  // Flags matter only when a table is created: an existing one is opened
+  // with the flags it was created with.
+  for (const std::string& s : set_tables_)
+    if (s == name) return MDB_CREATE | MDB_DUPSORT;
+  return MDB_CREATE;
+}
+
 Result<std::optional<MDB_dbi>> Environment::Table(Txn& txn, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = tables_.find(name); it != tables_.end()) return std::optional<MDB_dbi>(it->second);
   MDB_dbi dbi;
   std::string n(name);
-  int rc = mdb_dbi_open(txn.get(), n.c_str(), txn.write() ? MDB_CREATE : 0, &dbi);
+  int rc = mdb_dbi_open(txn.get(), n.c_str(), txn.write() ? CreateFlags(n) : 0, &dbi);
   if (rc == MDB_NOTFOUND) return std::optional<MDB_dbi>();
   if (rc) return MdbStatus("open table " + n, rc);
   // A handle opened in a write transaction only becomes valid for others
@@ -304,7 +314,7 @@ Status Environment::OpenAllTables(const std::vector<std::string_view>& core) {
   for (const std::string& n : names) {
     if (opened.count(n)) continue;
     MDB_dbi dbi;
-    rc = mdb_dbi_open(txn.get(), n.c_str(), read_only_ ? 0 : MDB_CREATE, &dbi);
+    rc = mdb_dbi_open(txn.get(), n.c_str(), read_only_ ? 0 : CreateFlags(n), &dbi);
     if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) continue;  // not a table of ours
     if (rc) return MdbStatus("open table " + n, rc);
     opened.emplace(n, dbi);
@@ -432,7 +442,12 @@ Status Environment::ReadEverything() {
 
 void Environment::Remember(std::string_view name, MDB_dbi dbi) {
   std::lock_guard<std::mutex> lock(mu_);
-  tables_.emplace(std::string(name), dbi);
+  tables_.insert_or_assign(std::string(name), dbi);
+}
+
+void Environment::Forget(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = tables_.find(name); it != tables_.end()) tables_.erase(it);
 }
 
 Result<Txn> Txn::Begin(Environment& env, bool write) {
@@ -474,9 +489,42 @@ Status Txn::Commit() {
   return Status::OK();
 }
 
+bool Txn::IsSetTable(MDB_dbi dbi) const {
+  unsigned flags = 0;
+  return mdb_dbi_flags(txn_, dbi, &flags) == 0 && (flags & MDB_DUPSORT);
+}
+
+namespace {
+// A set table's key as LMDB's key and duplicate; false for a key that no
+// set table holds (kSetKeyBytes or shorter).
+bool SplitSetKey(std::string_view key, MDB_val* k, MDB_val* d) {
+  if (key.size() <= kSetKeyBytes) return false;
+  *k = Val(key.substr(0, kSetKeyBytes));
+  *d = Val(key.substr(kSetKeyBytes));
+  return true;
+}
+
+Status NotASetKey(std::string_view op, size_t size) {
+  return Status::IOError("index " + std::string(op) + ": a key of " + std::to_string(size) +
+                         " bytes in a set table, which holds keys of more than " + std::to_string(kSetKeyBytes));
+}
+}  // namespace
+
 Result<std::optional<std::string_view>> Txn::Get(MDB_dbi dbi, std::string_view key) {
   MDB_val k = Val(key), v{};
   InLmdb in;
+  if (IsSetTable(dbi)) {
+    MDB_val d;
+    if (!SplitSetKey(key, &k, &d)) return std::optional<std::string_view>();
+    MDB_cursor* c = nullptr;
+    int rc = mdb_cursor_open(txn_, dbi, &c);
+    if (rc) return MdbStatus("cursor", rc);
+    rc = mdb_cursor_get(c, &k, &d, MDB_GET_BOTH);
+    mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) return std::optional<std::string_view>();
+    if (rc) return MdbStatus("get", rc);
+    return std::optional<std::string_view>(std::string_view());
+  }
   int rc = mdb_get(txn_, dbi, &k, &v);
   if (rc == MDB_NOTFOUND) return std::optional<std::string_view>();
   if (rc) return MdbStatus("get", rc);
@@ -491,6 +539,12 @@ Status Txn::Put(MDB_dbi dbi, std::string_view key, std::string_view value) {
                            std::to_string(kMaxKeyBytes) + "-byte limit");
   MDB_val k = Val(key), v = Val(value);
   InLmdb in;
+  if (IsSetTable(dbi)) {
+    if (!value.empty() || !SplitSetKey(key, &k, &v)) return NotASetKey("put", key.size());
+    int rc = mdb_put(txn_, dbi, &k, &v, MDB_NODUPDATA);
+    if (rc && rc != MDB_KEYEXIST) return MdbStatus("put", rc);  // held already: as a plain table's put
+    return Status::OK();
+  }
   int rc = mdb_put(txn_, dbi, &k, &v, 0);
   if (rc) return MdbStatus("put", rc);
   return Status::OK();
@@ -499,14 +553,21 @@ Status Txn::Put(MDB_dbi dbi, std::string_view key, std::string_view value) {
 Result<char*> Txn::Reserve(MDB_dbi dbi, std::string_view key, size_t size) {
   MDB_val k = Val(key), v{size, nullptr};
   InLmdb in;
+  if (IsSetTable(dbi)) return NotASetKey("reserve", key.size());
   int rc = mdb_put(txn_, dbi, &k, &v, MDB_RESERVE);
   if (rc) return MdbStatus("put", rc);
   return static_cast<char*>(v.mv_data);
 }
 
 Status Txn::Del(MDB_dbi dbi, std::string_view key) {
-  MDB_val k = Val(key);
+  MDB_val k = Val(key), d;
   InLmdb in;
+  if (IsSetTable(dbi)) {
+    if (!SplitSetKey(key, &k, &d)) return Status::OK();  // none held
+    int rc = mdb_del(txn_, dbi, &k, &d);
+    if (rc && rc != MDB_NOTFOUND) return MdbStatus("delete", rc);
+    return Status::OK();
+  }
   int rc = mdb_del(txn_, dbi, &k, nullptr);
   if (rc && rc != MDB_NOTFOUND) return MdbStatus("delete", rc);
   return Status::OK();
@@ -519,8 +580,27 @@ Status Txn::Drop(MDB_dbi dbi) {
   return Status::OK();
 }
 
+Status Txn::Remove(MDB_dbi dbi) {
+  InLmdb in;
+  int rc = mdb_drop(txn_, dbi, 1);
+  if (rc) return MdbStatus("remove table", rc);
+  return Status::OK();
+}
+
 Result<bool> Txn::Append(MDB_dbi dbi, std::string_view key, std::string_view value) {
   if (key.size() > kMaxKeyBytes) return Put(dbi, key, value);  // which says what is wrong
+  if (IsSetTable(dbi)) {
+    // A key after every other is a new LMDB key (MDB_APPEND) or a
+    // duplicate after every other of the last one (MDB_APPENDDUP).
+    MDB_val k, d;
+    if (!value.empty() || !SplitSetKey(key, &k, &d)) return NotASetKey("put", key.size());
+    InLmdb in;
+    int rc = mdb_put(txn_, dbi, &k, &d, MDB_APPEND);  // pages end full, as a plain table's appends
+    if (rc == MDB_KEYEXIST) rc = mdb_put(txn_, dbi, &k, &d, MDB_APPENDDUP);
+    if (rc == MDB_KEYEXIST) return false;
+    if (rc) return MdbStatus("put", rc);
+    return true;
+  }
   MDB_val k = Val(key), v = Val(value);
   InLmdb in;
   int rc = mdb_put(txn_, dbi, &k, &v, MDB_APPEND);
@@ -530,7 +610,7 @@ Result<bool> Txn::Append(MDB_dbi dbi, std::string_view key, std::string_view val
 }
 
 Result<char*> Txn::ReserveAppend(MDB_dbi dbi, std::string_view key, size_t size) {
-  if (key.size() > kMaxKeyBytes) return Reserve(dbi, key, size);
+  if (key.size() > kMaxKeyBytes || IsSetTable(dbi)) return Reserve(dbi, key, size);
   MDB_val k = Val(key), v{size, nullptr};
   InLmdb in;
   int rc = mdb_put(txn_, dbi, &k, &v, MDB_RESERVE | MDB_APPEND);
@@ -586,7 +666,13 @@ Result<Cursor> Cursor::Open(Txn& txn, MDB_dbi dbi) {
   InLmdb in;
   int rc = mdb_cursor_open(txn.get(), dbi, &c);
   if (rc) return MdbStatus("cursor", rc);
-  return Cursor(c);
+  return Cursor(c, txn.IsSetTable(dbi));
+}
+
+void Cursor::Join() {
+  if (!set_) return;
+  joined_.assign(static_cast<const char*>(k_.mv_data), k_.mv_size);
+  joined_.append(static_cast<const char*>(v_.mv_data), v_.mv_size);
 }
 
 Result<bool> Cursor::Seek(std::string_view key) {
@@ -594,28 +680,43 @@ Result<bool> Cursor::Seek(std::string_view key) {
   int rc;
   if (key.empty()) {
     rc = mdb_cursor_get(c_, &k_, &v_, MDB_FIRST);
+  } else if (set_ && key.size() > kSetKeyBytes) {
+    // The first whole key >= key: among the duplicates of its first
+    // kSetKeyBytes, else the next LMDB key's first.
+    const std::string_view head = key.substr(0, kSetKeyBytes);
+    k_ = Val(head);
+    v_ = Val(key.substr(kSetKeyBytes));
+    rc = mdb_cursor_get(c_, &k_, &v_, MDB_GET_BOTH_RANGE);
+    if (rc == MDB_NOTFOUND) {
+      k_ = Val(head);
+      rc = mdb_cursor_get(c_, &k_, &v_, MDB_SET_RANGE);
+      if (rc == 0 && View(k_) == head) rc = mdb_cursor_get(c_, &k_, &v_, MDB_NEXT_NODUP);
+    }
   } else {
     k_ = Val(key);
     rc = mdb_cursor_get(c_, &k_, &v_, MDB_SET_RANGE);
   }
   if (rc == MDB_NOTFOUND) return false;
   if (rc) return MdbStatus("seek", rc);
+  Join();
   return true;
 }
 
 Result<std::optional<std::string>> Cursor::Last() {
   InLmdb in;
-  int rc = mdb_cursor_get(c_, &k_, &v_, MDB_LAST);
+  int rc = mdb_cursor_get(c_, &k_, &v_, MDB_LAST);  // a set table's: its last key's last duplicate
   if (rc == MDB_NOTFOUND) return std::optional<std::string>();
   if (rc) return MdbStatus("seek", rc);
-  return std::optional<std::string>(std::string(View(k_)));
+  Join();
+  return std::optional<std::string>(std::string(key()));
 }
 
 Result<bool> Cursor::Next() {
   InLmdb in;
-  int rc = mdb_cursor_get(c_, &k_, &v_, MDB_NEXT);
+  int rc = mdb_cursor_get(c_, &k_, &v_, MDB_NEXT);  // a set table's: duplicates, then the next key's
   if (rc == MDB_NOTFOUND) return false;
   if (rc) return MdbStatus("next", rc);
+  Join();
   return true;
 }
 

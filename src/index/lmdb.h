@@ -48,6 +48,21 @@ std::string FitKey(std::string key);
 // a whole UTF-8 character, followed by "…".
 std::string KeyText(std::string_view part);
 
+// A *set table* holds keys alone (values are empty), stored as LMDB's
+// sorted duplicates (MDB_DUPSORT): the first kSetKeyBytes bytes of a key
+// (a digest) are the LMDB key, the rest its duplicate's data, so a run of
+// keys that share those bytes stores them once. The refs table is 47,326
+// keys of 65 bytes on the imported export under 9,614 targets: 781 pages
+// stored so instead of 915 (bench/results/catalog-2026-12-02-h.md; a long
+// run of duplicates is a sub-table of its own pages, and 9,061 targets have
+// fewer than ten referrers, each run paying a sub-page header). Txn and
+// Cursor take and give a set table's whole keys, in the same order as a
+// plain table of those keys, so callers cannot tell the two apart but by
+// size; a key of a set table is longer than kSetKeyBytes and its value is
+// empty. Environment::DeclareSetTable says which tables are (before they
+// are created: a table keeps the layout it was created with).
+inline constexpr size_t kSetKeyBytes = 32;
+
 inline MDB_val Val(std::string_view s) {
   return MDB_val{s.size(), const_cast<char*>(s.data())};
 }
@@ -63,6 +78,9 @@ class Environment {
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
+
+  // `name` is created as a set table (above). Call before OpenAllTables.
+  void DeclareSetTable(std::string_view name);
 
   // Opens (creating when writable) the index in `dir`. A data.mdb shorter
   // than the pages its meta page says are in use, or empty, is Corruption
@@ -100,6 +118,8 @@ class Environment {
   // Caches a handle opened in a write transaction, after that transaction
   // committed (LMDB closes handles of aborted transactions).
   void Remember(std::string_view name, MDB_dbi dbi);
+  // Drops a cached handle that Txn::Remove closed.
+  void Forget(std::string_view name);
   // A compacted copy of the environment into `dir` (data.mdb there; not
   // synced).
   Status CopyCompacted(const std::string& dir);
@@ -118,8 +138,11 @@ class Environment {
   Status CheckMapFile(const std::string& file);
   Status RefreshTables();
 
+  unsigned CreateFlags(std::string_view name) const;
+
   MDB_env* env_ = nullptr;
   bool read_only_ = false;
+  std::vector<std::string> set_tables_;
   std::mutex mu_;  // guards tables_ and mdb_dbi_open
   std::map<std::string, MDB_dbi, std::less<>> tables_;
 };
@@ -156,6 +179,9 @@ class Txn {
   Result<char*> Reserve(MDB_dbi dbi, std::string_view key, size_t size);
   Status Del(MDB_dbi dbi, std::string_view key);  // absent is fine
   Status Drop(MDB_dbi dbi);                        // empties the table
+  // Deletes the table itself; LMDB closes its handle at once (even if the
+  // transaction then aborts), so forget it (Environment::Forget).
+  Status Remove(MDB_dbi dbi);
   // Put and Reserve through LMDB's append path (MDB_APPEND: a new page
   // instead of a split one), for a key that sorts after every key of the
   // table: false (nothing written) when LMDB says it does not.
@@ -164,6 +190,8 @@ class Txn {
   // The table's last key, copied; nullopt when it is empty.
   Result<std::optional<std::string>> LastKey(MDB_dbi dbi);
   uint64_t id() const;  // LMDB's transaction ID
+  // Whether `dbi` is a set table (Environment::DeclareSetTable).
+  bool IsSetTable(MDB_dbi dbi) const;
 
  private:
   MDB_txn* txn_ = nullptr;
@@ -175,7 +203,9 @@ class Cursor {
   ~Cursor();
   Cursor(const Cursor&) = delete;
   Cursor& operator=(const Cursor&) = delete;
-  Cursor(Cursor&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
+  Cursor(Cursor&& o) noexcept : c_(o.c_), set_(o.set_), joined_(std::move(o.joined_)), k_(o.k_), v_(o.v_) {
+    o.c_ = nullptr;
+  }
   static Result<Cursor> Open(Txn& txn, MDB_dbi dbi);
   // Positions at the first key >= key (or the first key when empty).
   // Returns false at the end.
@@ -183,12 +213,18 @@ class Cursor {
   Result<bool> Next();
   // The last key, copied (nullopt when the table is empty).
   Result<std::optional<std::string>> Last();
-  std::string_view key() const { return View(k_); }
-  std::string_view value() const { return View(v_); }
+  // A set table's key is its LMDB key and duplicate joined (kept in the
+  // cursor until it moves), its value empty.
+  std::string_view key() const { return set_ ? std::string_view(joined_) : View(k_); }
+  std::string_view value() const { return set_ ? std::string_view() : View(v_); }
 
  private:
-  explicit Cursor(MDB_cursor* c) : c_(c) {}
+  Cursor(MDB_cursor* c, bool set) : c_(c), set_(set) {}
+  // After a move: joins a set table's key.
+  void Join();
   MDB_cursor* c_ = nullptr;
+  bool set_ = false;
+  std::string joined_;
   MDB_val k_{}, v_{};
 };
 

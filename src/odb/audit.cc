@@ -575,8 +575,11 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       if (it == keys->end()) {
         diff.Fault(digest_of(k), label(k), kExtra);
       } else {
-        // The value too: every byte of the table is what the objects give.
-        if (it->second != v) diff.Fault(digest_of(k), label(k), kDiffers);
+        // The value too, where there is one: every byte of the table is
+        // what the objects give. A set table (refs since format 11) holds
+        // none; a store of format 10 or before, read as it is, holds each
+        // reference's artifact URI.
+        if (!v.empty() && it->second != v) diff.Fault(digest_of(k), label(k), kDiffers);
         matched++;
       }
       return true;
@@ -613,24 +616,35 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
     for (const auto& [id, d] : want.dicts)
       if (!seen.count(id)) diff.Fault(d, DictionaryName(id), kLacking);
   }
-  // Names: nameset ("Kind/name" + digest) and namesof (digest + "Kind/name")
+  // Names: nameset ("Kind/name" + digest) and namesof (number + "Kind/name")
   // are one fact kept both ways, and hold exactly the names the documents
-  // give (DocumentNames: names come from nothing else); names' latest
-  // holder of a name is one the documents give it.
+  // give (DocumentNames: names come from nothing else); of a name's holders
+  // exactly one is its latest (marked in nameset since format 11; `names`
+  // in a store of format 10 or before, read as it is), one the documents
+  // give that name.
   {
     // A nameset key as text: "Kind/name sha256:...".
     auto label = [](std::string_view name) { return lmdb::KeyText(name); };
     TableDiff nameset(kNameSet, report), namesof(kNamesOf, report);
     std::set<std::string> in_nameset, in_namesof;
-    KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
+    std::map<std::string, std::vector<std::string>> marked;  // "Kind/name" -> raw digests marked latest
+    KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view v) {
       in_nameset.emplace(k);
-      if (want.names.count(std::string(k))) return true;
       const bool long_enough = k.size() > 32;
       std::optional<Digest> d;
       if (long_enough) d = Digest::FromRaw(k.substr(k.size() - 32));
+      const std::string_view name = k.substr(0, long_enough ? k.size() - 32 : k.size());
+      if (long_enough && v == kNameLatest) {
+        marked[std::string(name)].emplace_back(k.substr(k.size() - 32));
+      } else if (!v.empty()) {
+        nameset.Fault(d, label(name),
+                      "its value is neither empty (a holder) nor the latest holder's mark (ki audit --reindex "
+                      "rewrites it)");
+      }
+      if (want.names.count(std::string(k))) return true;
       // One that names an object the store does not hold is step 4's.
       if (d && !indexed.count(*d)) return true;
-      nameset.Fault(d, label(k.substr(0, long_enough ? k.size() - 32 : k.size())), kNotGiven);
+      nameset.Fault(d, label(name), kNotGiven);
       return true;
     }));
     KI_RETURN_IF_ERROR(Scan(kNamesOf, "", [&](std::string_view k, std::string_view) {
@@ -656,18 +670,31 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
       if (!in_nameset.count(k)) nameset.Fault(d, name, kNameLacking);
       if (!in_namesof.count(k)) namesof.Fault(d, name, kNameLacking);
     }
+    // The latest holder of each name: its mark, or (a store of format 10
+    // or before) its names entry.
     std::map<std::string, std::string> latest;  // "Kind/name" -> raw digest
+    for (const auto& [name, ds] : marked) {
+      latest.emplace(name, ds.front());
+      if (ds.size() > 1) {
+        nameset.Fault(Digest::FromRaw(ds.back()), label(name),
+                      "a second holder marked as the name's latest (ki audit --reindex keeps the one added last)");
+      }
+    }
+    TableDiff names(kNames, report);  // format 10 and before
     KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
       if (v.size() == 32) latest.emplace(std::string(k), std::string(v));
       return true;
     }));
-    TableDiff names(kNames, report);
     // A `Kind/name` key: what every name is (reindex removes one that is not).
     auto is_name = [](std::string_view key) {
       const size_t slash = key.find('/');
       return slash != std::string_view::npos && ParseKind(key.substr(0, slash)).has_value();
     };
     for (const auto& [name, d] : latest) {
+      // A marked holder's key was checked above (one no document gives, a
+      // key that is not Kind/name, is a nameset fault); a names entry's
+      // holder is checked here.
+      if (marked.count(name)) continue;
       if (!is_name(name)) {
         names.Fault(Digest::FromRaw(d), label(name), "not a Kind/name (ki audit --reindex removes it)");
       } else if (!want.names.count(name + d) && indexed.count(Digest::FromRaw(d))) {
@@ -676,14 +703,16 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
                     "holder the documents give, or removes it)");
       }
     }
-    // Every name the documents give has a latest holder.
+    // Every name the documents give has a latest holder, one they give it.
     std::map<std::string, Digest> given;  // "Kind/name" -> a holder
     for (const std::string& k : want.names)
       given.emplace(k.substr(0, k.size() - 32), Digest::FromRaw(std::string_view(k).substr(k.size() - 32)));
     for (const auto& [name, holder] : given) {
-      if (!latest.count(name)) {
-        names.Fault(holder, label(name), "missing: documents the store holds give this name (ki audit --reindex "
-                    "points it at the holder added last)");
+      auto it = latest.find(name);
+      if (it == latest.end() || (marked.count(name) && !want.names.count(name + it->second))) {
+        TableDiff& where = format_version_ >= 11 ? nameset : names;
+        where.Fault(holder, label(name), "missing: documents the store holds give this name, and no holder they "
+                    "give it is marked its latest (ki audit --reindex points it at the holder added last)");
       }
     }
   }

@@ -502,7 +502,7 @@ Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const s
       refs = &extracted;
     }
     for (const Reference& ref : *refs)
-      KI_RETURN_IF_ERROR(PutKV(refs_table, RefKey(ref.target, d, ref.field), ref.uri));
+      KI_RETURN_IF_ERROR(PutKV(refs_table, RefKey(ref.target, d, ref.field), ""));
   }
   if (document) {
     KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
@@ -591,7 +591,7 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
   };
   for (size_t i : new_manifests) {
     for (const Reference& ref : ms[i].references)
-      rows.emplace_back(RefKey(ref.target, ms[i].digest, ref.field), ref.uri);
+      rows.emplace_back(RefKey(ref.target, ms[i].digest, ref.field), std::string_view());
   }
   KI_RETURN_IF_ERROR(put_sorted(kRefs));
   for (const EncodedManifest& m : ms) {
@@ -629,7 +629,10 @@ Status LmdbBatch::SetName(Kind kind, std::string_view name, const Digest& target
 Status LmdbBatch::RecordName(Kind kind, std::string_view name, const Digest& target) {
   KI_ASSIGN_OR_RETURN(MDB_dbi namesof, Table(kNamesOf));
   KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
-  KI_RETURN_IF_ERROR(PutKV(nameset, NameSetKey(kind, name, target), ""));
+  const std::string skey = NameSetKey(kind, name, target);
+  // A holder recorded already keeps its value: it may be the latest.
+  KI_ASSIGN_OR_RETURN(auto held, GetKV(nameset, skey));
+  if (!held) KI_RETURN_IF_ERROR(PutKV(nameset, skey, ""));
   // namesof is keyed by the holder's number: a name of an object the store
   // does not hold (which no caller records: names come from the documents
   // of held manifests) has no entry there.
@@ -662,11 +665,62 @@ Status LmdbBatch::DropRecordedName(std::string_view table, std::string_view key,
 }
 
 Status LmdbBatch::PointName(Kind kind, std::string_view name, const Digest& target) {
+  // Format 11: the latest holder's nameset entry is marked, and only it.
+  KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
+  const std::string key = NameKey(kind, name);
+  const std::string mine = NameSetKey(kind, name, target);
+  bool marked = false;
+  std::vector<std::string> unmark;
+  KI_RETURN_IF_ERROR(ForEachHeld(nameset, key, [&](std::string_view k, std::string_view v) {
+    if (k.size() != mine.size() || v != kNameLatest) return;  // a longer name, or not the latest
+    if (k == mine) {
+      marked = true;
+    } else {
+      unmark.emplace_back(k);
+    }
+  }));
+  for (const std::string& k : unmark) KI_RETURN_IF_ERROR(PutKV(nameset, k, ""));
+  return marked ? Status::OK() : PutKV(nameset, mine, kNameLatest);
+}
+
+Status LmdbBatch::ForEachHeld(MDB_dbi dbi, std::string_view prefix,
+                              const std::function<void(std::string_view, std::string_view)>& fn) {
+  // What LMDB holds, overlaid with what the batch has staged (not flushed:
+  // the bulk paths stage names in key order, to be appended).
+  std::map<std::string, std::string, std::less<>> rows;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, dbi, prefix, [&](std::string_view k, std::string_view v) {
+    rows.emplace(std::string(k), std::string(v));
+    return true;
+  }));
+  if (auto t = staged_.find(dbi); t != staged_.end()) {
+    for (auto it = t->second.lower_bound(prefix); it != t->second.end() && it->first.starts_with(prefix); ++it) {
+      if (it->second) {
+        rows.insert_or_assign(it->first, *it->second);
+      } else {
+        rows.erase(it->first);
+      }
+    }
+  }
+  for (const auto& [k, v] : rows) fn(k, v);
+  return Status::OK();
+}
+
+Status LmdbBatch::FoldNamesIntoNameSet() {
+  KI_ASSIGN_OR_RETURN(bool present, store_->lmdb().HasTable(txn_, kNames));
+  if (!present) return Status::OK();
   KI_ASSIGN_OR_RETURN(MDB_dbi names, Table(kNames));
-  std::string key = NameKey(kind, name);
-  KI_ASSIGN_OR_RETURN(auto old, GetKV(names, key));
-  if (old && *old == target.raw()) return Status::OK();
-  return PutKV(names, key, target.raw());
+  KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
+  KI_RETURN_IF_ERROR(FlushStaged(names));
+  std::vector<std::pair<std::string, std::string>> latest;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, names, "", [&](std::string_view k, std::string_view v) {
+    // A damaged value (not a digest) names no holder: left out, as reindex
+    // would remove it; the name is pointed again by reindex.
+    if (v.size() == 32) latest.emplace_back(std::string(k) + std::string(v), std::string());
+    return true;
+  }));
+  // Staged, so written in nameset's key order.
+  for (const auto& [k, unused] : latest) KI_RETURN_IF_ERROR(PutKV(nameset, k, kNameLatest));
+  return DropTable(kNames);
 }
 
 Status LmdbBatch::RecordAbsent(const AbsentInfo& info) {
@@ -738,7 +792,33 @@ Status LmdbBatch::RecodeRefFields() {
   KI_RETURN_IF_ERROR(txn_.Drop(refs));
   last_.erase(refs);
   std::sort(entries.begin(), entries.end());
-  for (const auto& [k, v] : entries) KI_RETURN_IF_ERROR(PutKV(refs, k, v));
+  const bool set = txn_.IsSetTable(refs);  // holds no values
+  for (const auto& [k, v] : entries) KI_RETURN_IF_ERROR(PutKV(refs, k, set ? std::string_view() : v));
+  return Status::OK();
+}
+
+Status LmdbBatch::MakeSetTable(std::string_view table) {
+  KI_ASSIGN_OR_RETURN(bool present, store_->lmdb().HasTable(txn_, table));
+  if (!present) return Status::OK();  // created as one when first written
+  KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
+  if (txn_.IsSetTable(dbi)) return Status::OK();
+  KI_RETURN_IF_ERROR(FlushStaged(dbi));
+  std::vector<std::string> keys;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, dbi, "", [&](std::string_view k, std::string_view) {
+    if (k.size() > lmdb::kSetKeyBytes) keys.emplace_back(k);
+    return true;
+  }));
+  // LMDB keeps a table's layout from its creation: the table is removed
+  // and created again under the same name (a reader of another process
+  // still holding the old handle gets MDB_INCOMPATIBLE, not wrong data).
+  KI_RETURN_IF_ERROR(txn_.Remove(dbi));
+  store_->lmdb().Forget(table);
+  opened_.erase(opened_.find(table));
+  last_.erase(dbi);
+  DiscardStaged(dbi);
+  KI_ASSIGN_OR_RETURN(MDB_dbi set, Table(table));
+  if (!txn_.IsSetTable(set)) return Status::IOError("index: " + std::string(table) + " was not made a set table");
+  for (const std::string& k : keys) KI_RETURN_IF_ERROR(PutKV(set, k, ""));  // in key order: appends
   return Status::OK();
 }
 
@@ -924,7 +1004,7 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   if (!m.ok()) return Status::Corruption(m.status().message());
   KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
   for (const Reference& ref : ExtractReferences(*m))
-    KI_RETURN_IF_ERROR(PutKV(refs, RefKey(ref.target, d, ref.field), ref.uri));
+    KI_RETURN_IF_ERROR(PutKV(refs, RefKey(ref.target, d, ref.field), ""));
   return Status::OK();
 }
 

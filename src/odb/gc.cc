@@ -113,7 +113,9 @@ constexpr std::string_view kCompactPrefix = "gc-compact-";
 // Tables the store itself keeps (tables.h).
 const std::vector<std::string_view>& StoreTables() {
   // barenames: a store of format 3 or before kept it (emptied since);
-  // added: format 5 or before; kinds: format 7 or before (emptied since).
+  // added: format 5 or before; kinds: format 7 or before; names: format 10
+  // or before (emptied since: a name's holders, the latest marked, are in
+  // nameset, whose every holder is a root).
   static const std::vector<std::string_view> t = {kObjects,   kMeta,    kKinds,   kRefs, kDicts, kAbsent, kNames,
                                                   kBareNames, kNamesOf, kNameSet, kDocs, kTags,  kAdded, kSeq};
   return t;
@@ -192,10 +194,6 @@ class Collector {
     report_->objects = infos_.size();
     KI_RETURN_IF_ERROR(store_->Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
       if (k.size() > 32) root(Digest::FromRaw(k.substr(k.size() - 32)), "name " + std::string(k.substr(0, k.size() - 32)));
-      return true;
-    }));
-    KI_RETURN_IF_ERROR(store_->Scan(kNames, "", [&](std::string_view k, std::string_view v) {
-      if (v.size() == 32) root(Digest::FromRaw(v), "name " + std::string(k));
       return true;
     }));
     KI_RETURN_IF_ERROR(store_->Scan(kTags, "", [&](std::string_view k, std::string_view v) {

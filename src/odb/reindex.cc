@@ -240,24 +240,27 @@ Status LmdbStore::RecordDocumentNames() {
       KI_RETURN_IF_ERROR(batch->Commit());
     }
   }
-  // What the documents give: nameset and namesof are made exactly that, and
-  // a names entry whose holder they do not give that name goes (a damaged
-  // key or value; audit reports each) and is pointed again below.
+  // What the documents give: nameset and namesof are made exactly that,
+  // and of each name's holders one is marked its latest (format 11): one
+  // marked already keeps the mark; a name with none or several (a lost or
+  // damaged entry; audit reports each) is pointed again below.
   KI_ASSIGN_OR_RETURN(std::set<std::string> given, DocumentNames(gives));
-  std::vector<std::string> stale_names;
-  KI_RETURN_IF_ERROR(Scan(kNames, "", [&](std::string_view k, std::string_view v) {
-    if (v.size() != 32 || !given.count(std::string(k) + std::string(v))) stale_names.emplace_back(k);
-    return true;
-  }));
   struct Recorded {
     std::string table, key;
     Digest holder;
   };
   std::vector<Recorded> stale_recorded;
   std::set<std::string> in_nameset, in_namesof;
-  KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
+  std::map<std::string, int> marks;  // "Kind/name" -> how many of its given holders are marked
+  std::vector<std::string> damaged_values;
+  KI_RETURN_IF_ERROR(Scan(kNameSet, "", [&](std::string_view k, std::string_view v) {
     if (given.count(std::string(k))) {
       in_nameset.emplace(k);
+      if (v == kNameLatest) {
+        marks[std::string(k.substr(0, k.size() - 32))]++;
+      } else if (!v.empty()) {
+        damaged_values.emplace_back(k);
+      }
     } else {
       stale_recorded.push_back({std::string(kNameSet), std::string(k),
                                 k.size() > 32 ? Digest::FromRaw(k.substr(k.size() - 32)) : Digest()});
@@ -276,38 +279,25 @@ Status LmdbStore::RecordDocumentNames() {
   }));
   KI_ASSIGN_OR_RETURN(auto batch_base, NewBatch());
   auto* batch = static_cast<LmdbBatch*>(batch_base.get());
-  for (const auto& k : stale_names) KI_RETURN_IF_ERROR(batch->Delete(kNames, k));
+  // names (format 10 and before): folded into nameset when the store was
+  // opened for writing; nothing is kept there since.
+  KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kNames));
   for (const auto& r : stale_recorded) KI_RETURN_IF_ERROR(batch->DropRecordedName(r.table, r.key, r.holder));
+  for (const auto& k : damaged_values) KI_RETURN_IF_ERROR(batch->Put(kNameSet, k, ""));
   for (const std::string& k : given) {
     if (in_nameset.count(k) && in_namesof.count(k)) continue;
     if (auto parts = SplitNameSetKey(k)) {
       KI_RETURN_IF_ERROR(batch->RecordName(std::get<0>(*parts), std::get<1>(*parts), std::get<2>(*parts)));
     }
   }
-  auto split = [](std::string_view key) -> std::optional<std::pair<Kind, std::string_view>> {
-    auto slash = key.find('/');
-    std::optional<Kind> kind = slash == std::string::npos ? std::nullopt : ParseKind(key.substr(0, slash));
-    if (!kind) return std::nullopt;
-    return std::pair{*kind, key.substr(slash + 1)};
-  };
-  // Every name with a held holder has a latest one: a names entry lost (or
-  // dropped above) points again at the holder added last (its meta
-  // entry's time; of several added in one second, the greatest digest), which is
-  // the one an add makes latest.
-  std::set<std::string> pointed;
-  KI_RETURN_IF_ERROR(batch->Scan(kNames, "", [&](std::string_view k, std::string_view) {
-    pointed.emplace(k);
-    return true;
-  }));
+  // A name without exactly one marked holder is pointed at the holder
+  // added last (its meta entry's time; of several added in one second, the
+  // greatest digest), which is the one an add makes latest.
   std::map<std::string, std::pair<int64_t, Digest>> latest;
-  std::vector<std::pair<std::string, Digest>> holders;
-  KI_RETURN_IF_ERROR(batch->Scan(kNameSet, "", [&](std::string_view k, std::string_view) {
-    if (k.size() > 32 && !pointed.count(std::string(k.substr(0, k.size() - 32)))) {
-      holders.emplace_back(std::string(k.substr(0, k.size() - 32)), Digest::FromRaw(k.substr(k.size() - 32)));
-    }
-    return true;
-  }));
-  for (const auto& [name, d] : holders) {
+  for (const std::string& k : given) {
+    const std::string name = k.substr(0, k.size() - 32);
+    if (auto m = marks.find(name); m != marks.end() && m->second == 1) continue;
+    const Digest d = Digest::FromRaw(std::string_view(k).substr(k.size() - 32));
     KI_ASSIGN_OR_RETURN(auto meta, batch->Get(kMeta, d.raw()));
     ObjectInfo info;
     std::optional<int64_t> added;
@@ -316,8 +306,11 @@ Status LmdbStore::RecordDocumentNames() {
     auto [it, fresh] = latest.emplace(name, std::pair{t, d});
     if (!fresh && (t > it->second.first || (t == it->second.first && it->second.second < d))) it->second = {t, d};
   }
-  for (const auto& [name, td] : latest)
-    if (auto kn = split(name)) KI_RETURN_IF_ERROR(batch->PointName(kn->first, kn->second, td.second));
+  for (const auto& [name, td] : latest) {
+    if (auto parts = SplitNameSetKey(name + std::string(td.second.raw()))) {
+      KI_RETURN_IF_ERROR(batch->PointName(std::get<0>(*parts), std::get<1>(*parts), td.second));
+    }
+  }
   // barenames (before format 4): what a store of an earlier format kept
   // of names, emptied.
   KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kBareNames));

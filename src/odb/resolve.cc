@@ -96,12 +96,9 @@ Result<Digest> LmdbStore::Resolve(std::string_view ref) {
 
   // A bare metadata name: every manifest of every kind that carries it.
   if (ref.find('/') == std::string_view::npos && !had_prefix) {
-    // One names lookup per kind (a dozen B-tree searches): before format 4
-    // a table of its own (barenames) mirrored names for this.
-    for (Kind kind : AllKinds()) {
-      KI_ASSIGN_OR_RETURN(auto latest, Get(kNames, NameKey(kind, ref)));
-      if (latest) KI_RETURN_IF_ERROR(add_named(kind, ref));
-    }
+    // One nameset lookup per kind (a dozen B-tree searches): before format
+    // 4 a table of its own (barenames) mirrored the names for this.
+    for (Kind kind : AllKinds()) KI_RETURN_IF_ERROR(add_named(kind, ref));
   }
   // A tag of that name: one more candidate, so that a REF that could mean a
   // tag and another object is ambiguous rather than silently one of them.

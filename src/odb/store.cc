@@ -70,9 +70,11 @@ Status LmdbStore::Open(OpenMode mode) {
     format_version_ = 8;
   } else if (fmt == kFormatLineV9) {
     format_version_ = 9;
+  } else if (fmt == kFormatLineV10) {
+    format_version_ = 10;
   } else if (fmt != kFormatLine) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 10' to 'ki-store 2', and upgrades 'ki-store 1')");
+                                "' (this ki reads 'ki-store 11' to 'ki-store 2', and upgrades 'ki-store 1')");
   }
   numbered_ = format_version_ >= 10;
   read_only_ = mode == OpenMode::kReadOnly;
@@ -85,8 +87,9 @@ Status LmdbStore::Open(OpenMode mode) {
     KI_ASSIGN_OR_RETURN(lock_, StoreLock::Shared(dir_, read_only_));
   }
   KI_RETURN_IF_ERROR(lmdb_.Open(IndexDir(dir_), opts_.map_size, read_only_));
+  for (std::string_view t : SetTables()) lmdb_.DeclareSetTable(t);
   KI_RETURN_IF_ERROR(lmdb_.OpenAllTables(
-      {kObjects, kMeta, kRefs, kDicts, kAbsent, kNames, kNamesOf, kNameSet, kDocs, kTags, kSeq}));
+      {kObjects, kMeta, kRefs, kDicts, kAbsent, kNamesOf, kNameSet, kDocs, kTags, kSeq}));
   if (!read_only_ && format_version_ >= 2 && format_version_ < kFormatVersion) {
     // Format 2 -> 3: frames are read as they are; each derived index
     // adapts its tables (catalog.cohort drops its copies of the run
@@ -100,6 +103,8 @@ Status LmdbStore::Open(OpenMode mode) {
     // each derived index adapts its tables (catalog.cohorts and
     // catalog.events values become compact binary JSON). 9 -> 10: every
     // object numbered (in digest order), docs and namesof keyed by number.
+    // 10 -> 11: refs made a set table; each name's latest holder marked in
+    // nameset, names emptied.
     // One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
@@ -119,6 +124,9 @@ Status LmdbStore::Open(OpenMode mode) {
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->DropTableIfPresent(kKinds));
       for (DerivedIndex* index : DerivedIndexes()) KI_RETURN_IF_ERROR(index->Upgrade(*batch, 8));
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->NumberObjects());
+      for (std::string_view t : SetTables())
+        KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->MakeSetTable(t));
+      KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->FoldNamesIntoNameSet());
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     numbered_ = true;
@@ -133,6 +141,14 @@ Status LmdbStore::Open(OpenMode mode) {
     snapshot_thread_ = std::this_thread::get_id();
   }
   return Status::OK();
+}
+
+std::vector<std::string_view> LmdbStore::SetTables() const {
+  // catalog.cohort (cohort + run) was measured as one too: 178 pages of the
+  // imported export instead of 161, its 2,253 cohorts holding 4 runs each
+  // on average (a run of duplicates pays a sub-page header), so it stays a
+  // plain table (bench/results/catalog-2026-12-02-h.md).
+  return {kRefs};
 }
 
 Result<LmdbStore::ReadTxn> LmdbStore::BeginRead() {
@@ -415,18 +431,30 @@ Result<std::optional<Json>> LmdbStore::ReadDocument(const Digest& d) {
 }
 
 Result<std::vector<Digest>> LmdbStore::LookupName(Kind kind, std::string_view name) {
-  std::vector<Digest> out;
   const std::string key = NameKey(kind, name);
-  KI_ASSIGN_OR_RETURN(auto latest, Get(kNames, key));
-  if (latest && latest->size() == 32) out.push_back(Digest::FromRaw(*latest));
-  // A store written before nameset existed has only the latest holder; a
-  // reindex or a new add of the name records the others (format.md).
-  KI_RETURN_IF_ERROR(Scan(kNameSet, key, [&](std::string_view k, std::string_view) {
+  std::optional<Digest> latest;
+  std::vector<Digest> others;
+  KI_RETURN_IF_ERROR(Scan(kNameSet, key, [&](std::string_view k, std::string_view v) {
     if (k.size() != key.size() + 32) return true;  // a longer name that starts with this one
-    Digest d = Digest::FromRaw(k.substr(key.size()));
-    if (out.empty() || !(out[0] == d)) out.push_back(d);
+    const Digest d = Digest::FromRaw(k.substr(key.size()));
+    if (v == kNameLatest && !latest) {
+      latest = d;
+    } else {
+      others.push_back(d);
+    }
     return true;
   }));
+  if (!latest) {
+    // A store of format 10 or before, read as it is: `names` says. One
+    // written before nameset existed has only that holder; a reindex or a
+    // new add of the name records the others (format.md).
+    KI_ASSIGN_OR_RETURN(auto old, Get(kNames, key));
+    if (old && old->size() == 32) latest = Digest::FromRaw(*old);
+  }
+  std::vector<Digest> out;
+  if (latest) out.push_back(*latest);
+  for (const Digest& d : others)
+    if (!latest || !(d == *latest)) out.push_back(d);
   return out;
 }
 
@@ -442,6 +470,19 @@ Result<std::vector<std::string>> LmdbStore::NamesOf(const Digest& d) {
   if (!dbi) return out;
   const std::string prefix = ObjectKeyPart(*info);
   KI_RETURN_IF_ERROR(ScanTable(txn, *dbi, prefix, [&](std::string_view k, std::string_view) {
+    out.emplace_back(k.substr(prefix.size()));
+    return true;
+  }));
+  return out;
+}
+
+Result<std::vector<std::string>> LmdbStore::NamesOf(const ObjectInfo& info) {
+  std::vector<std::string> out;
+  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+  KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(*read, kNamesOf));
+  if (!dbi) return out;
+  const std::string prefix = ObjectKeyPart(info);
+  KI_RETURN_IF_ERROR(ScanTable(*read, *dbi, prefix, [&](std::string_view k, std::string_view) {
     out.emplace_back(k.substr(prefix.size()));
     return true;
   }));

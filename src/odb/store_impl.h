@@ -124,6 +124,11 @@ class LmdbBatch final : public Batch {
   // is the name's latest holder (names).
   Status RecordName(Kind kind, std::string_view name, const Digest& target);
   Status PointName(Kind kind, std::string_view name, const Digest& target);
+  // Each key with `prefix` and its value as this batch sees them (what is
+  // staged over what LMDB holds), in key order, without flushing the
+  // staged rows.
+  Status ForEachHeld(MDB_dbi dbi, std::string_view prefix,
+                     const std::function<void(std::string_view, std::string_view)>& fn);
   // Deletes a nameset or namesof entry no document gives (reindex);
   // `holder`, when held, goes to the derived indexes as a renamed manifest
   // does (what they show of it may change with its names).
@@ -208,6 +213,16 @@ class LmdbBatch final : public Batch {
   // Format 6 -> 7: every refs key whose field has a code written again
   // with it (RefKey).
   Status RecodeRefFields();
+  // Format 10 -> 11: a table the store declares a set table (refs) that is
+  // still a plain one is made one,
+  // holding the same keys (values, which a set table has not, are
+  // dropped: refs' artifact URIs, which nothing reads). A key of 32 bytes
+  // or fewer, which no such table's writer makes, is left out.
+  Status MakeSetTable(std::string_view table);
+  // Format 10 -> 11: each names entry ("Kind/name" -> the latest holder)
+  // becomes that holder's nameset entry marked kNameLatest (recorded
+  // there if it was not), and names is emptied.
+  Status FoldNamesIntoNameSet();
   lmdb::Txn& txn() { return txn_; }
   Result<MDB_dbi> Table(std::string_view name);
 
@@ -426,6 +441,7 @@ class LmdbStore final : public Store {
   Result<std::vector<Digest>> LookupName(Kind kind, std::string_view name) override;
 
   Result<std::vector<std::string>> NamesOf(const Digest& d) override;
+  Result<std::vector<std::string>> NamesOf(const ObjectInfo& info) override;
 
   Result<Digest> Resolve(std::string_view ref) override;
 
@@ -469,6 +485,8 @@ class LmdbStore final : public Store {
   // Whether docs and namesof keys hold object numbers (format 10) rather
   // than digests (a store of format 9 or before, read as it is).
   bool numbered() const { return numbered_; }
+  // The tables kept as set tables (lmdb.h): refs.
+  std::vector<std::string_view> SetTables() const;
   // Every held object by its number (a meta scan): what reading a
   // numbered key back takes. Entries without a number are left out.
   Result<std::unordered_map<uint32_t, Digest>> ObjectsByNumber();

@@ -23,13 +23,20 @@ inline constexpr std::string_view kMeta = "meta";
 // 220 of the imported export's 8,224 pages); the upgrade to format 8 and
 // reindex empty it.
 inline constexpr std::string_view kKinds = "kinds";
-inline constexpr std::string_view kRefs = "refs";    // target + referrer + field -> ""
+// target + referrer + field -> "". A set table since format 11 (the
+// target stored once for its referrers); before, a plain one whose value
+// was the reference's artifact URI.
+inline constexpr std::string_view kRefs = "refs";
 // zstd dictionary ID (4 bytes, big-endian) -> digest of the dictionary
 // object holding it (of several with one ID, the smallest digest).
 inline constexpr std::string_view kDicts = "dicts";
 // Facts not recoverable from object bytes (kept by Reindex()).
 inline constexpr std::string_view kAbsent = "absent";        // digest -> JSON {mediaType,size,uri}
-inline constexpr std::string_view kNames = "names";          // "Kind/name" -> digest
+// Formats 10 and before: "Kind/name" -> the digest of the name's latest
+// holder. Format 11 marks that holder's nameset entry instead (kNameLatest:
+// the table repeated every nameset key, 448 of the imported export's 7,391
+// pages); the upgrade to format 11 moves each entry there and empties it.
+inline constexpr std::string_view kNames = "names";
 // Formats 3 and before: name "\0" Kind -> digest, a copy of names that
 // resolving a bare name read. Format 4 resolves one by a names lookup per
 // kind instead (1.8 MB of the imported export's 43 MB); the upgrade to
@@ -41,7 +48,11 @@ inline constexpr std::string_view kNamesOf = "namesof";
 // Every manifest ever stored under a name, not only the latest (`names`):
 // metadata is editorial, and one name may be carried by several manifests
 // (the KernelIndex export has 325 run names shared by 770 runs).
-inline constexpr std::string_view kNameSet = "nameset";  // "Kind/name" + digest -> ""
+// "Kind/name" + digest -> "" for a holder, kNameLatest for the name's
+// latest holder (format 11: what `names` said before), the one a REF
+// naming it resolves to first.
+inline constexpr std::string_view kNameSet = "nameset";
+inline constexpr std::string_view kNameLatest = "\x01";
 // The manifest's number (format 9 and before: its digest) -> the document
 // blob's digest (DocsKey).
 inline constexpr std::string_view kDocs = "docs";
@@ -153,8 +164,18 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // for writing (every object numbered in digest order, docs and namesof
 // written again), read as it is otherwise (an object without a number is
 // keyed by its digest: ObjectKeyPart).
-inline constexpr int kFormatVersion = 10;
-inline constexpr std::string_view kFormatLine = "ki-store 10\n";
+// Format 11: the latest holder of a name is marked in nameset (kNameLatest)
+// and `names` is no longer kept; refs is a set table (lmdb.h: the target's
+// 32 bytes stored once for all its referrers; no values, so refs' artifact
+// URIs, which nothing read, are gone). A ki that reads format 10 would find
+// no latest holder of any name and misread refs (LMDB refuses a set table
+// opened as a plain one only once its handle is stale); a format-10 store
+// is upgraded when it is opened for writing (names folded into nameset,
+// refs made again with the same keys), read as it is otherwise (names read
+// from `names`, refs' keys read the same).
+inline constexpr int kFormatVersion = 11;
+inline constexpr std::string_view kFormatLine = "ki-store 11\n";
+inline constexpr std::string_view kFormatLineV10 = "ki-store 10\n";
 inline constexpr std::string_view kFormatLineV9 = "ki-store 9\n";
 inline constexpr std::string_view kFormatLineV8 = "ki-store 8\n";
 inline constexpr std::string_view kFormatLineV7 = "ki-store 7\n";

@@ -90,7 +90,7 @@ def strip(x):
 a, b = strip(json.load(open(sys.argv[1]))), json.load(open(sys.argv[2]))
 assert a == b, (a, b)
 PY
-grep -q "ki-store 10" "$T/v1/.ki/FORMAT" || fail "FORMAT rewritten"
+grep -q "ki-store 11" "$T/v1/.ki/FORMAT" || fail "FORMAT rewritten"
 expect_rc 0 "records of the upgraded store" V records ae5aacaf --json
 cmp -s "$T/out" "$DATA/store-format1/rec_ae5.json" || { diff "$T/out" "$DATA/store-format1/rec_ae5.json" | head -20; fail "records --json as format 1 printed it"; }
 expect_rc 0 "audit of the upgraded store" V audit

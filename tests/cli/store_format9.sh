@@ -2,7 +2,7 @@
 # A store of format 9 (tests/data/store-format9, made by ki at e4e586d: the
 # slice of the export imported, the seed run added, one unreferenced log
 # blob; docs and namesof keyed by digest) reads as it is with today's ki and
-# audits clean as it is; the first write makes it format 10 (every object
+# audits clean as it is; the first write makes it today's format (10 and on: every object
 # numbered in digest order, docs and namesof keyed by number): rank, groups,
 # records, ls, show (its referrers) and the export print what format 9's ki
 # printed, and audit and reindex are clean and keep every number.
@@ -62,7 +62,7 @@ fi
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
 ADDED=$(sha256sum "$T/log2.txt" | cut -d' ' -f1)
-grep -qx "ki-store 10" "$T/.ki/FORMAT" || fail "the first write makes the store format 10: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 11" "$T/.ki/FORMAT" || fail "the first write makes the store format 11 (today's): $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   [ "$(key_lengths docs)" = "4:48" ] || fail "docs keys after the upgrade: $(key_lengths docs)"
   mdb_dump -s namesof "$T/.ki/index" >"$T/namesof.dump"

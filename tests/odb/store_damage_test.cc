@@ -257,17 +257,19 @@ TEST_F(SeedTest, AuditComparesEveryStoreTableAndReindexRestoresIt) {
 
 // Every byte of the store's own tables is compared with what the objects
 // and the recorded names give, and reindex restores each table whole (issue
-// 25.2): a refs value, a meta entry's stored size, a lost names
-// entry, a names value or a namesof, nameset or docs entry naming an object
-// the store does not hold, a names or nameset key that is not `Kind/name`. Each was clean to audit, or not mended by
-// reindex (a lost names entry lost the name: reindex dropped barenames'
-// mirror instead of pointing the name again).
+// 25.2): a refs key no manifest gives, a meta entry's stored size, a lost
+// latest mark (format 11: what a lost names entry was), a mark on an
+// object the store does not hold or a second one, a namesof, nameset or
+// docs entry naming an object the store does not hold, a nameset key that
+// is not `Kind/name`, a nameset value that is neither empty nor the mark.
+// Each was clean to audit, or not mended by reindex (a lost names entry
+// lost the name: reindex dropped barenames' mirror instead of pointing the
+// name again).
 TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
   const Digest blob = AddSeedYamlAndBlob();
   ASSERT_FALSE(HasFailure());
   const std::vector<std::string_view> tables = {odb::kMeta,    odb::kRefs,    odb::kDicts,
-                                                odb::kNames,   odb::kNamesOf, odb::kNameSet,
-                                                odb::kDocs};
+                                                odb::kNamesOf, odb::kNameSet, odb::kDocs};
   using Dump = std::map<std::string, std::map<std::string, std::string>>;
   auto dump = [&]() {
     Dump out;
@@ -285,6 +287,15 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
   ASSERT_OK(clean);
   ASSERT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
   auto first = [&](std::string_view table) { return *before.at(std::string(table)).begin(); };
+  // The first name's "Kind/name" and its latest holder's raw digest (what
+  // the first names entry was before format 11).
+  auto first_latest = [&]() -> std::pair<std::string, std::string> {
+    for (const auto& [k, v] : before.at(std::string(odb::kNameSet)))
+      if (v == odb::kNameLatest) return {k.substr(0, k.size() - 32), k.substr(k.size() - 32)};
+    ADD_FAILURE() << "no latest holder marked";
+    return {};
+  };
+  const auto [latest_name, latest_holder] = first_latest();
   const Digest unheld = Sha256Of("an object this store does not hold");
   struct Damage {
     std::string name;
@@ -292,8 +303,12 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
     std::function<void(Batch&)> apply;
   };
   std::vector<Damage> cases = {
-      {"refs value", "refs ",
-       [&](Batch& b) { ASSERT_OK(b.Put(odb::kRefs, first(odb::kRefs).first, "kernelindex:artifact/forged")); }},
+      {"refs key no manifest gives", "refs ",
+       [&](Batch& b) {
+         std::string k = first(odb::kRefs).first;
+         k[40] ^= 0x01;  // the referrer's digest
+         ASSERT_OK(b.Put(odb::kRefs, k, ""));
+       }},
       {"meta stored size", "blob text/plain",
        [&](Batch& b) {
          const std::string v = before.at(std::string(odb::kMeta)).at(std::string(blob.raw()));
@@ -303,25 +318,26 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
          info.stored_size ^= 0x01;  // a varint now: its byte depends on the sizes before it
          ASSERT_OK(b.Put(odb::kMeta, blob.raw(), odb::PackMeta(info, added.value_or(0))));
        }},
-      {"names deleted", "names ", [&](Batch& b) { ASSERT_OK(b.Delete(odb::kNames, first(odb::kNames).first)); }},
-      {"names value unheld", "name ",
-       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, first(odb::kNames).first, unheld.raw())); }},
+      {"latest mark lost", "nameset ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, latest_name + latest_holder, "")); }},
+      {"latest mark on an unheld object", "name ",
+       [&](Batch& b) {
+         ASSERT_OK(b.Put(odb::kNameSet, latest_name + latest_holder, ""));
+         ASSERT_OK(b.Put(odb::kNameSet, latest_name + std::string(unheld.raw()), odb::kNameLatest));
+       }},
+      {"nameset value damaged", "nameset ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, latest_name + latest_holder, "\x07")); }},
       {"namesof of an unheld object", "namesof ",
        // A number no object has (namesof keys hold the holder's number).
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNamesOf, odb::NumberKey(999999) + "BenchmarkRun/forged", "")); }},
       {"nameset of an unheld object", "name ",
        [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRun/forged" + std::string(unheld.raw()), "")); }},
-      {"names key with another name", "names ",
-       [&](Batch& b) {
-         auto [k, v] = first(odb::kNames);
-         ASSERT_OK(b.Put(odb::kNames, k + "-forged", v));
-       }},
-      {"names key of no kind", "names ",
-       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNames, "BenchmarkRuX/forged", first(odb::kNames).second)); }},
+      {"latest mark under another name", "nameset ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, latest_name + "-forged" + latest_holder, odb::kNameLatest)); }},
+      {"latest mark of no kind", "nameset ",
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRuX/forged" + latest_holder, odb::kNameLatest)); }},
       {"nameset key of no kind", "nameset ",
-       [&](Batch& b) {
-         ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRuX/forged" + first(odb::kNames).second, ""));
-       }},
+       [&](Batch& b) { ASSERT_OK(b.Put(odb::kNameSet, "BenchmarkRuX/forged" + latest_holder, "")); }},
       // A flipped byte in the name part of a key, the kind still valid:
       // no document gives the name (reindex mirrored it into the other
       // table, and audit was clean after).
@@ -341,17 +357,28 @@ TEST_F(SeedTest, EveryStoreTableByteIsComparedAndReindexRestoresTheWholeTable) {
        }},
       {"nameset and namesof agree on a name no document gives", "nameset ",
        [&](Batch& b) {
-         auto [k, v] = first(odb::kNames);
-         ASSERT_OK(b.Put(odb::kNameSet, k + "-forged" + v, ""));
-         ASSERT_OK(b.Put(odb::kNamesOf, KeyPartOf(*store_, Digest::FromRaw(v)) + k + "-forged", ""));
+         ASSERT_OK(b.Put(odb::kNameSet, latest_name + "-forged" + latest_holder, ""));
+         ASSERT_OK(b.Put(odb::kNamesOf, KeyPartOf(*store_, Digest::FromRaw(latest_holder)) + latest_name + "-forged",
+                         ""));
        }},
-      {"names value another held manifest", "names ",
+      {"latest mark moved to another held manifest", "nameset ",
        [&](Batch& b) {
-         auto [k, v] = first(odb::kNames);
          for (const auto& [other, meta] : before.at(std::string(odb::kMeta))) {
            ObjectInfo info;
-           if (other != v && odb::UnpackMeta(other, meta, &info) && info.type == ObjectType::kManifest) {
-             ASSERT_OK(b.Put(odb::kNames, k, other));
+           if (other != latest_holder && odb::UnpackMeta(other, meta, &info) && info.type == ObjectType::kManifest) {
+             ASSERT_OK(b.Put(odb::kNameSet, latest_name + latest_holder, ""));
+             ASSERT_OK(b.Put(odb::kNameSet, latest_name + other, odb::kNameLatest));
+             return;
+           }
+         }
+         FAIL() << "one manifest only";
+       }},
+      {"a second latest mark", "nameset ",
+       [&](Batch& b) {
+         for (const auto& [other, meta] : before.at(std::string(odb::kMeta))) {
+           ObjectInfo info;
+           if (other != latest_holder && odb::UnpackMeta(other, meta, &info) && info.type == ObjectType::kManifest) {
+             ASSERT_OK(b.Put(odb::kNameSet, latest_name + other, odb::kNameLatest));
              return;
            }
          }
@@ -461,8 +488,9 @@ TEST_F(SeedTest, NamesAreCheckedAgainstEveryDocumentTheStoreHolds) {
   EXPECT_FALSE(store_->Resolve("OperationSpec/forged").ok());
 }
 
-// A lost names entry of a name several manifests hold (issue 25.2c): the
-// store records which holder is latest in `names` alone, and when each
+// A lost latest mark of a name several manifests hold (issue 25.2c; a lost
+// names entry before format 11): the store records which holder is latest
+// in that mark alone, and when each
 // object was first added (its meta entry, whole seconds); it records neither when
 // a held manifest was named again nor the order within a second. So
 // reindex points the name at the holder added last, and of several added
@@ -482,11 +510,15 @@ TEST_F(SeedTest, ALostNameOfSeveralHoldersPointsAtTheOneAddedLast) {
   ASSERT_OK(r);
   const Digest second = (*r)[0].digest;
   ASSERT_NE(first, second);
+  // The one holder marked latest (none, or several, is nullopt).
   auto latest = [&]() -> std::optional<Digest> {
-    auto v = store_->Get(odb::kNames, name);
-    EXPECT_OK(v);
-    if (!v.ok() || !*v || (*v)->size() != 32) return std::nullopt;
-    return Digest::FromRaw(**v);
+    std::vector<Digest> marked;
+    EXPECT_OK(store_->Scan(odb::kNameSet, name, [&](std::string_view k, std::string_view v) {
+      if (k.size() == name.size() + 32 && v == odb::kNameLatest) marked.push_back(Digest::FromRaw(k.substr(name.size())));
+      return true;
+    }));
+    if (marked.size() != 1) return std::nullopt;
+    return marked[0];
   };
   ASSERT_EQ(latest(), second);
   auto lose_name_at = [&](int64_t first_added, int64_t second_added) {
@@ -502,7 +534,7 @@ TEST_F(SeedTest, ALostNameOfSeveralHoldersPointsAtTheOneAddedLast) {
     auto b = store_->NewBatch();
     ASSERT_OK(b);
     for (const auto& [d, v] : dated) ASSERT_OK((*b)->Put(odb::kMeta, d.raw(), v));
-    ASSERT_OK((*b)->Delete(odb::kNames, name));
+    for (const Digest& d : {first, second}) ASSERT_OK((*b)->Put(odb::kNameSet, name + std::string(d.raw()), ""));
     ASSERT_OK((*b)->Commit());
     auto reindexed = store_->Reindex();
     ASSERT_OK(reindexed);

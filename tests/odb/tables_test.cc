@@ -7,6 +7,9 @@
 #include "testutil/testutil.h"
 #include "util/coding.h"
 
+#include <set>
+#include <vector>
+
 namespace ki::odb {
 namespace {
 
@@ -121,6 +124,91 @@ TEST(RefKey, AFixedFieldIsOneByteAndOthersStayText) {
   const std::string fitted = RefKey(target, run, long_field);
   EXPECT_EQ(fitted.size(), lmdb::kMaxKeyBytes);
   EXPECT_NE(RefField(fitted.substr(64)).find("…"), std::string::npos);
+}
+
+// A set table (lmdb.h) holds the same keys, in the same order, as a plain
+// table given the same puts and deletes: Get, Seek (to a key held, between
+// keys, inside a run that shares its first 32 bytes, past the last), Next
+// and Last read alike. And it stores a run of keys that share their first
+// 32 bytes once: fewer pages than the plain table.
+TEST(SetTable, ReadsAsAPlainTableOfTheSameKeysAndIsSmaller) {
+  test::TempDir dir;
+  lmdb::Environment env;
+  env.DeclareSetTable("set");
+  ASSERT_OK(env.Open(dir.path(), 1ull << 30, false));
+  ASSERT_OK(env.OpenAllTables({"set", "plain"}));
+  auto txn = env.BeginWrite();
+  ASSERT_TRUE(txn.ok()) << test::StatusText(txn);
+  auto set = env.Table(*txn, "set"), plain = env.Table(*txn, "plain");
+  ASSERT_TRUE(set.ok() && *set && plain.ok() && *plain);
+  EXPECT_TRUE(txn->IsSetTable(**set));
+  EXPECT_FALSE(txn->IsSetTable(**plain));
+  // 40 targets, each with 1 to 60 referrers and a field byte or text.
+  std::vector<std::string> keys;
+  for (int t = 0; t < 40; ++t) {
+    const std::string target(Sha256Of("target " + std::to_string(t)).raw());
+    for (int r = 0; r <= (t * 7) % 60; ++r) {
+      std::string k = target + std::string(Sha256Of("run " + std::to_string(r)).raw());
+      k += r % 5 ? std::string(1, char(1 + r % 10)) : "/spec/evidence/logs/" + std::to_string(r) + "/digest";
+      keys.push_back(k);
+    }
+  }
+  // Put in a scrambled order, some twice; then every seventh deleted.
+  std::vector<std::string> order = keys;
+  for (size_t i = 0; i < order.size(); ++i) std::swap(order[i], order[(i * 7919) % order.size()]);
+  for (const auto& k : order) {
+    ASSERT_OK(txn->Put(**set, k, ""));
+    ASSERT_OK(txn->Put(**plain, k, ""));
+  }
+  for (size_t i = 0; i < order.size(); i += 3) ASSERT_OK(txn->Put(**set, order[i], ""));  // held already: no-op
+  std::set<std::string> held(keys.begin(), keys.end());
+  for (size_t i = 0; i < order.size(); i += 7) {
+    ASSERT_OK(txn->Del(**set, order[i]));
+    ASSERT_OK(txn->Del(**plain, order[i]));
+    held.erase(order[i]);
+  }
+  ASSERT_OK(txn->Del(**set, order[0]));  // gone already: fine, as a plain table's
+  // A value or a short key is refused, saying so.
+  EXPECT_FALSE(txn->Put(**set, keys[1], "v").ok());
+  EXPECT_FALSE(txn->Put(**set, std::string(32, 'a'), "").ok());
+  auto scan = [&](MDB_dbi dbi, const std::string& from, size_t n) {
+    std::vector<std::string> out;
+    auto c = lmdb::Cursor::Open(*txn, dbi);
+    EXPECT_TRUE(c.ok());
+    auto more = c->Seek(from);
+    while (more.ok() && *more && out.size() < n) {
+      EXPECT_TRUE(c->value().empty());
+      out.emplace_back(c->key());
+      more = c->Next();
+    }
+    return out;
+  };
+  const std::vector<std::string> all(held.begin(), held.end());
+  EXPECT_EQ(scan(**set, "", all.size() + 1), all);
+  EXPECT_EQ(scan(**plain, "", all.size() + 1), all);
+  const std::vector<std::string> froms = {keys[5], keys[5].substr(0, 40), keys[5].substr(0, 32),
+                                          keys[5].substr(0, 10), keys[5] + "z", keys.back() + "z",
+                                          std::string(32, '\xff') + "x", std::string(32, '\0') + "x"};
+  for (const std::string& from : froms) EXPECT_EQ(scan(**set, from, 5), scan(**plain, from, 5));
+  for (const std::string& k : keys) {
+    auto a = txn->Get(**set, k), b = txn->Get(**plain, k);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->has_value(), b->has_value());
+    EXPECT_EQ(a->has_value(), held.count(k) == 1);
+  }
+  auto last = txn->LastKey(**set);
+  ASSERT_TRUE(last.ok() && *last);
+  EXPECT_EQ(**last, all.back());
+  // Appends: a key after the last is a new target or a later referrer.
+  auto appended = txn->Append(**set, all.back() + "\x01", "");
+  ASSERT_TRUE(appended.ok() && *appended);
+  appended = txn->Append(**set, all.front(), "");
+  ASSERT_TRUE(appended.ok());
+  EXPECT_FALSE(*appended);  // not after the last: the caller puts it
+  MDB_stat ss, ps;
+  ASSERT_EQ(mdb_stat(txn->get(), **set, &ss), 0);
+  ASSERT_EQ(mdb_stat(txn->get(), **plain, &ps), 0);
+  EXPECT_LT(ss.ms_leaf_pages + ss.ms_branch_pages, ps.ms_leaf_pages + ps.ms_branch_pages);
 }
 
 }  // namespace
