@@ -52,30 +52,13 @@ Status ScanTable(lmdb::Txn& txn, MDB_dbi dbi, std::string_view prefix,
 
 Status LmdbStore::Open(OpenMode mode) {
   KI_ASSIGN_OR_RETURN(std::string fmt, env()->ReadFile(FormatPath(dir_), 4096));
-  if (fmt == kFormatLineV1) {
-    format_version_ = 1;
-  } else if (fmt == kFormatLineV2) {
-    format_version_ = 2;
-  } else if (fmt == kFormatLineV3) {
-    format_version_ = 3;
-  } else if (fmt == kFormatLineV4) {
-    format_version_ = 4;
-  } else if (fmt == kFormatLineV5) {
-    format_version_ = 5;
-  } else if (fmt == kFormatLineV6) {
-    format_version_ = 6;
-  } else if (fmt == kFormatLineV7) {
-    format_version_ = 7;
-  } else if (fmt == kFormatLineV8) {
-    format_version_ = 8;
-  } else if (fmt == kFormatLineV9) {
-    format_version_ = 9;
-  } else if (fmt == kFormatLineV10) {
-    format_version_ = 10;
-  } else if (fmt != kFormatLine) {
+  const std::optional<int> version = FormatVersionOf(fmt);
+  if (!version) {
     return Status::InvalidInput(dir_ + ": unsupported store format '" + fmt.substr(0, fmt.find('\n')) +
-                                "' (this ki reads 'ki-store 11' to 'ki-store 2', and upgrades 'ki-store 1')");
+                                "' (this ki reads 'ki-store " + std::to_string(kFormatVersion) +
+                                "' to 'ki-store 2', and upgrades 'ki-store 1')");
   }
+  format_version_ = *version;
   numbered_ = format_version_ >= 10;
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {

@@ -207,6 +207,12 @@ std::optional<int64_t> ParseAddedV5(std::string_view v) {
   return int64_t(coding::DecodeFixed64(v.data()));
 }
 
+std::optional<int> FormatVersionOf(std::string_view contents) {
+  for (int v = 1; v <= kFormatVersion; ++v)
+    if (contents == "ki-store " + std::to_string(v) + "\n") return v;
+  return std::nullopt;
+}
+
 std::string FormatPath(const std::string& store_dir) { return store_dir + "/FORMAT"; }
 std::string IndexDir(const std::string& store_dir) { return store_dir + "/index"; }
 std::string ObjectsDir(const std::string& store_dir) { return store_dir + "/objects"; }

@@ -175,16 +175,9 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // from `names`, refs' keys read the same).
 inline constexpr int kFormatVersion = 11;
 inline constexpr std::string_view kFormatLine = "ki-store 11\n";
-inline constexpr std::string_view kFormatLineV10 = "ki-store 10\n";
-inline constexpr std::string_view kFormatLineV9 = "ki-store 9\n";
-inline constexpr std::string_view kFormatLineV8 = "ki-store 8\n";
-inline constexpr std::string_view kFormatLineV7 = "ki-store 7\n";
-inline constexpr std::string_view kFormatLineV6 = "ki-store 6\n";
-inline constexpr std::string_view kFormatLineV5 = "ki-store 5\n";
-inline constexpr std::string_view kFormatLineV4 = "ki-store 4\n";
-inline constexpr std::string_view kFormatLineV3 = "ki-store 3\n";
-inline constexpr std::string_view kFormatLineV2 = "ki-store 2\n";
-inline constexpr std::string_view kFormatLineV1 = "ki-store 1\n";
+// The format a FORMAT file's contents name: "ki-store N\n" exactly, N from
+// 1 to kFormatVersion; nullopt for anything else.
+std::optional<int> FormatVersionOf(std::string_view contents);
 std::string FormatPath(const std::string& store_dir);  // FORMAT
 std::string IndexDir(const std::string& store_dir);    // index/ (LMDB's data.mdb, lock.mdb)
 std::string ObjectsDir(const std::string& store_dir);  // objects/

@@ -126,6 +126,16 @@ TEST(RefKey, AFixedFieldIsOneByteAndOthersStayText) {
   EXPECT_NE(RefField(fitted.substr(64)).find("…"), std::string::npos);
 }
 
+// FORMAT's contents name a version exactly (the open upgrades or refuses by it).
+TEST(FormatLine, NamesEachVersionExactlyAndNothingElse) {
+  EXPECT_EQ(FormatVersionOf(kFormatLine), kFormatVersion);
+  for (int v = 1; v <= kFormatVersion; ++v) EXPECT_EQ(FormatVersionOf("ki-store " + std::to_string(v) + "\n"), v);
+  EXPECT_FALSE(FormatVersionOf("ki-store " + std::to_string(kFormatVersion + 1) + "\n").has_value());
+  for (std::string_view bad : {"ki-store 0\n", "ki-store 011\n", "ki-store 11", "ki-store 11\n\n", "ki-store  11\n",
+                               "KI-STORE 11\n", ""})
+    EXPECT_FALSE(FormatVersionOf(bad).has_value()) << bad;
+}
+
 // A set table (lmdb.h) holds the same keys, in the same order, as a plain
 // table given the same puts and deletes: Get, Seek (to a key held, between
 // keys, inside a run that shares its first 32 bytes, past the last), Next
