@@ -8,47 +8,12 @@
 # groups, records, ls, show (its referrers) and the export print what
 # format 10's ki printed, names resolve as before, and audit and reindex
 # are clean.
-source "$(dirname "$0")/failfast.bash" "$@"
-SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
-F=$DATA/store-format10
-tar xzf "$F/store-v10.tar.gz" -C "$T"
-grep -qx "ki-store 10" "$T/.ki/FORMAT" || fail "the fixture is format 10"
-K() { "$KI" --store "$T/.ki" "$@"; }
-same_json() {  # $1: a file of tests/data/store-format10
-  python3 - "$T/out" "$F/$1" <<'PY' || fail "$1: not as format 10's ki printed it"
-import json, sys
-assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))
-PY
-}
-same_text() {  # $1: a file of tests/data/store-format10
-  cmp "$T/out" "$F/$1" >/dev/null || fail "$1: not as format 10's ki printed it: $(diff "$T/out" "$F/$1" | head -5)"
-}
+source "$(dirname "$0")/old_store.bash" 10 "$@"
 # A table's mdb_dump header line "duplicates=1" says it is a set table.
 is_set_table() { mdb_dump -s "$1" "$T/.ki/index" | sed '/^HEADER=END/q' | grep -qx "duplicates=1"; }
 entries() { mdb_stat -s "$1" "$T/.ki/index" | awk '/Entries:/{print $2}'; }
-check_all() {  # $1: when
-  expect_rc 0 "rank ($1)" K rank ae5aacaf --json
-  same_json rank_ae5.json
-  expect_rc 0 "groups ($1)" K groups --json
-  same_json groups.json
-  expect_rc 0 "records ($1)" K records ae5aacaf --json
-  same_json records_ae5.json
-  expect_rc 0 "ls ($1)" K ls
-  # Less the blob step 2 adds.
-  grep -v "^sha256:${ADDED:-none}" "$T/out" >"$T/out.ls" && mv "$T/out.ls" "$T/out"
-  same_text ls.txt
-  expect_rc 0 "show the protocol ($1)" K show 7d44d206
-  same_text show_protocol.txt
-  expect_rc 0 "show the seed ($1)" K show $SEED
-  grep -q "ae5aacaf\|rank" "$T/out" || fail "show of the seed ($1): $(cat "$T/out")"
-  expect_rc 0 "resolve a name ($1)" K resolve flashinfer-bench-trace
-  grep -q "^sha256:7d44d206" "$T/out" || fail "resolve of a protocol's name ($1): $(cat "$T/out")"
-  expect_rc 0 "resolve Kind/name ($1)" K resolve BenchmarkProtocol/flashinfer-bench-trace
-  grep -q "^sha256:7d44d206" "$T/out" || fail "resolve of Kind/name ($1): $(cat "$T/out")"
-}
-
 # 1. Read as it is: FORMAT left alone; audit clean.
-check_all "format 10"
+check_printed "format 10"
 expect_rc 0 "export (format 10)" K export kernelindex "$T/before.jsonl.zst" ae5aacaf
 expect_rc 0 "audit (format 10)" K audit
 grep -q " 0 faults" "$T/out" || fail "audit of the format-10 store as it is: $(tail -3 "$T/out")"
@@ -83,7 +48,7 @@ if command -v mdb_dump >/dev/null; then
   [ "$(nameset_values | grep -vc '^01$\|^$')" = 0 ] || fail "a nameset value is neither empty nor the mark"
   [ "$(entries names)" = 0 ] || fail "names holds $(entries names) entries after the upgrade"
 fi
-check_all "upgraded"
+check_printed "upgraded"
 expect_rc 0 "export (upgraded)" K export kernelindex "$T/after.jsonl.zst" ae5aacaf
 cmp <(zstd -dc "$T/before.jsonl.zst") <(zstd -dc "$T/after.jsonl.zst") >/dev/null ||
   fail "the export of the upgraded store differs from format 10's"
@@ -97,5 +62,5 @@ if command -v mdb_dump >/dev/null; then
   [ "$(entries refs)" = "$REFS" ] || fail "refs holds $(entries refs) keys after reindex, not $REFS"
   [ "$(nameset_values | grep -c '^01$')" = "$NAMES" ] || fail "after reindex nameset marks $(nameset_values | grep -c '^01$') latest holders, not $NAMES"
 fi
-check_all "after reindex"
+check_printed "after reindex"
 echo "store_format10: ok"

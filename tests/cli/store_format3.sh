@@ -4,18 +4,8 @@
 # names included; the first write makes it format 9 (barenames emptied,
 # catalog.runs values encoded again as binary);
 # audit, reindex, rank and groups agree with what format 3's ki printed.
-source "$(dirname "$0")/failfast.bash" "$@"
-SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
+source "$(dirname "$0")/old_store.bash" 3 "$@"
 OP=sha256:7a3b25630f0628b21ed74b6adb588d28f7e29191f9038bed6f56ed393deefb5b
-tar xzf "$DATA/store-format3/store-v3.tar.gz" -C "$T"
-grep -qx "ki-store 3" "$T/.ki/FORMAT" || fail "the fixture is format 3"
-K() { "$KI" --store "$T/.ki" "$@"; }
-same_json() {  # $1: a file of tests/data/store-format3
-  python3 - "$T/out" "$DATA/store-format3/$1" <<'PY' || fail "$1: not as format 3's ki printed it"
-import json, sys
-assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))
-PY
-}
 bare_names() {  # a bare name and a Kind/name resolve as before
   expect_rc 0 "resolve a bare name ($1)" K resolve rmsnorm-h4096
   grep -q "$OP" "$T/out" || fail "rmsnorm-h4096 ($1): $(cat "$T/out")"

@@ -6,18 +6,7 @@
 # emptied; refs keys end in their field's code; kinds emptied): audit,
 # reindex, rank, groups, the export and the ages ki gc sees agree with
 # what format 5's ki printed.
-source "$(dirname "$0")/failfast.bash" "$@"
-SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
-F=$DATA/store-format5
-tar xzf "$F/store-v5.tar.gz" -C "$T"
-grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "the fixture is format 5"
-K() { "$KI" --store "$T/.ki" "$@"; }
-same_json() {  # $1: a file of tests/data/store-format5
-  python3 - "$T/out" "$F/$1" <<'PY' || fail "$1: not as format 5's ki printed it"
-import json, sys
-assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))
-PY
-}
+source "$(dirname "$0")/old_store.bash" 5 "$@"
 # The unreachable objects and when each was added, as format 5's ki's
 # `ki gc --dry-run --grace 0 --json` listed them (store sizes left out:
 # the upgrade changes them).

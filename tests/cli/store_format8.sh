@@ -6,18 +6,7 @@
 # makes it format 9 (each of those values compact binary JSON): rank,
 # groups, records, ls and the export print what format 8's ki printed, and
 # audit and reindex are clean.
-source "$(dirname "$0")/failfast.bash" "$@"
-SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
-F=$DATA/store-format8
-tar xzf "$F/store-v8.tar.gz" -C "$T"
-grep -qx "ki-store 8" "$T/.ki/FORMAT" || fail "the fixture is format 8"
-K() { "$KI" --store "$T/.ki" "$@"; }
-same_json() {  # $1: a file of tests/data/store-format8
-  python3 - "$T/out" "$F/$1" <<'PY' || fail "$1: not as format 8's ki printed it"
-import json, sys
-assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))
-PY
-}
+source "$(dirname "$0")/old_store.bash" 8 "$@"
 # The first byte of every value of a table: `{` (JSON text) or 0x02.
 first_bytes() {
   mdb_dump -s "$1" "$T/.ki/index" | python3 -c '

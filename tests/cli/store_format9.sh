@@ -6,21 +6,7 @@
 # numbered in digest order, docs and namesof keyed by number): rank, groups,
 # records, ls, show (its referrers) and the export print what format 9's ki
 # printed, and audit and reindex are clean and keep every number.
-source "$(dirname "$0")/failfast.bash" "$@"
-SEED=sha256:215ac4f9a26728e69bfeb464d46e76004c0f51a7b4a665eeed074888b5a99e7f
-F=$DATA/store-format9
-tar xzf "$F/store-v9.tar.gz" -C "$T"
-grep -qx "ki-store 9" "$T/.ki/FORMAT" || fail "the fixture is format 9"
-K() { "$KI" --store "$T/.ki" "$@"; }
-same_json() {  # $1: a file of tests/data/store-format9
-  python3 - "$T/out" "$F/$1" <<'PY' || fail "$1: not as format 9's ki printed it"
-import json, sys
-assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))
-PY
-}
-same_text() {  # $1: a file of tests/data/store-format9
-  cmp "$T/out" "$F/$1" >/dev/null || fail "$1: not as format 9's ki printed it: $(diff "$T/out" "$F/$1" | head -5)"
-}
+source "$(dirname "$0")/old_store.bash" 9 "$@"
 # Key lengths of a table, "length:count ...".
 key_lengths() {
   mdb_dump -s "$1" "$T/.ki/index" | python3 -c '
@@ -29,27 +15,8 @@ lines = [l.strip() for l in sys.stdin if l.startswith(" ")]
 c = collections.Counter(len(k) // 2 for k in lines[0::2])
 print(" ".join("%d:%d" % kv for kv in sorted(c.items())))'
 }
-check_all() {  # $1: when
-  expect_rc 0 "rank ($1)" K rank ae5aacaf --json
-  same_json rank_ae5.json
-  expect_rc 0 "groups ($1)" K groups --json
-  same_json groups.json
-  expect_rc 0 "records ($1)" K records ae5aacaf --json
-  same_json records_ae5.json
-  expect_rc 0 "ls ($1)" K ls
-  # Less the blob step 2 adds.
-  grep -v "^sha256:${ADDED:-none}" "$T/out" >"$T/out.ls" && mv "$T/out.ls" "$T/out"
-  same_text ls.txt
-  expect_rc 0 "show the protocol ($1)" K show 7d44d206
-  same_text show_protocol.txt
-  expect_rc 0 "show the seed ($1)" K show $SEED
-  grep -q "ae5aacaf\|rank" "$T/out" || fail "show of the seed ($1): $(cat "$T/out")"
-  expect_rc 0 "resolve a name ($1)" K resolve flashinfer-bench-trace
-  grep -q "^sha256:7d44d206" "$T/out" || fail "resolve of a protocol's name ($1): $(cat "$T/out")"
-}
-
 # 1. Read as it is: FORMAT left alone; audit clean.
-check_all "format 9"
+check_printed "format 9"
 expect_rc 0 "export (format 9)" K export kernelindex "$T/before.jsonl.zst" ae5aacaf
 expect_rc 0 "audit (format 9)" K audit
 grep -q " 0 faults" "$T/out" || fail "audit of the format-9 store as it is: $(tail -3 "$T/out")"
@@ -75,7 +42,7 @@ PY
   # Numbered in digest order: meta's first key has number 1.
   [ "$(mdb_dump -s seq "$T/.ki/index" | sed -n '/^ /p' | tail -1)" != "" ] || fail "no seq entry"
 fi
-check_all "upgraded"
+check_printed "upgraded"
 expect_rc 0 "export (upgraded)" K export kernelindex "$T/after.jsonl.zst" ae5aacaf
 cmp <(zstd -dc "$T/before.jsonl.zst") <(zstd -dc "$T/after.jsonl.zst") >/dev/null ||
   fail "the export of the upgraded store differs from format 9's"
@@ -89,5 +56,5 @@ if command -v mdb_dump >/dev/null; then
   mdb_dump -s meta "$T/.ki/index" >"$T/meta.after"
   cmp "$T/meta.before" "$T/meta.after" >/dev/null || fail "reindex changed meta (the numbers are recorded)"
 fi
-check_all "after reindex"
+check_printed "after reindex"
 echo "store_format9: ok"
