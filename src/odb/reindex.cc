@@ -35,6 +35,9 @@ Result<AuditReport> LmdbStore::Reindex() {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, batch->Table(t));
     KI_RETURN_IF_ERROR(batch->txn().Drop(dbi));
   }
+  // A store upgraded through this reindex (format 1) still has refs as a
+  // plain table: emptied now, it is made the set table format 11 keeps.
+  for (std::string_view t : SetTables()) KI_RETURN_IF_ERROR(batch->MakeSetTable(t));
   std::vector<std::string> problems, kept;
   // A version 1 blob frame has no header check, and a blob's content does
   // not say its media type: the index entry this reindex replaces is the one
