@@ -442,21 +442,12 @@ Result<std::vector<Digest>> LmdbStore::LookupName(Kind kind, std::string_view na
 }
 
 Result<std::vector<std::string>> LmdbStore::NamesOf(const Digest& d) {
-  std::vector<std::string> out;
-  // One read transaction for the number and the scan (ki ls asks for every
-  // object's names).
-  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
-  lmdb::Txn& txn = *read;
-  KI_ASSIGN_OR_RETURN(auto info, StatIn(txn, d));
-  if (!info) return out;
-  KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kNamesOf));
-  if (!dbi) return out;
-  const std::string prefix = ObjectKeyPart(*info);
-  KI_RETURN_IF_ERROR(ScanTable(txn, *dbi, prefix, [&](std::string_view k, std::string_view) {
-    out.emplace_back(k.substr(prefix.size()));
-    return true;
-  }));
-  return out;
+  // namesof is keyed by the object's number, which its meta entry holds
+  // (ki ls, which asks for every object's names, has it already and calls
+  // the ObjectInfo overload).
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info) return std::vector<std::string>();
+  return NamesOf(*info);
 }
 
 Result<std::vector<std::string>> LmdbStore::NamesOf(const ObjectInfo& info) {

@@ -16,15 +16,15 @@ Status LmdbBatch::FoldNamesIntoNameSet() {
   KI_ASSIGN_OR_RETURN(MDB_dbi names, Table(kNames));
   KI_ASSIGN_OR_RETURN(MDB_dbi nameset, Table(kNameSet));
   KI_RETURN_IF_ERROR(FlushStaged(names));
-  std::vector<std::pair<std::string, std::string>> latest;
+  std::vector<std::string> latest;  // the latest holders' nameset keys
   KI_RETURN_IF_ERROR(ScanTable(txn_, names, "", [&](std::string_view k, std::string_view v) {
     // A damaged value (not a digest) names no holder: left out, as reindex
     // would remove it; the name is pointed again by reindex.
-    if (v.size() == 32) latest.emplace_back(std::string(k) + std::string(v), std::string());
+    if (v.size() == 32) latest.push_back(std::string(k) + std::string(v));
     return true;
   }));
   // Staged, so written in nameset's key order.
-  for (const auto& [k, unused] : latest) KI_RETURN_IF_ERROR(PutKV(nameset, k, kNameLatest));
+  for (const std::string& k : latest) KI_RETURN_IF_ERROR(PutKV(nameset, k, kNameLatest));
   return DropTable(kNames);
 }
 
