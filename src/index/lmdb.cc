@@ -624,6 +624,13 @@ Result<std::optional<std::string>> Txn::LastKey(MDB_dbi dbi) {
   return cur.Last();
 }
 
+Result<uint64_t> Txn::Entries(MDB_dbi dbi) {
+  MDB_stat st;
+  int rc = mdb_stat(txn_, dbi, &st);
+  if (rc) return MdbStatus("table statistics", rc);
+  return uint64_t(st.ms_entries);
+}
+
 uint64_t Txn::id() const { return uint64_t(mdb_txn_id(txn_)); }
 
 Status Environment::CopyCompacted(const std::string& dir) {

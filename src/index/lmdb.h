@@ -189,6 +189,8 @@ class Txn {
   Result<char*> ReserveAppend(MDB_dbi dbi, std::string_view key, size_t size);  // nullptr: does not sort last
   // The table's last key, copied; nullopt when it is empty.
   Result<std::optional<std::string>> LastKey(MDB_dbi dbi);
+  // How many entries the table holds (LMDB keeps the count: no scan).
+  Result<uint64_t> Entries(MDB_dbi dbi);
   uint64_t id() const;  // LMDB's transaction ID
   // Whether `dbi` is a set table (Environment::DeclareSetTable).
   bool IsSetTable(MDB_dbi dbi) const;

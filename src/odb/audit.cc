@@ -72,6 +72,12 @@ Result<Manifest> ShadowBatch::ReadManifest(const Digest& d) {
 
 namespace {
 
+// A refs key's referrer part that names no held object.
+std::string ReferrerText(std::string_view part) {
+  auto n = KeyNumber(part);
+  return n ? "object number " + std::to_string(*n) + " (no object holds it)" : lmdb::KeyText(part);
+}
+
 // What the user runs about a damaged object (issue 25.3): the same bytes
 // written again replace it (a batch re-hashes a held copy before it skips
 // it as held); a pull fetches only what the index lacks, so it needs the
@@ -318,7 +324,8 @@ Result<AuditReport> LmdbStore::Audit() {
         continue;
       }
       // What refs must hold for it (compared below).
-      for (const Reference& ref : c.refs) want.refs.emplace(RefKey(ref.target, info.digest, ref.field), ref.uri);
+      const std::string referrer = RefReferrerPart(info);
+      for (const Reference& ref : c.refs) want.refs.emplace(RefKey(ref.target, referrer, ref.field), ref.uri);
       verified.emplace(info.digest, VerifiedContent{info.type, std::string(), std::move(c.manifest)});
     } else if (c.read) {
       verified.emplace(info.digest, VerifiedContent{info.type, std::move(c.raw)});
@@ -338,13 +345,22 @@ Result<AuditReport> LmdbStore::Audit() {
     report.faults.push_back(std::move(e));
     for (auto& o : f.objects) report.faults.push_back(std::move(o));
   }
+  // Every held object by its number: what numbered keys (objects, refs,
+  // docs, namesof) are read back through.
+  want.by_number.reserve(infos.size());
+  for (const ObjectInfo& info : infos)
+    if (info.number) want.by_number.emplace(info.number, info.digest);
   // 2. The other way: frames in LMDB and loose files must be indexed.
   std::vector<std::pair<Digest, std::string>> unindexed_frames;
-  KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view v) {
-    Digest d = Digest::FromRaw(k);
-    if (!indexed.count(d) || loose_indexed.count(d)) unindexed_frames.emplace_back(d, std::string(v));
-    return true;
-  }));
+  if (!objects_numbered_) {
+    KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view v) {
+      Digest d = Digest::FromRaw(k);
+      if (!indexed.count(d) || loose_indexed.count(d)) unindexed_frames.emplace_back(d, std::string(v));
+      return true;
+    }));
+  } else {
+    KI_RETURN_IF_ERROR(CheckObjectRows(infos, &unindexed_frames, &report));
+  }
   for (const auto& [d, frame] : unindexed_frames) {
     // A frame and its index entry are written in one transaction, so a
     // frame without one is damage, never an interrupted write: of the
@@ -402,14 +418,17 @@ Result<AuditReport> LmdbStore::Audit() {
   // 3. References: targets the store does not hold are missing, not faults.
   std::set<Digest> missing_seen;
   KI_RETURN_IF_ERROR(Scan(kRefs, "", [&](std::string_view k, std::string_view) {
-    if (k.size() < 64) return true;
-    Digest target = Digest::FromRaw(k.substr(0, 32));
+    auto parts = SplitRefKey(k);
+    if (!parts) return true;
+    const Digest& target = parts->target;
     if (indexed.count(target) || !missing_seen.insert(target).second) return true;
     CheckEntry e;
     e.digest = target;
     e.state = CheckState::kMissing;
     e.what = "unknown";
-    e.via = Digest::FromRaw(k.substr(32, 32)).str().substr(0, 19) + " " + RefField(k.substr(64));
+    auto referrer = ReferrerOf(parts->referrer, want.by_number);
+    e.via = (referrer ? referrer->str().substr(0, 19) : ReferrerText(parts->referrer)) + " " +
+            RefField(parts->field);
     report.missing.push_back(std::move(e));
     return true;
   }));
@@ -418,9 +437,6 @@ Result<AuditReport> LmdbStore::Audit() {
     if (absent.ok() && *absent && !(*absent)->media_type.empty()) e.what = "blob " + (*absent)->media_type;
   }
   // 4. Names, tags and document links must point at objects the store holds.
-  want.by_number.reserve(infos.size());
-  for (const ObjectInfo& info : infos)
-    if (info.number) want.by_number.emplace(info.number, info.digest);
   for (std::string_view table : {kNames, kTags, kDocs}) {
     KI_RETURN_IF_ERROR(Scan(table, "", [&](std::string_view k, std::string_view v) {
       Digest d = Digest::FromRaw(v);
@@ -515,6 +531,60 @@ const char kNameLacking[] =
 
 }  // namespace
 
+Status LmdbStore::CheckObjectRows(const std::vector<ObjectInfo>& infos,
+                                  std::vector<std::pair<Digest, std::string>>* unindexed_frames,
+                                  AuditReport* report) {
+  std::unordered_map<Digest, const ObjectInfo*> by_digest;
+  by_digest.reserve(infos.size());
+  for (const ObjectInfo& info : infos) by_digest.emplace(info.digest, &info);
+  std::unordered_set<uint32_t> loose_rows;  // numbers whose row names their loose object
+  auto fault = [&](std::optional<Digest> d, std::string what, std::string detail) {
+    CheckEntry e;
+    if (d) e.digest = *d;
+    e.state = CheckState::kCorrupt;
+    e.what = std::move(what);
+    e.detail = std::move(detail);
+    report->faults.push_back(std::move(e));
+  };
+  KI_RETURN_IF_ERROR(Scan(kObjects, "", [&](std::string_view k, std::string_view v) {
+    auto row = SplitObjectsRow(k, v);
+    if (!row) {
+      fault(std::nullopt, "objects row " + lmdb::KeyText(k),
+            "malformed: its key is not an object number or its value holds no digest, so it holds no object "
+            "(ki audit --reindex removes it)");
+      return true;
+    }
+    auto it = by_digest.find(row->digest);
+    const ObjectInfo* info = it == by_digest.end() ? nullptr : it->second;
+    if (!row->frame.empty()) {
+      // A frame under another number than its entry's, or of no entry.
+      if (!info || info->location == Location::kLoose || info->number != row->number)
+        unindexed_frames->emplace_back(row->digest, std::string(row->frame));
+      return true;
+    }
+    if (info && info->number == row->number) {
+      // An object kept in LMDB whose row lost its frame: the object pass
+      // reported it (its read failed).
+      if (info->location == Location::kLoose) loose_rows.insert(row->number);
+      return true;
+    }
+    const std::string n = std::to_string(row->number);
+    fault(row->digest, "objects row " + n,
+          info ? "names this object as number " + n + ", which the index entry gives number " +
+                     std::to_string(info->number) + " (ki audit --reindex removes the row)"
+               : "names an object that has no index entry and whose bytes are not in the store (ki audit --reindex "
+                 "removes the row)");
+    return true;
+  }));
+  for (const ObjectInfo& info : infos) {
+    if (info.location != Location::kLoose || loose_rows.count(info.number)) continue;
+    fault(info.digest, "objects row " + std::to_string(info.number),
+          "missing: the row that gives this loose object's number its digest, through which references from it "
+          "are read back (ki audit --reindex restores it)");
+  }
+  return Status::OK();
+}
+
 Status LmdbStore::CheckNumbers(const std::vector<ObjectInfo>& infos, AuditReport* report) {
   if (!numbered_) return Status::OK();  // a store of format 9 or before, read as it is
   TableDiff meta(kMeta, report);
@@ -557,15 +627,15 @@ Status LmdbStore::CheckStoreTables(const ExpectedTables& want, const std::unorde
     TableDiff diff(table, report);
     std::unordered_set<std::string> seen;
     auto label = [&](std::string_view k) {
-      if (k.size() >= 64) {
-        return Digest::FromRaw(k.substr(32, 32)).str() + " " + RefField(k.substr(64)) + " -> " +
-               Digest::FromRaw(k.substr(0, 32)).str();
-      }
-      return lmdb::KeyText(k);
+      auto parts = SplitRefKey(k);
+      if (!parts) return lmdb::KeyText(k);
+      auto referrer = ReferrerOf(parts->referrer, want.by_number);
+      return (referrer ? referrer->str() : ReferrerText(parts->referrer)) + " " +
+             RefField(parts->field) + " -> " + parts->target.str();
     };
     auto digest_of = [&](std::string_view k) -> std::optional<Digest> {
-      if (k.size() >= 64) return Digest::FromRaw(k.substr(32, 32));
-      return std::nullopt;
+      auto parts = SplitRefKey(k);
+      return parts ? ReferrerOf(parts->referrer, want.by_number) : std::nullopt;
     };
     // Keys are unique, so as many matched as the objects give means none is
     // lacking: which ones are is only worked out when some are.

@@ -46,8 +46,24 @@ Status LmdbBatch::FlushPending() {
   if (pending_.empty()) return Status::OK();
   KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  if (store_->objects_numbered()) {
+    // Format 12: objects rows in number order, which is the order new
+    // numbers are given, so a batch of new objects appends to the table.
+    // A loose object's row holds its digest alone.
+    std::vector<const PendingObject*> by_number;
+    by_number.reserve(pending_.size());
+    for (const auto& [d, p] : pending_) by_number.push_back(&p);
+    std::sort(by_number.begin(), by_number.end(),
+              [](const PendingObject* a, const PendingObject* b) { return a->info.number < b->info.number; });
+    for (const PendingObject* p : by_number) {
+      const std::string_view frame = p->info.location == Location::kIndex ? std::string_view(p->frame) : "";
+      KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, NumberKey(p->info.number), 32 + frame.size()));
+      std::memcpy(dst, p->info.digest.raw().data(), 32);
+      std::memcpy(dst + 32, frame.data(), frame.size());
+    }
+  }
   for (const auto& [d, p] : pending_) {
-    if (p.info.location == Location::kIndex) {
+    if (p.info.location == Location::kIndex && !store_->objects_numbered()) {
       KI_ASSIGN_OR_RETURN(char* dst, ReserveKV(objects, d.raw(), p.frame.size()));
       std::memcpy(dst, p.frame.data(), p.frame.size());
     }
@@ -501,8 +517,11 @@ Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const s
       extracted = ExtractReferences(*m);
       refs = &extracted;
     }
+    KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+    if (!info) return Status::InvalidInput("internal: references of " + d.str() + ", which is not stored");
+    const std::string referrer = store_->RefReferrerPart(*info);
     for (const Reference& ref : *refs)
-      KI_RETURN_IF_ERROR(PutKV(refs_table, RefKey(ref.target, d, ref.field), ""));
+      KI_RETURN_IF_ERROR(PutKV(refs_table, RefKey(ref.target, referrer, ref.field), ""));
   }
   if (document) {
     KI_ASSIGN_OR_RETURN(MDB_dbi docs, Table(kDocs));
@@ -590,8 +609,11 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
     return Status::OK();
   };
   for (size_t i : new_manifests) {
+    KI_ASSIGN_OR_RETURN(auto info, Stat(ms[i].digest));
+    if (!info) return Status::InvalidInput("internal: references of " + ms[i].digest.str() + ", which is not stored");
+    const std::string referrer = store_->RefReferrerPart(*info);
     for (const Reference& ref : ms[i].references)
-      rows.emplace_back(RefKey(ref.target, ms[i].digest, ref.field), std::string_view());
+      rows.emplace_back(RefKey(ref.target, referrer, ref.field), std::string_view());
   }
   KI_RETURN_IF_ERROR(put_sorted(kRefs));
   for (const EncodedManifest& m : ms) {
@@ -763,7 +785,41 @@ Result<uint32_t> LmdbBatch::NumberFor(const Digest& d) {
   // A rebuild of meta (reindex) stores objects again (a built-in
   // dictionary) after it dropped their entries: they keep their numbers.
   if (auto it = carried_.find(d); it != carried_.end()) return it->second;
+  KI_ASSIGN_OR_RETURN(uint32_t orphan, OrphanRowNumber(d));
+  if (orphan) return orphan;
   return NewNumber();
+}
+
+Result<uint32_t> LmdbBatch::OrphanRowNumber(const Digest& d) {
+  if (!store_->objects_numbered()) return uint32_t(0);
+  if (!orphans_) {
+    // Every meta entry has its objects row (format 12), so a store with
+    // more rows than entries holds rows no entry names: frames reindex
+    // left out because they were damaged. Read once a batch, and only
+    // then: the good bytes written again take the damaged row's number,
+    // and so replace it.
+    orphans_.emplace();
+    KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+    KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+    KI_ASSIGN_OR_RETURN(uint64_t rows, txn_.Entries(objects));
+    KI_ASSIGN_OR_RETURN(uint64_t entries, txn_.Entries(meta));
+    if (rows > entries) {
+      std::vector<std::pair<Digest, uint32_t>> found;
+      KI_RETURN_IF_ERROR(ScanTable(txn_, objects, "", [&](std::string_view k, std::string_view v) {
+        if (auto row = SplitObjectsRow(k, v)) found.emplace_back(row->digest, row->number);
+        return true;
+      }));
+      for (const auto& [digest, n] : found) {
+        KI_ASSIGN_OR_RETURN(auto held, txn_.Get(meta, digest.raw()));
+        if (!held) orphans_->emplace(digest, n);
+      }
+    }
+  }
+  auto it = orphans_->find(d);
+  if (it == orphans_->end()) return uint32_t(0);
+  const uint32_t n = it->second;
+  orphans_->erase(it);
+  return n;
 }
 
 Result<uint32_t> LmdbBatch::NewNumber() {
@@ -827,14 +883,21 @@ Status LmdbBatch::IndexFrame(const Digest& d, const odb::FrameHeader& h, Locatio
   info.location = loc;
   KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
   KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(info, added ? *added : Now())));
+  if (loc == Location::kLoose && store_->objects_numbered()) {
+    // Its number's row (format 12), which a lost meta entry may have
+    // taken with it; an object kept in LMDB was read from its row.
+    KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+    KI_RETURN_IF_ERROR(WriteKV(objects, NumberKey(info.number), d.raw()));
+  }
   arrived_.push_back(info);
   if (IsDictionary(info)) return IndexDictionary(d, raw);
   if (h.type != ObjectType::kManifest) return Status::OK();
   auto m = ManifestFromCanonical(raw, d.str());
   if (!m.ok()) return Status::Corruption(m.status().message());
   KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
+  const std::string referrer = store_->RefReferrerPart(info);
   for (const Reference& ref : ExtractReferences(*m))
-    KI_RETURN_IF_ERROR(PutKV(refs, RefKey(ref.target, d, ref.field), ""));
+    KI_RETURN_IF_ERROR(PutKV(refs, RefKey(ref.target, referrer, ref.field), ""));
   return Status::OK();
 }
 

@@ -273,22 +273,24 @@ class Collector {
     for (const ObjectInfo& info : undated_)
       KI_RETURN_IF_ERROR(batch.Put(kMeta, info.digest.raw(), PackMeta(info, now_)));
     if (!doomed_.empty()) {
+      // gc writes only to a store of this format (format 12: objects rows
+      // and refs' referrers by number), which the open upgraded.
       for (const auto& [d, info] : doomed_) {
-        if (info.location == Location::kIndex) KI_RETURN_IF_ERROR(batch.Delete(kObjects, d.raw()));
+        KI_RETURN_IF_ERROR(batch.Delete(kObjects, store_->ObjectsKey(info)));  // a loose object's row too
         KI_RETURN_IF_ERROR(batch.Delete(kMeta, d.raw()));
         if (info.type == ObjectType::kManifest && info.kind) {
           KI_RETURN_IF_ERROR(batch.Delete(kDocs, DocsKey(info)));
         }
       }
       // Entries that name a removed object as the referrer, the manifest or
-      // the holder (nameset's holders are roots, so only stale mirrors).
-      KI_RETURN_IF_ERROR(DeleteWhere(batch, kRefs, [&](std::string_view k) {
-        return k.size() >= 64 && doomed_.count(Digest::FromRaw(k.substr(32, 32)));
-      }));
-      // namesof keys start with the holder's number (format 10; gc writes
-      // only to a store of this format, numbered, which the open upgraded).
+      // the holder (nameset's holders are roots, so only stale mirrors):
+      // refs and namesof keys hold the object's number.
       std::unordered_set<std::string> doomed_parts;
       for (const auto& [d, info] : doomed_) doomed_parts.insert(ObjectKeyPart(info));
+      const size_t referrer = RefReferrerPartSize(store_->objects_numbered());
+      KI_RETURN_IF_ERROR(DeleteWhere(batch, kRefs, [&](std::string_view k) {
+        return k.size() > 32 + referrer && doomed_parts.count(std::string(k.substr(32, referrer)));
+      }));
       const size_t part = ObjectKeyPartSize(store_->numbered());
       KI_RETURN_IF_ERROR(DeleteWhere(batch, kNamesOf, [&](std::string_view k) {
         return k.size() > part && doomed_parts.count(std::string(k.substr(0, part)));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -103,11 +104,16 @@ Status ProbeIndex(const std::string& index_dir, uint64_t map_size) {
 }
 
 // Reads a damaged data.mdb as plain bytes and puts every whole frame found
-// in it into `txn`'s objects table under the digest its content hashes to.
+// in it into `txn`'s objects table under the digest its content hashes to
+// (formats 11 and before) or, in store format 12, in a row of its own: the
+// number its old row had when the 36 bytes before the frame are that row's
+// key and digest (an LMDB leaf node holds the key just before the value),
+// else a number above every one found. (reindex then numbers the objects
+// from these rows.)
 class FrameSalvage {
  public:
-  FrameSalvage(lmdb::Txn& txn, MDB_dbi objects, const StoreOptions& opts, IndexRebuild* out)
-      : txn_(txn), objects_(objects), opts_(opts), out_(out) {}
+  FrameSalvage(lmdb::Txn& txn, MDB_dbi objects, const StoreOptions& opts, bool numbered, IndexRebuild* out)
+      : txn_(txn), objects_(objects), opts_(opts), numbered_(numbered), out_(out) {}
 
   Status Scan(SequentialFile& file, const std::string& name) {
     name_ = name;
@@ -139,23 +145,26 @@ class FrameSalvage {
           pos = limit;
           break;
         }
-        KI_ASSIGN_OR_RETURN(size_t used, TryFrame(std::string_view(buf).substr(at), base + at, max_frame));
+        const size_t lead = std::min<size_t>(at, 36);
+        KI_ASSIGN_OR_RETURN(size_t used, TryFrame(std::string_view(buf).substr(at), base + at, max_frame, false,
+                                                  std::string_view(buf).substr(at - lead, lead)));
         pos = at + (used ? used : 1);
       }
       buf.erase(0, pos);
       base += pos;
     }
     // Frames that need a dictionary found later in the file.
-    std::vector<std::pair<uint64_t, std::string>> pending;
+    std::vector<Pending> pending;
     pending.swap(pending_);
-    for (auto& [offset, frame] : pending) KI_RETURN_IF_ERROR(TryFrame(frame, offset, max_frame, true).status());
-    return Status::OK();
+    for (auto& p : pending) KI_RETURN_IF_ERROR(TryFrame(p.frame, p.offset, max_frame, true, p.lead).status());
+    return Finish();
   }
 
  private:
   // The length of the frame at the start of `f` when it is one (0 when
   // not), stored when it is whole.
-  Result<size_t> TryFrame(std::string_view f, uint64_t offset, size_t max_frame, bool last_try = false) {
+  Result<size_t> TryFrame(std::string_view f, uint64_t offset, size_t max_frame, bool last_try,
+                          std::string_view lead) {
     const std::string where = name_ + " at byte " + std::to_string(offset);
     auto h = odb::ParseFrameHeader(f.substr(0, std::min(f.size(), max_frame)), where);
     if (!h.ok()) return size_t(0);  // four bytes that only look like a magic, or a damaged header
@@ -177,7 +186,7 @@ class FrameSalvage {
       if (!dict) dict = odb::BuiltinDictionary(h->dict_id);
       if (!dict) {
         if (last_try) return Unreadable();
-        pending_.emplace_back(offset, std::string(frame));
+        pending_.push_back(Pending{offset, std::string(frame), std::string(lead)});
         return total;
       }
     }
@@ -185,7 +194,13 @@ class FrameSalvage {
     if (!raw.ok()) return Unreadable();
     const Digest d = Sha256Of(*raw);
     if (seen_.insert(d).second) {
-      KI_RETURN_IF_ERROR(txn_.Put(objects_, d.raw(), frame));
+      if (!numbered_) {
+        KI_RETURN_IF_ERROR(txn_.Put(objects_, d.raw(), frame));
+      } else {
+        uint32_t was = 0;
+        if (lead.size() == 36 && lead.substr(4) == d.raw()) was = odb::KeyNumber(lead.substr(0, 4)).value_or(0);
+        found_.push_back(Found{was, d, std::string(frame)});
+      }
       ++out_->recovered;
     }
     if (h->type == ObjectType::kBlob && h->media_type == odb::kDictionaryMediaType) {
@@ -195,19 +210,46 @@ class FrameSalvage {
     return total;
   }
 
+  // Format 12: the rows, each found frame under its old number when that
+  // is known and no other frame took it, the others numbered after them.
+  Status Finish() {
+    std::unordered_set<uint32_t> taken;
+    uint32_t next = 1;
+    for (const Found& f : found_)
+      if (f.was && taken.insert(f.was).second) next = std::max(next, f.was + 1);
+    taken.clear();
+    for (Found& f : found_) {
+      const uint32_t n = f.was && taken.insert(f.was).second ? f.was : next++;
+      KI_RETURN_IF_ERROR(txn_.Put(objects_, odb::NumberKey(n), odb::ObjectsValue(f.digest, f.frame)));
+    }
+    found_.clear();
+    return Status::OK();
+  }
+
   Result<size_t> Unreadable() {
     ++out_->unreadable;
     return size_t(0);
   }
 
+  struct Pending {
+    uint64_t offset;
+    std::string frame, lead;
+  };
+  struct Found {
+    uint32_t was;  // the number its old row had, 0 when unknown
+    Digest digest;
+    std::string frame;
+  };
   lmdb::Txn& txn_;
   MDB_dbi objects_;
   const StoreOptions& opts_;
+  const bool numbered_;
   IndexRebuild* out_;
   std::string name_;
   std::unordered_set<Digest> seen_;
   std::map<uint32_t, std::shared_ptr<const odb::Dictionary>> found_dicts_;
-  std::vector<std::pair<uint64_t, std::string>> pending_;
+  std::vector<Pending> pending_;
+  std::vector<Found> found_;
 };
 
 }  // namespace
@@ -248,7 +290,11 @@ Result<std::optional<IndexRebuild>> RebuildDamagedIndex(const std::string& ki_di
     // Read through the Env, never mapped: the file is shorter than what
     // it claims, and a mapping would fault past its end.
     KI_ASSIGN_OR_RETURN(auto file, env->NewSequentialFile(data));
-    FrameSalvage salvage(txn, *objects, opts, &out);
+    // The layout the store's FORMAT says (an older one is upgraded when
+    // reindex opens the store).
+    KI_ASSIGN_OR_RETURN(std::string fmt, env->ReadFile(odb::FormatPath(ki_dir), 4096));
+    const bool numbered = odb::FormatVersionOf(fmt).value_or(odb::kFormatVersion) >= 12;
+    FrameSalvage salvage(txn, *objects, opts, numbered, &out);
     KI_RETURN_IF_ERROR(salvage.Scan(*file, data));
     KI_RETURN_IF_ERROR(txn.Commit());
   }  // closed before it is renamed

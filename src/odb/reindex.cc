@@ -19,6 +19,13 @@ Result<AuditReport> LmdbStore::Reindex() {
   // So are object numbers (format 10): docs and namesof keys hold them.
   // An object without one (its meta entry lost) is given the next.
   KI_ASSIGN_OR_RETURN(const auto numbers, batch->CarriedNumbers());
+  // Format 12 keeps them in objects' keys too, which are data: a row's
+  // number is its object's, whatever meta said (a store of format 1,
+  // upgraded through this reindex, is given that layout first).
+  if (!objects_numbered_) KI_RETURN_IF_ERROR(batch->KeyObjectsByNumber());
+  KI_ASSIGN_OR_RETURN(const auto row_numbers, batch->ObjectRowNumbers());
+  std::unordered_set<uint32_t> row_taken;
+  for (const auto& [d, n] : row_numbers) row_taken.insert(n);
   // A format-1 store's (upgraded through this reindex) is read; not kept.
   KI_RETURN_IF_ERROR(batch->DropTableIfPresent(kAdded));
   // kinds (format 7 and before): meta says each kind.
@@ -28,8 +35,10 @@ Result<AuditReport> LmdbStore::Reindex() {
     return it == added_times.end() ? std::nullopt : std::optional<int64_t>(it->second);
   };
   auto number_of = [&](const Digest& d) -> uint32_t {
+    if (auto r = row_numbers.find(d); r != row_numbers.end()) return r->second;
     auto it = numbers.find(d);
-    return it == numbers.end() ? 0 : it->second;
+    // meta's number, unless a row holds another object under it (damage).
+    return it == numbers.end() || row_taken.count(it->second) ? 0 : it->second;
   };
   for (std::string_view t : derived) {
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, batch->Table(t));
@@ -85,13 +94,16 @@ Result<AuditReport> LmdbStore::Reindex() {
     return batch->IndexFrame(d, *h, loc, frame.size(), *raw, added_of(d), number_of(d));
   };
   {
-    // Frames kept in LMDB, read inside the batch's own transaction.
+    // Frames kept in LMDB, read inside the batch's own transaction (a
+    // loose object's row holds no frame; a malformed row is audit's to
+    // report).
     KI_ASSIGN_OR_RETURN(MDB_dbi objects, batch->Table(kObjects));
     std::vector<std::pair<Digest, std::string>> frames;
     KI_ASSIGN_OR_RETURN(auto cur, lmdb::Cursor::Open(batch->txn(), objects));
     KI_ASSIGN_OR_RETURN(bool more, cur.Seek(""));
     while (more) {
-      frames.emplace_back(Digest::FromRaw(cur.key()), std::string(cur.value()));
+      auto row = SplitObjectsRow(cur.key(), cur.value());
+      if (row && !row->frame.empty()) frames.emplace_back(row->digest, std::string(row->frame));
       KI_ASSIGN_OR_RETURN(more, cur.Next());
     }
     // Dictionaries first: the frames after them may need them.
@@ -149,6 +161,7 @@ Result<AuditReport> LmdbStore::Reindex() {
   // A store of format 1 (upgraded through this reindex) had digests in
   // docs and namesof keys: each object has its number now.
   if (!numbered_) KI_RETURN_IF_ERROR(batch->RekeyByNumber());
+  KI_RETURN_IF_ERROR(batch->DropStaleObjectRows());
   KI_RETURN_IF_ERROR(batch->Commit());
   numbered_ = true;
   KI_RETURN_IF_ERROR(RecordDocumentNames());

@@ -60,6 +60,7 @@ Status LmdbStore::Open(OpenMode mode) {
   }
   format_version_ = *version;
   numbered_ = format_version_ >= 10;
+  objects_numbered_ = format_version_ >= 12;
   read_only_ = mode == OpenMode::kReadOnly;
   if (!read_only_ && !env()->IsWritableDir(dir_)) {
     return Status::IOError("the store " + dir_ + " is not writable");
@@ -73,6 +74,17 @@ Status LmdbStore::Open(OpenMode mode) {
   for (std::string_view t : SetTables()) lmdb_.DeclareSetTable(t);
   KI_RETURN_IF_ERROR(lmdb_.OpenAllTables(
       {kObjects, kMeta, kRefs, kDicts, kAbsent, kNamesOf, kNameSet, kDocs, kTags, kSeq}));
+  if (format_version_ == 11) {
+    // The upgrade to format 12 commits before FORMAT is rewritten: a store
+    // killed between the two holds format 12's layout (every objects key a
+    // number) under a FORMAT that says 11, and is read as what it holds.
+    KI_ASSIGN_OR_RETURN(lmdb::Txn txn, lmdb::Txn::Begin(lmdb_, false));
+    KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kObjects));
+    if (dbi) {
+      KI_ASSIGN_OR_RETURN(auto last, txn.LastKey(*dbi));
+      if (last && last->size() == 4) objects_numbered_ = true;
+    }
+  }
   if (!read_only_ && format_version_ >= 2 && format_version_ < kFormatVersion) {
     // Format 2 -> 3: frames are read as they are; each derived index
     // adapts its tables (catalog.cohort drops its copies of the run
@@ -87,7 +99,8 @@ Status LmdbStore::Open(OpenMode mode) {
     // catalog.events values become compact binary JSON). 9 -> 10: every
     // object numbered (in digest order), docs and namesof keyed by number.
     // 10 -> 11: refs made a set table; each name's latest holder marked in
-    // nameset, names emptied.
+    // nameset, names emptied. 11 -> 12: objects keyed by number, refs'
+    // referrers numbers (last: the steps before read objects by digest).
     // One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
@@ -110,6 +123,7 @@ Status LmdbStore::Open(OpenMode mode) {
       for (std::string_view t : SetTables())
         KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->MakeSetTable(t));
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->FoldNamesIntoNameSet());
+      KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->KeyObjectsByNumber());
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     numbered_ = true;
@@ -174,11 +188,52 @@ Result<std::string> LmdbStore::ReadFrameIn(lmdb::Txn& txn, const ObjectInfo& inf
   if (info.location == Location::kLoose) return ReadLooseFrame(info);
   KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kObjects));
   std::optional<std::string_view> v;
-  if (dbi) {
-    KI_ASSIGN_OR_RETURN(v, txn.Get(*dbi, info.digest.raw()));
+  bool by_number = objects_numbered_;
+  if (dbi && (info.number || !by_number)) {
+    KI_ASSIGN_OR_RETURN(v, txn.Get(*dbi, ObjectsKey(info)));
+    if (!v && !by_number && info.number) {
+      // A store of format 11 read as it is, which a writer has just
+      // upgraded (its FORMAT still says 11 for a moment, or this reader
+      // opened it before): the frame is under its number.
+      KI_ASSIGN_OR_RETURN(v, txn.Get(*dbi, NumberKey(info.number)));
+      by_number = v.has_value();
+    }
+  }
+  if (by_number && v) {
+    auto row = SplitObjectsRow(NumberKey(info.number), *v);
+    if (!row || row->digest != info.digest || row->frame.empty()) {
+      return Status::Corruption(info.digest.str() + ": indexed as object number " + std::to_string(info.number) +
+                                ", but that row of the objects table holds " +
+                                (!row ? std::string("no digest") : row->frame.empty() ? "no frame" : row->digest.str()) +
+                                " (ki audit --reindex re-reads the frames)");
+    }
+    return std::string(row->frame);  // copied out: LMDB data is valid only inside the txn
   }
   if (!v) return Status::Corruption(info.digest.str() + ": indexed, but its bytes are not in the store");
   return std::string(*v);  // copied out: LMDB data is valid only inside the txn
+}
+
+Result<std::optional<Digest>> LmdbStore::DigestOfNumberIn(lmdb::Txn& txn, uint32_t n) {
+  KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(txn, kObjects));
+  if (!dbi || !n) return std::optional<Digest>();
+  KI_ASSIGN_OR_RETURN(auto v, txn.Get(*dbi, NumberKey(n)));
+  if (!v || v->size() < 32) return std::optional<Digest>();
+  return std::optional<Digest>(Digest::FromRaw(v->substr(0, 32)));
+}
+
+std::optional<LmdbStore::RefKeyParts> LmdbStore::SplitRefKey(std::string_view key) const {
+  const size_t part = RefReferrerPartSize(objects_numbered_);
+  if (key.size() <= 32 + part) return std::nullopt;
+  return RefKeyParts{Digest::FromRaw(key.substr(0, 32)), key.substr(32, part), key.substr(32 + part)};
+}
+
+std::optional<Digest> LmdbStore::ReferrerOf(std::string_view part,
+                                            const std::unordered_map<uint32_t, Digest>& by_number) const {
+  if (part.size() == 32) return Digest::FromRaw(part);
+  auto n = KeyNumber(part);
+  if (!n) return std::nullopt;
+  auto it = by_number.find(*n);
+  return it == by_number.end() ? std::nullopt : std::optional<Digest>(it->second);
 }
 
 Result<std::string> LmdbStore::ReadLooseFrame(const ObjectInfo& info) {
@@ -525,10 +580,30 @@ Status LmdbStore::ForEachOfKind(Kind kind, const std::function<bool(const Digest
 
 Result<std::vector<std::pair<Digest, std::string>>> LmdbStore::Referrers(const Digest& d) {
   std::vector<std::pair<Digest, std::string>> out;
-  KI_RETURN_IF_ERROR(Scan(kRefs, d.raw(), [&](std::string_view k, std::string_view) {
-    if (k.size() >= 64) out.emplace_back(Digest::FromRaw(k.substr(32, 32)), RefField(k.substr(64)));
+  std::vector<std::pair<std::string, std::string>> numbered;  // referrer part, field
+  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+  KI_RETURN_IF_ERROR(ScanIn(*read, kRefs, d.raw(), [&](std::string_view k, std::string_view) {
+    auto parts = SplitRefKey(k);
+    if (!parts) return true;
+    if (!objects_numbered_) {
+      out.emplace_back(Digest::FromRaw(parts->referrer), RefField(parts->field));
+    } else {
+      numbered.emplace_back(parts->referrer, RefField(parts->field));
+    }
     return true;
   }));
+  // Format 12: each referrer's digest from its number's objects row, in the
+  // same snapshot (a referrer with no row, damage, is left out: audit
+  // reports the refs entry).
+  for (auto& [part, field] : numbered) {
+    auto n = KeyNumber(part);
+    if (!n) continue;
+    KI_ASSIGN_OR_RETURN(auto referrer, DigestOfNumberIn(*read, *n));
+    if (referrer) out.emplace_back(*referrer, std::move(field));
+  }
+  // In digest order, as before format 12: numbers follow the order objects
+  // arrived in, which differs between a store and one that pulled from it.
+  if (!numbered.empty()) std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -189,6 +189,10 @@ class LmdbBatch final : public Batch {
   // else the next one; NewNumber: the next one (`seq`, written with the
   // batch). Numbers start at 1 and are never given twice.
   Result<uint32_t> NumberFor(const Digest& d);
+  // The number of an objects row that holds d's digest but that no meta
+  // entry names (a damaged frame reindex left out), 0 when none: what
+  // NumberFor gives d, so that its good bytes replace that row.
+  Result<uint32_t> OrphanRowNumber(const Digest& d);
   Result<uint32_t> NewNumber();
   // Makes every number up to `largest` given (seq raised above it): a
   // rebuild that keeps numbers never gives one of them again.
@@ -219,6 +223,20 @@ class LmdbBatch final : public Batch {
   // dropped: refs' artifact URIs, which nothing reads). A key of 32 bytes
   // or fewer, which no such table's writer makes, is left out.
   Status MakeSetTable(std::string_view table);
+  // Format 11 -> 12: objects keyed by number (each row the digest and the
+  // frame; a loose object's the digest alone) and refs keys' referrers
+  // written as numbers; then store_->objects_numbered(). Whatever holds the
+  // format-12 layout already is left as it is (idempotent).
+  Status KeyObjectsByNumber();
+  // Format 12: every objects row's number by digest (of two rows that hold
+  // one digest, the first), for a rebuild of meta to keep them.
+  Result<std::unordered_map<Digest, uint32_t>> ObjectRowNumbers();
+  // After a rebuild of meta (reindex): a row that holds no bytes and whose
+  // digest meta does not give that number as a loose object's (its file is
+  // gone), and a second row of an object meta numbers otherwise (the bytes
+  // are the row it was indexed from), are removed. A frame that was not
+  // indexed (damaged) stays, a fault audit reports.
+  Status DropStaleObjectRows();
   // Format 10 -> 11: each names entry ("Kind/name" -> the latest holder)
   // becomes that holder's nameset entry marked kNameLatest (recorded
   // there if it was not), and names is emptied.
@@ -297,6 +315,7 @@ class LmdbBatch final : public Batch {
   int64_t now_ = 0;  // Unix seconds, read once a batch (Now)
   uint32_t next_number_ = 0;  // 0 until read from seq (NewNumber)
   std::unordered_map<Digest, uint32_t> carried_;  // CarriedNumbers' (NumberFor)
+  std::optional<std::unordered_map<Digest, uint32_t>> orphans_;  // OrphanRowNumber's, read once
   // New objects kept in LMDB, held back (until Commit, a use of their
   // tables by name, or kPendingLimit bytes) and then written in digest
   // order: a batch's objects, in whatever order they were put, then fill
@@ -485,6 +504,34 @@ class LmdbStore final : public Store {
   // Whether docs and namesof keys hold object numbers (format 10) rather
   // than digests (a store of format 9 or before, read as it is).
   bool numbered() const { return numbered_; }
+  // Whether `objects` is keyed by object number and refs keys hold their
+  // referrer's number (format 12) rather than digests (a store of format 11
+  // or before, read as it is). KeyObjectsByNumber sets it once it has
+  // rewritten both.
+  bool objects_numbered() const { return objects_numbered_; }
+  void set_objects_numbered() { objects_numbered_ = true; }
+  // The key of an object's objects row (its number, or its digest).
+  std::string ObjectsKey(const ObjectInfo& info) const {
+    return objects_numbered_ ? NumberKey(info.number) : std::string(info.digest.raw());
+  }
+  // A referrer's part of a refs key (RefKey): its number or its digest.
+  std::string RefReferrerPart(const ObjectInfo& referrer) const {
+    return objects_numbered_ ? NumberKey(referrer.number) : std::string(referrer.digest.raw());
+  }
+  // A refs key split into its target, its referrer's key part and the
+  // field's bytes (RefField reads them); nullopt for a key too short.
+  struct RefKeyParts {
+    Digest target;
+    std::string_view referrer;
+    std::string_view field;
+  };
+  std::optional<RefKeyParts> SplitRefKey(std::string_view key) const;
+  // The referrer a refs key part names: its digest, or (format 12) the
+  // digest numbered so in `by_number`; nullopt when none is.
+  std::optional<Digest> ReferrerOf(std::string_view part, const std::unordered_map<uint32_t, Digest>& by_number) const;
+  // The digest of the object numbered `n`, from its objects row (format 12);
+  // nullopt when no row holds it.
+  Result<std::optional<Digest>> DigestOfNumberIn(lmdb::Txn& txn, uint32_t n);
   // The tables kept as set tables (lmdb.h): refs.
   std::vector<std::string_view> SetTables() const;
   // Every held object by its number (a meta scan): what reading a
@@ -526,6 +573,12 @@ class LmdbStore final : public Store {
   // Format 10's numbers: every object has one, no two share one, and seq's
   // next number is above them all.
   Status CheckNumbers(const std::vector<ObjectInfo>& infos, AuditReport* report);
+  // Format 12's objects rows: each holds an object's digest under the number
+  // its index entry gives, with its frame (collected into unindexed_frames
+  // when no entry names it so, as audit's step 2 reports frames) or, for a
+  // loose object, alone; every loose object has its row.
+  Status CheckObjectRows(const std::vector<ObjectInfo>& infos,
+                         std::vector<std::pair<Digest, std::string>>* unindexed_frames, AuditReport* report);
   Status CheckStoreTables(const ExpectedTables& want, const std::unordered_set<Digest>& indexed,
                           AuditReport* report);
   // Each document of `gives` that no docs entry links, with the held
@@ -601,6 +654,7 @@ class LmdbStore final : public Store {
   bool read_only_ = true;
   int format_version_ = kFormatVersion;
   bool numbered_ = true;
+  bool objects_numbered_ = true;
   // Declared before lmdb_: released only after the environment is closed.
   StoreLock lock_;
   bool callers_lock_ = false;

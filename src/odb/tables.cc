@@ -170,9 +170,9 @@ std::string RefField(std::string_view key_rest) {
   return lmdb::KeyText(key_rest);
 }
 
-std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field) {
+std::string RefKey(const Digest& target, std::string_view referrer, std::string_view field) {
   std::string key(target.raw());
-  key.append(referrer.raw());
+  key.append(referrer);
   if (const uint8_t code = RefFieldCode(field)) {
     key.push_back(char(code));
     return key;
@@ -181,6 +181,19 @@ std::string RefKey(const Digest& target, const Digest& referrer, std::string_vie
   return lmdb::FitKey(std::move(key));
 }
 
+std::string ObjectsValue(const Digest& d, std::string_view frame) {
+  std::string v;
+  v.reserve(32 + frame.size());
+  v.append(d.raw());
+  v.append(frame);
+  return v;
+}
+
+std::optional<ObjectsRow> SplitObjectsRow(std::string_view key, std::string_view value) {
+  auto n = KeyNumber(key);
+  if (!n || value.size() < 32) return std::nullopt;
+  return ObjectsRow{*n, Digest::FromRaw(value.substr(0, 32)), value.substr(32)};
+}
 
 std::string AbsentValue(const AbsentInfo& a) {
   Json j = Json::object();

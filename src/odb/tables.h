@@ -12,6 +12,11 @@
 namespace ki::odb {
 
 // Object bytes (frames) of objects kept in LMDB. Data, not derived.
+// Format 12: the object's number (NumberKey) -> its digest's 32 bytes, then
+// its frame (ObjectsValue); a loose object's row holds the digest alone. So
+// every held object has a row, and the table is the store's number ->
+// digest map, which refs' numbered referrers are read back through.
+// Formats 11 and before: digest -> frame, for an object kept in LMDB only.
 inline constexpr std::string_view kObjects = "objects";
 // Derived from frames; rebuilt by Reindex().
 // digest -> packed ObjectInfo and, since format 6, when the store first
@@ -25,7 +30,8 @@ inline constexpr std::string_view kMeta = "meta";
 inline constexpr std::string_view kKinds = "kinds";
 // target + referrer + field -> "". A set table since format 11 (the
 // target stored once for its referrers); before, a plain one whose value
-// was the reference's artifact URI.
+// was the reference's artifact URI. The referrer is its number since
+// format 12 (4 bytes instead of its digest's 32: RefReferrerPart).
 inline constexpr std::string_view kRefs = "refs";
 // zstd dictionary ID (4 bytes, big-endian) -> digest of the dictionary
 // object holding it (of several with one ID, the smallest digest).
@@ -111,7 +117,21 @@ inline size_t ObjectKeyPartSize(bool numbered) { return numbered ? 4 : 32; }
 // A pointer runs through user-chosen names (tensors have no length limit),
 // so the key is fitted to LMDB's limit; Referrers shows a shortened field
 // with "…".
-std::string RefKey(const Digest& target, const Digest& referrer, std::string_view field);
+// `referrer`: its key part, its number (format 12: NumberKey) or its
+// digest's 32 bytes (formats 11 and before).
+std::string RefKey(const Digest& target, std::string_view referrer, std::string_view field);
+inline size_t RefReferrerPartSize(bool objects_numbered) { return objects_numbered ? 4 : 32; }
+// objects (format 12): a row's value, the digest and then the frame (empty
+// for a loose object's row).
+std::string ObjectsValue(const Digest& d, std::string_view frame);
+// A format-12 objects row read back; nullopt when malformed (a key that is
+// no number, a value shorter than a digest).
+struct ObjectsRow {
+  uint32_t number = 0;
+  Digest digest;
+  std::string_view frame;  // empty: a loose object's row
+};
+std::optional<ObjectsRow> SplitObjectsRow(std::string_view key, std::string_view value);
 // 1.. for a pointer that has a code, 0 for the others.
 uint8_t RefFieldCode(std::string_view field);
 // The field of a refs key from its bytes after the two digests: a code's
@@ -173,8 +193,14 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // is upgraded when it is opened for writing (names folded into nameset,
 // refs made again with the same keys), read as it is otherwise (names read
 // from `names`, refs' keys read the same).
-inline constexpr int kFormatVersion = 11;
-inline constexpr std::string_view kFormatLine = "ki-store 11\n";
+// Format 12: `objects` is keyed by object number, each row the digest and
+// the frame (a loose object's row the digest alone), and a refs key holds
+// its referrer's number instead of its digest. A ki that reads format 11
+// would find no object's bytes; a format-11 store is upgraded when it is
+// opened for writing (objects and refs written again), read as it is
+// otherwise (objects by digest, refs' referrers as digests).
+inline constexpr int kFormatVersion = 12;
+inline constexpr std::string_view kFormatLine = "ki-store 12\n";
 // The format a FORMAT file's contents name: "ki-store N\n" exactly, N from
 // 1 to kFormatVersion; nullopt for anything else.
 std::optional<int> FormatVersionOf(std::string_view contents);

@@ -5,6 +5,8 @@
 // open runs them again. (The derived indexes upgrade their own tables:
 // DerivedIndex::Upgrade.)
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 
 #include "odb/store_impl.h"
 
@@ -177,6 +179,124 @@ Status LmdbBatch::RekeyByNumber() {
     std::sort(entries.begin(), entries.end());
     for (const auto& [k, v] : entries) KI_RETURN_IF_ERROR(PutKV(dbi, k, v));
   }
+  return Status::OK();
+}
+
+Status LmdbBatch::KeyObjectsByNumber() {
+  if (store_->objects_numbered()) return Status::OK();
+  // What the batch holds back is written in the layout it was put in.
+  KI_RETURN_IF_ERROR(FlushPending());
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+  KI_ASSIGN_OR_RETURN(MDB_dbi refs, Table(kRefs));
+  // Each held object's number (format 10 numbered them all) and the loose
+  // ones, whose rows hold their digests alone.
+  std::unordered_map<Digest, uint32_t> number;
+  std::vector<std::pair<uint32_t, Digest>> loose;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, meta, "", [&](std::string_view k, std::string_view v) {
+    ObjectInfo info;
+    if (!UnpackMeta(k, v, &info) || !info.number) return true;  // damaged: audit reports it
+    number.emplace(info.digest, info.number);
+    if (info.location == Location::kLoose) loose.emplace_back(info.number, info.digest);
+    return true;
+  }));
+  std::map<uint32_t, std::string> rows;  // number -> digest + frame
+  std::vector<std::pair<Digest, std::string>> unnumbered;
+  bool digest_keys = false, number_keys = false;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, objects, "", [&](std::string_view k, std::string_view v) {
+    if (k.size() != 32) {
+      number_keys = true;
+      return true;
+    }
+    digest_keys = true;
+    const Digest d = Digest::FromRaw(k);
+    auto it = number.find(d);
+    if (it != number.end() && !rows.count(it->second)) {
+      rows.emplace(it->second, ObjectsValue(d, v));
+    } else {
+      unnumbered.emplace_back(d, std::string(v));
+    }
+    return true;
+  }));
+  // Killed after this step's batch committed but before FORMAT said 12,
+  // the store holds format 12's layout already: nothing to do again.
+  if (number_keys && !digest_keys) {
+    store_->set_objects_numbered();
+    return Status::OK();
+  }
+  // A frame no meta entry numbers (damage: audit reports a frame without
+  // an entry, and reindex indexes it) keeps its bytes under a new number.
+  for (auto& [d, frame] : unnumbered) {
+    KI_ASSIGN_OR_RETURN(uint32_t n, NewNumber());
+    rows.emplace(n, ObjectsValue(d, frame));
+  }
+  for (const auto& [n, d] : loose) rows.emplace(n, std::string(d.raw()));
+  // Emptied and filled again in number order: the append path, full pages.
+  KI_RETURN_IF_ERROR(txn_.Drop(objects));
+  last_.erase(objects);
+  for (const auto& [n, v] : rows) KI_RETURN_IF_ERROR(WriteKV(objects, NumberKey(n), v));
+  store_->set_objects_numbered();
+  // refs: each referrer's digest becomes its number. A key whose referrer
+  // the store does not hold is left out (refs is derived, and such an entry
+  // is stale: reindex removes it too); a key too short to hold a digest
+  // (damaged) is kept as it is, for audit to report.
+  KI_RETURN_IF_ERROR(FlushStaged(refs));
+  std::vector<std::string> keys;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, refs, "", [&](std::string_view k, std::string_view) {
+    if (k.size() <= 64) {
+      keys.emplace_back(k);
+      return true;
+    }
+    auto it = number.find(Digest::FromRaw(k.substr(32, 32)));
+    if (it != number.end()) keys.push_back(RefKey(Digest::FromRaw(k.substr(0, 32)), NumberKey(it->second), k.substr(64)));
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(txn_.Drop(refs));
+  last_.erase(refs);
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& k : keys) KI_RETURN_IF_ERROR(PutKV(refs, k, ""));
+  return Status::OK();
+}
+
+Result<std::unordered_map<Digest, uint32_t>> LmdbBatch::ObjectRowNumbers() {
+  std::unordered_map<Digest, uint32_t> numbers;
+  KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+  uint32_t largest = 0;
+  KI_RETURN_IF_ERROR(ScanTable(txn_, objects, "", [&](std::string_view k, std::string_view v) {
+    if (auto row = SplitObjectsRow(k, v)) {
+      numbers.emplace(row->digest, row->number);
+      largest = std::max(largest, row->number);
+    }
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(ReserveNumbersThrough(largest));
+  return numbers;
+}
+
+Status LmdbBatch::DropStaleObjectRows() {
+  KI_RETURN_IF_ERROR(FlushPending());
+  KI_ASSIGN_OR_RETURN(MDB_dbi objects, Table(kObjects));
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  std::vector<std::string> stale;
+  Status bad = Status::OK();
+  KI_RETURN_IF_ERROR(ScanTable(txn_, objects, "", [&](std::string_view k, std::string_view v) {
+    auto row = SplitObjectsRow(k, v);
+    if (!row) {
+      stale.emplace_back(k);  // malformed: no digest, so no object's bytes
+      return true;
+    }
+    auto entry = txn_.Get(meta, row->digest.raw());
+    if (!entry.ok()) return bad = entry.status(), false;
+    ObjectInfo info;
+    const bool indexed = *entry && UnpackMeta(row->digest.raw(), **entry, &info);
+    if (row->frame.empty() ? !indexed || info.location != Location::kLoose || info.number != row->number
+                           : indexed && info.number != row->number) {
+      stale.emplace_back(k);
+    }
+    return true;
+  }));
+  KI_RETURN_IF_ERROR(bad);
+  for (const std::string& k : stale) KI_RETURN_IF_ERROR(EraseKV(objects, k));
   return Status::OK();
 }
 

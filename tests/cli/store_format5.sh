@@ -30,13 +30,13 @@ expect_rc 0 "gc --dry-run (format 5)" K gc --dry-run --grace 0 --json
 same_ages "format 5"
 grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 
-# 2. A write: FORMAT becomes 8, every meta value is format 6's (bit 7 of
-# its first byte), `added` is empty and refs keys of a coded field are 65
+# 2. A write: FORMAT becomes today's, every meta value is format 6's (bit 7 of
+# its first byte), `added` is empty and refs keys of a coded field are 37
 # bytes (when lmdb-utils is there to look); the referrers ki show lists
 # keep their fields.
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
-grep -qx "ki-store 11" "$T/.ki/FORMAT" || fail "the first write makes the store format 11 (today's): $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store 12" "$T/.ki/FORMAT" || fail "the first write makes the store format 12 (today's): $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   n=$(mdb_stat -s added "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "added still holds $n entries after the upgrade"
@@ -50,14 +50,15 @@ assert not old, "%d of %d meta values are not format 6" % (len(old), len(values)
 ' || fail "meta values after the upgrade"
   mdb_dump -s refs "$T/.ki/index" | python3 -c '
 import sys
-# A set table (format 11) dumps each key as its first 32 bytes and the rest.
+# A set table (format 11) dumps each key as its first 32 bytes and the rest;
+# the referrer is its 4-byte number (format 12).
 lines = [bytes.fromhex(l.strip()) for l in sys.stdin if l.startswith(" ")]
 keys = [a + b for a, b in zip(lines[0::2], lines[1::2])]
 fixed = {b"/spec/workloadDigest", b"/spec/implementationDigest", b"/spec/protocolDigest", b"/spec/environmentDigest",
          b"/spec/operationSpecDigest", b"/spec/operation/specDigest", b"/spec/source/contentDigest",
          b"/spec/configurationDigest", b"/spec/modelDigest", b"/spec/stackDigest"}
-coded = [k for k in keys if len(k) == 65 and 0 < k[64] < 0x20]
-text = [k for k in keys if k[64:] in fixed]
+coded = [k for k in keys if len(k) == 37 and 0 < k[36] < 0x20]
+text = [k for k in keys if k[36:] in fixed]
 assert len(coded) > 20 and not text, "%d refs keys coded, %d of a coded field as text" % (len(coded), len(text))
 ' || fail "refs keys after the upgrade"
   n=$(mdb_stat -s kinds "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')

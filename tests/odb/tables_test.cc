@@ -105,14 +105,14 @@ TEST(MetaValue, MalformedValuesAreRefused) {
 // its pointer; any other field stays text (a long one fitted to LMDB's limit).
 TEST(RefKey, AFixedFieldIsOneByteAndOthersStayText) {
   const Digest target = Sha256Of("a protocol"), run = Sha256Of("a run");
-  const std::string coded = RefKey(target, run, "/spec/protocolDigest");
+  const std::string coded = RefKey(target, run.raw(), "/spec/protocolDigest");
   ASSERT_EQ(coded.size(), 65u);
   EXPECT_EQ(coded.substr(0, 32), target.raw());
   EXPECT_EQ(coded.substr(32, 32), run.raw());
   EXPECT_EQ(RefField(coded.substr(64)), "/spec/protocolDigest");
   EXPECT_EQ(RefFieldCode("/spec/workloadDigest"), 1);
   EXPECT_EQ(RefFieldCode("/spec/stackDigest"), 10);
-  const std::string text = RefKey(target, run, "/spec/evidence/logs/0/digest");
+  const std::string text = RefKey(target, run.raw(), "/spec/evidence/logs/0/digest");
   EXPECT_EQ(text.substr(64), "/spec/evidence/logs/0/digest");
   EXPECT_EQ(RefField(text.substr(64)), "/spec/evidence/logs/0/digest");
   // A coded key sorts before every text key of the same pair (codes are
@@ -121,9 +121,37 @@ TEST(RefKey, AFixedFieldIsOneByteAndOthersStayText) {
   EXPECT_LT(coded, text);
   EXPECT_EQ(RefField(std::string(1, char(0x1f))), lmdb::KeyText(std::string(1, char(0x1f))));
   const std::string long_field = "/spec/tensors/" + std::string(600, 'x') + "/digest";
-  const std::string fitted = RefKey(target, run, long_field);
+  const std::string fitted = RefKey(target, run.raw(), long_field);
   EXPECT_EQ(fitted.size(), lmdb::kMaxKeyBytes);
   EXPECT_NE(RefField(fitted.substr(64)).find("…"), std::string::npos);
+}
+
+// Format 12: a refs key's referrer is its number (4 bytes), and an objects
+// row (keyed by number) holds the digest, then the frame (or nothing: a
+// loose object's row).
+TEST(RefKey, ANumberedReferrerTakesFourBytes) {
+  const Digest target = Sha256Of("a protocol");
+  const std::string key = RefKey(target, NumberKey(300), "/spec/protocolDigest");
+  ASSERT_EQ(key.size(), 37u);
+  EXPECT_EQ(KeyNumber(key.substr(32, 4)), 300u);
+  EXPECT_EQ(RefField(key.substr(36)), "/spec/protocolDigest");
+  EXPECT_EQ(RefReferrerPartSize(true), 4u);
+  EXPECT_EQ(RefReferrerPartSize(false), 32u);
+}
+
+TEST(ObjectsRow, HoldsTheDigestThenTheFrame) {
+  const Digest d = Sha256Of("an object");
+  auto row = SplitObjectsRow(NumberKey(7), ObjectsValue(d, "KIOB..."));
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->number, 7u);
+  EXPECT_EQ(row->digest, d);
+  EXPECT_EQ(row->frame, "KIOB...");
+  auto loose = SplitObjectsRow(NumberKey(8), d.raw());
+  ASSERT_TRUE(loose.has_value());
+  EXPECT_TRUE(loose->frame.empty());
+  EXPECT_FALSE(SplitObjectsRow(d.raw(), ObjectsValue(d, "x")).has_value());  // a digest key: format 11
+  EXPECT_FALSE(SplitObjectsRow(NumberKey(9), d.raw().substr(0, 31)).has_value());
+  EXPECT_FALSE(SplitObjectsRow(std::string(4, '\0'), d.raw()).has_value());  // number 0 is never given
 }
 
 // FORMAT's contents name a version exactly (the open upgrades or refuses by it).
