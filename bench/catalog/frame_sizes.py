@@ -27,6 +27,17 @@ CODES = {1: "application/vnd.kernelindex.manifest+json", 2: "application/vnd.ker
          7: "application/vnd.dsse.envelope.v1+json"}
 
 
+def varint(b, i):
+    """LEB128 at b[i]: (value, the index after it)."""
+    v, shift = 0, 0
+    while True:
+        v |= (b[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if not b[i - 1] & 0x80:
+            return v, i
+
+
 def entries(lines):
     it = iter(lines)
     for line in it:
@@ -45,19 +56,42 @@ def main():
     total = collections.Counter()
     sizes = []
     for key, frame in entries(sys.stdin):
+        if len(key) == 4:  # format 12: keyed by number, the row is the digest then the frame
+            if len(frame) == 32:
+                total["loose (digest only)"] += 1
+                continue
+            frame = frame[32:]
         if frame[:4] != b"KIOB":
             total["not a frame"] += 1
             continue
         version, typ, kind, flags = frame[4], frame[5], frame[6], frame[7]
-        (mt_len,) = struct.unpack_from("<H", frame, 16)
-        if version == 4:  # the media type by its code, no text; flags bit 1: a dict-id
+        if version == 5:  # varint raw size, a code byte (0: varint length + text), dict-id, check
+            raw_size, j = varint(frame, 8)
+            code = frame[j]
+            j += 1
+            mt_len = 0
+            if code == 0:
+                mt_len, j = varint(frame, j)
+                media = frame[j:j + mt_len].decode("utf-8", "replace")
+                j += mt_len
+            else:
+                media = CODES.get(code, "code %d" % code)
+            dict_id = bool(flags & 2)
+            header = j + (4 if dict_id else 0) + 4
+        else:
+            (mt_len,) = struct.unpack_from("<H", frame, 16)
+            (raw_size,) = struct.unpack_from("<Q", frame, 8)
+        if version == 5:
+            pass
+        elif version == 4:  # the media type by its code, no text; flags bit 1: a dict-id
             media = CODES.get(mt_len, "code %d" % mt_len)
             mt_len = 0
             dict_id = bool(flags & 2)
         else:
             media = frame[18:18 + mt_len].decode("utf-8", "replace")
             dict_id = version == 3
-        header = 18 + mt_len + (4 if dict_id else 0) + (4 if version >= 2 else 0)
+        if version != 5:
+            header = 18 + mt_len + (4 if dict_id else 0) + (4 if version >= 2 else 0)
         what = media if typ == 1 else "manifest kind %d" % kind
         r = rows[what]
         for c in (r, total):
@@ -68,7 +102,6 @@ def main():
             c["payload"] += len(frame) - header
             c["dictionary"] += dict_id
             c["raw"] += not (flags & 1)
-            (raw_size,) = struct.unpack_from("<Q", frame, 8)
             c["raw bytes"] += raw_size
         node = 8 + len(key) + len(frame)
         if node > NODE_MAX:

@@ -462,8 +462,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
 Status LmdbBatch::WriteObject(const EncodedObject& o) {
   const Digest& d = o.digest;
   const std::string& frame = o.frame;
-  if (frame.size() > 7 && (uint8_t(frame[4]) == kFrameVersionDict ||
-                           (uint8_t(frame[4]) == kFrameVersionCoded && (uint8_t(frame[7]) & 2)))) {
+  if (FrameNamesDictionary(frame)) {
     // A frame is never written without the dictionary it names.
     KI_ASSIGN_OR_RETURN(auto h, ParseFrameHeader(frame, d.str()));
     KI_RETURN_IF_ERROR(EnsureDictionary(h.dict_id));

@@ -65,9 +65,24 @@ std::string_view CodedMediaType(uint8_t code) {
 }
 
 std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
-                              bool compressed, uint32_t dict_id) {
+                              bool compressed, uint32_t dict_id, FrameLayout layout) {
   std::string out;
   const uint8_t code = MediaTypeCode(media_type);
+  if (layout == FrameLayout::kCompact) {
+    out.reserve(kFrameHeaderPrefix + 10 + 1 + (code ? 0 : 3 + media_type.size()) + kFrameDictIdSize +
+                kFrameHeaderCheckSize);
+    out.append(kFrameMagic, 4);
+    out.push_back(char(kFrameVersionCompact));
+    out.push_back(char(type));
+    out.push_back(char(kind));
+    out.push_back(char((compressed ? 1 : 0) | (dict_id ? 2 : 0)));  // flags
+    coding::PutVarint64(&out, raw_size);
+    out.push_back(char(code));
+    if (!code) coding::PutLengthPrefixed(&out, media_type.substr(0, 0xffff));
+    if (dict_id) coding::PutFixed32(&out, dict_id);
+    AppendHeaderCheck(out);
+    return out;
+  }
   size_t mt = code ? 0 : std::min<size_t>(media_type.size(), 0xffff);
   out.reserve(kFrameHeaderSize + mt + kFrameDictIdSize + kFrameHeaderCheckSize);
   out.append(kFrameMagic, 4);
@@ -85,47 +100,134 @@ std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view me
   return out;
 }
 
+namespace {
+
+// Sets up the thread's compression context for one frame's payload: a
+// version 5 payload is a zstd frame without magic, content size or
+// dictionary ID (ki's header carries them); versions 2 to 4 kept all three.
+// With a dictionary its compiled form fixes the level. False when zstd
+// refuses a parameter (it does not for these values).
+bool SetUpCompression(ZSTD_CCtx* c, int zstd_level, const ZSTD_CDict* cdict, FrameLayout layout) {
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  size_t r = cdict ? ZSTD_CCtx_refCDict(c, cdict) : ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, zstd_level);
+  if (!ZSTD_isError(r) && layout == FrameLayout::kCompact) {
+    r = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
+    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
+    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
+  }
+  return !ZSTD_isError(r);
+}
+
+// A decompression context set to read a payload of `version`'s layout.
+void SetUpDecompression(ZSTD_DCtx* d, uint8_t version) {
+  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  ZSTD_DCtx_setParameter(d, ZSTD_d_format,
+                         version == kFrameVersionCompact ? ZSTD_f_zstd1_magicless : ZSTD_f_zstd1);
+}
+
+}  // namespace
+
 std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_type,
-                        std::string_view raw, int zstd_level, const Dictionary* dict) {
+                        std::string_view raw, int zstd_level, const Dictionary* dict, FrameLayout layout) {
   const ZSTD_CDict* cdict = dict ? dict->cdict(zstd_level) : nullptr;
   const uint32_t dict_id = cdict ? dict->id() : 0;
   // The compressed header is the longer one (a dictionary ID); the raw one
   // replaces it below when compression does not pay.
-  std::string out = EncodeFrameHeader(type, kind, media_type, raw.size(), true, dict_id);
+  std::string out = EncodeFrameHeader(type, kind, media_type, raw.size(), true, dict_id, layout);
   size_t bound = ZSTD_compressBound(raw.size());
   size_t header = out.size();
   out.resize(header + bound);
-  // With a dictionary zstd writes its ID into its own frame header
-  // (ZSTD_compress_usingCDict: content size and dictionary ID, no checksum).
-  size_t n = cdict ? ZSTD_compress_usingCDict(ThreadCCtx(), out.data() + header, bound, raw.data(), raw.size(), cdict)
-                   : ZSTD_compressCCtx(ThreadCCtx(), out.data() + header, bound, raw.data(), raw.size(), zstd_level);
+  size_t n = SetUpCompression(ThreadCCtx(), zstd_level, cdict, layout)
+                 ? ZSTD_compress2(ThreadCCtx(), out.data() + header, bound, raw.data(), raw.size())
+                 : size_t(-1);
   if (!ZSTD_isError(n) && n < raw.size()) {
     out.resize(header + n);
   } else {
     // Incompressible (or tiny): keep the bytes as they are.
-    out = EncodeFrameHeader(type, kind, media_type, raw.size(), false);
+    out = EncodeFrameHeader(type, kind, media_type, raw.size(), false, 0, layout);
     out.append(raw);
   }
   return out;
 }
 
+namespace {
+
+// The media type of a code, or Corruption naming a code this ki does not know.
+Result<std::string> CodedMediaTypeOrError(size_t code, uint8_t version, const std::string& where) {
+  const std::string_view media_type = code <= 0xff ? CodedMediaType(uint8_t(code)) : std::string_view();
+  if (media_type.empty()) {
+    return Status::Corruption(where + ": version " + std::to_string(version) + " frame with media type code " +
+                              std::to_string(code) + ", which this ki does not know");
+  }
+  return std::string(media_type);
+}
+
+// Version 5: magic version type kind flags raw-size(varint) code
+// [mt-len(varint) media-type when code is 0] [dict-id] header-check.
+Result<FrameHeader> ParseCompactHeader(std::string_view f, const std::string& where) {
+  FrameHeader h;
+  h.version = kFrameVersionCompact;
+  const uint8_t flags = uint8_t(f[7]);
+  if (flags & ~3u) return Status::Corruption(where + ": unknown frame flags");
+  h.compressed = flags & 1;
+  coding::Decoder in(f.substr(kFrameHeaderPrefix));
+  uint8_t code = 0;
+  std::string_view text;
+  uint32_t dict_id = 0;
+  const auto truncated = [&] { return Status::Corruption(where + ": truncated frame header"); };
+  if (!in.GetVarint64(&h.raw_size) || !in.GetByte(&code)) return truncated();
+  if (code == 0 && !in.GetLengthPrefixed(&text)) return truncated();
+  if ((flags & 2) && !in.GetFixed32(&dict_id)) return truncated();
+  const size_t checked = f.size() - in.rest().size();
+  std::string_view check;
+  if (!in.GetBytes(kFrameHeaderCheckSize, &check)) return truncated();
+  if (HeaderCheck(f.substr(0, checked)) != check) {
+    return Status::Corruption(where + ": frame header damaged (its check does not match: type, kind, size, "
+                              "media type or dictionary altered)");
+  }
+  if (code) {
+    KI_ASSIGN_OR_RETURN(h.media_type, CodedMediaTypeOrError(code, h.version, where));
+  } else {
+    h.media_type.assign(text);
+  }
+  if (flags & 2) {
+    h.dict_id = dict_id;
+    if (h.dict_id == 0 || !h.compressed) {
+      return Status::Corruption(where + ": frame with a dictionary ID but no compressed payload, or an ID of 0");
+    }
+  }
+  h.payload_offset = checked + kFrameHeaderCheckSize;
+  return h;
+}
+
+}  // namespace
+
 Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& where) {
-  if (f.size() < kFrameHeaderSize || std::memcmp(f.data(), kFrameMagic, 4) != 0) {
+  if (f.size() < kFrameHeaderPrefix || std::memcmp(f.data(), kFrameMagic, 4) != 0) {
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
   const uint8_t version = uint8_t(f[4]);
   if (version != kFrameVersion && version != kFrameVersionV1 && version != kFrameVersionDict &&
-      version != kFrameVersionCoded) {
+      version != kFrameVersionCoded && version != kFrameVersionCompact) {
     return Status::Corruption(where + ": object frame version " + std::to_string(version) +
-                              " is not supported (this ki reads versions 1 to 4)");
+                              " is not supported (this ki reads versions 1 to 5)");
+  }
+  const uint8_t type = uint8_t(f[5]);
+  if (type != uint8_t(ObjectType::kBlob) && type != uint8_t(ObjectType::kManifest)) {
+    return Status::Corruption(where + ": unknown object type " + std::to_string(type));
+  }
+  if (version == kFrameVersionCompact) {
+    KI_ASSIGN_OR_RETURN(FrameHeader h, ParseCompactHeader(f, where));
+    h.type = ObjectType(type);
+    h.kind = uint8_t(f[6]);
+    return h;
+  }
+  if (f.size() < kFrameHeaderSize) {
+    return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
   }
   const bool coded = version == kFrameVersionCoded;
   FrameHeader h;
   h.version = version;
-  uint8_t type = uint8_t(f[5]);
-  if (type != uint8_t(ObjectType::kBlob) && type != uint8_t(ObjectType::kManifest)) {
-    return Status::Corruption(where + ": unknown object type " + std::to_string(type));
-  }
   h.type = ObjectType(type);
   h.kind = uint8_t(f[6]);
   uint8_t flags = uint8_t(f[7]);
@@ -143,12 +245,7 @@ Result<FrameHeader> ParseFrameHeader(std::string_view f, const std::string& wher
                               "media type or dictionary altered)");
   }
   if (coded) {
-    const std::string_view media_type = field <= 0xff ? CodedMediaType(uint8_t(field)) : std::string_view();
-    if (media_type.empty()) {
-      return Status::Corruption(where + ": version 4 frame with media type code " + std::to_string(field) +
-                                ", which this ki does not know");
-    }
-    h.media_type.assign(media_type);
+    KI_ASSIGN_OR_RETURN(h.media_type, CodedMediaTypeOrError(field, version, where));
   } else {
     h.media_type.assign(f.data() + kFrameHeaderSize, mt);
   }
@@ -168,7 +265,10 @@ namespace {
 // (ours and zstd's) before anything is decoded: nullptr for none.
 Result<const ZSTD_DDict*> PayloadDictionary(std::string_view payload, const FrameHeader& h, const Dictionary* dict,
                                             const std::string& where) {
-  const unsigned zid = ZSTD_getDictID_fromFrame(payload.data(), payload.size());
+  // A version 5 payload names no dictionary (ki's header does); the
+  // digest of what it decodes to is what shows a wrong one.
+  const unsigned zid =
+      h.version == kFrameVersionCompact ? h.dict_id : ZSTD_getDictID_fromFrame(payload.data(), payload.size());
   if (zid != h.dict_id) {
     return Status::Corruption(where + ": the compressed payload names " +
                               (zid ? DictionaryName(zid) : std::string("no dictionary")) + ", the frame header " +
@@ -197,25 +297,51 @@ Result<std::string> DecodeFrame(std::string_view f, const FrameHeader& h, uint64
     }
     return std::string(payload);
   }
-  // The zstd frame's own content size must agree with ours: a header is
-  // untrusted until both say the same.
-  unsigned long long content = ZSTD_getFrameContentSize(payload.data(), payload.size());
-  if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
-    return Status::Corruption(where + ": compressed payload does not match the frame header");
+  if (h.version == kFrameVersionCompact) {
+    // No content size to compare: the payload must be exactly one zstd
+    // frame (nothing after it), and it must decode to raw_size bytes.
+    KI_ASSIGN_OR_RETURN(size_t len, CompressedPayloadSize(payload, h, where));
+    if (len != payload.size()) return Status::Corruption(where + ": bytes after the compressed payload");
+  } else {
+    // The zstd frame's own content size must agree with ours: a header is
+    // untrusted until both say the same.
+    unsigned long long content = ZSTD_getFrameContentSize(payload.data(), payload.size());
+    if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
+      return Status::Corruption(where + ": compressed payload does not match the frame header");
+    }
   }
   KI_ASSIGN_OR_RETURN(const ZSTD_DDict* ddict, PayloadDictionary(payload, h, dict, where));
   std::string out(size_t(h.raw_size), '\0');
-  size_t n = ddict ? ZSTD_decompress_usingDDict(ThreadDCtx(), out.data(), out.size(), payload.data(), payload.size(),
-                                                ddict)
-                   // No dictionary, explicitly: the thread's context may still
-                   // reference one a streamed read used.
-                   : ZSTD_decompress_usingDict(ThreadDCtx(), out.data(), out.size(), payload.data(), payload.size(),
-                                               nullptr, 0);
+  ZSTD_DCtx* dctx = ThreadDCtx();
+  SetUpDecompression(dctx, h.version);  // also drops a dictionary a streamed read referenced
+  size_t n = ddict ? ZSTD_decompress_usingDDict(dctx, out.data(), out.size(), payload.data(), payload.size(), ddict)
+                   : ZSTD_decompressDCtx(dctx, out.data(), out.size(), payload.data(), payload.size());
   if (ZSTD_isError(n) || n != h.raw_size) {
     return Status::Corruption(where + ": cannot decompress: " +
                               (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output"));
   }
   return out;
+}
+
+Result<size_t> CompressedPayloadSize(std::string_view payload, const FrameHeader& h, const std::string& where) {
+  size_t n;
+  if (h.version == kFrameVersionCompact) {
+    // zstd measures only frames with their magic number (its _advanced
+    // forms that take a format are not public), so the magic is put back
+    // in front of a copy: payloads kept in LMDB are at most 64 KiB.
+    std::string framed;
+    framed.reserve(4 + payload.size());
+    coding::PutFixed32(&framed, ZSTD_MAGICNUMBER);  // little-endian, as zstd writes it
+    framed.append(payload);
+    n = ZSTD_findFrameCompressedSize(framed.data(), framed.size());
+    if (!ZSTD_isError(n)) n -= 4;
+  } else {
+    n = ZSTD_findFrameCompressedSize(payload.data(), payload.size());
+  }
+  if (ZSTD_isError(n)) {
+    return Status::Corruption(where + ": cannot decompress: " + ZSTD_getErrorName(n));
+  }
+  return n;
 }
 
 namespace {
@@ -270,11 +396,12 @@ void RunCompressStep(void* arg) {
 }  // namespace
 
 Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t kind, std::string_view media_type,
-                                        int zstd_level, const std::string& where, const ByteSink& out) {
+                                        int zstd_level, const std::string& where, const ByteSink& out,
+                                        FrameLayout layout) {
   const std::string_view raw = in.data();
   StreamedFrame s;
   s.raw_size = raw.size();
-  std::string header = EncodeFrameHeader(type, kind, media_type, raw.size(), true);
+  std::string header = EncodeFrameHeader(type, kind, media_type, raw.size(), true, 0, layout);
   KI_RETURN_IF_ERROR(out(header));
   s.written = header.size();
   // EncodeFrame's ZSTD_compressCCtx sets the level and fits the window to
@@ -284,8 +411,7 @@ Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t
   // ring buffer, and matches across its wrap differ from the one-shot ones
   // (a 3 MiB input already compresses to other bytes).
   ZSTD_CCtx* c = ThreadCCtx();
-  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
-  size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, zstd_level);
+  size_t r = SetUpCompression(c, zstd_level, nullptr, layout) ? 0 : size_t(-1);
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_stableInBuffer, 1);
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setPledgedSrcSize(c, raw.size());
   if (ZSTD_isError(r)) return Status::IOError(where + ": zstd: " + ZstdError(r));
@@ -354,19 +480,52 @@ Result<Digest> HashMapped(MappedFile& in, const std::string& where) {
 }
 
 Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& where) {
-  std::string buf(kFrameHeaderSize, '\0');
-  KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file, buf.data(), buf.size()));
-  if (n < kFrameHeaderSize) {
+  const auto short_header = [&] {
     return Status::Corruption(where + ": not a ki object frame (bad magic or short header)");
-  }
+  };
+  std::string buf(kFrameHeaderPrefix, '\0');
+  KI_ASSIGN_OR_RETURN(size_t n, ReadFull(file, buf.data(), buf.size()));
+  if (n < kFrameHeaderPrefix) return short_header();
   const uint8_t version = uint8_t(buf[4]);
+  const auto read_more = [&](size_t k) -> Result<bool> {  // false: the file ended first
+    const size_t at = buf.size();
+    buf.resize(at + k);
+    KI_ASSIGN_OR_RETURN(size_t m, ReadFull(file, buf.data() + at, k));
+    buf.resize(at + m);
+    return m == k;
+  };
+  if (version == kFrameVersionCompact) {
+    // Varints: read a byte at a time, up to the header's end (never into
+    // the payload, which the decoder reads next).
+    const auto read_varint = [&]() -> Result<uint64_t> {
+      uint64_t v = 0;
+      for (int shift = 0; shift < 70; shift += 7) {
+        KI_ASSIGN_OR_RETURN(bool got, read_more(1));
+        if (!got) return uint64_t(0);  // short: ParseFrameHeader says truncated
+        const uint8_t b = uint8_t(buf.back());
+        if (shift < 64) v |= uint64_t(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+      }
+      return v;  // too long: ParseFrameHeader refuses it
+    };
+    KI_RETURN_IF_ERROR(read_varint().status());  // raw-size
+    KI_ASSIGN_OR_RETURN(bool got, read_more(1));  // code
+    if (got && buf.back() == 0) {
+      KI_ASSIGN_OR_RETURN(uint64_t len, read_varint());
+      if (len > 0xffff) return ParseFrameHeader(buf, where);  // no ki writes it: refused there or by its check
+      KI_RETURN_IF_ERROR(read_more(size_t(len)).status());
+    }
+    const bool dict = uint8_t(buf[7]) & 2;
+    KI_RETURN_IF_ERROR(read_more((dict ? kFrameDictIdSize : 0) + kFrameHeaderCheckSize).status());
+    return ParseFrameHeader(buf, where);
+  }
+  KI_ASSIGN_OR_RETURN(bool whole, read_more(kFrameHeaderSize - kFrameHeaderPrefix));
+  if (!whole) return short_header();
   const bool coded = version == kFrameVersionCoded;
   const size_t mt = coded ? 0 : uint8_t(buf[16]) | size_t(uint8_t(buf[17])) << 8;
   const bool dict = version == kFrameVersionDict || (coded && (uint8_t(buf[7]) & 2));
   const size_t rest = mt + (version == kFrameVersionV1 ? 0 : kFrameHeaderCheckSize) + (dict ? kFrameDictIdSize : 0);
-  buf.resize(kFrameHeaderSize + rest);
-  KI_ASSIGN_OR_RETURN(size_t m, ReadFull(file, buf.data() + kFrameHeaderSize, rest));
-  buf.resize(kFrameHeaderSize + m);  // short: ParseFrameHeader says truncated
+  KI_RETURN_IF_ERROR(read_more(rest).status());  // short: ParseFrameHeader says truncated
   return ParseFrameHeader(buf, where);
 }
 
@@ -442,14 +601,16 @@ Result<std::string_view> FrameDecoder::Next() {
       if (!s.started) {
         // The zstd frame's own content size must agree with ours before a
         // byte is passed on: a header is untrusted until both say the same.
+        // (A version 5 payload has none: the length is checked as it goes.)
         unsigned long long content = ZSTD_getFrameContentSize(s.inbuf.data(), n);
-        if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
+        if (h.version != kFrameVersionCompact && (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size)) {
           return Status::Corruption(where_ + ": compressed payload does not match the frame header");
         }
         KI_ASSIGN_OR_RETURN(const ZSTD_DDict* ddict,
                             PayloadDictionary(std::string_view(s.inbuf.data(), n), h, dict_, where_));
         s.dctx.reset(ZSTD_createDCtx());
         if (!s.dctx) return Status::IOError(where_ + ": zstd: out of memory");
+        SetUpDecompression(s.dctx.get(), h.version);
         if (ddict) {
           size_t r = ZSTD_DCtx_refDDict(s.dctx.get(), ddict);
           if (ZSTD_isError(r)) return Status::IOError(where_ + ": zstd: " + ZstdError(r));

@@ -41,7 +41,19 @@ inline constexpr uint8_t kFrameVersionDict = 3;
 // frame whose media type has a code; every other frame is still version 2
 // or 3, byte for byte what earlier versions wrote.
 inline constexpr uint8_t kFrameVersionCoded = 4;
+// Version 5 (store format 13) trims the header and the payload's zstd frame
+// (most frames are small: the export's median is 169 bytes, of which 26 were
+// ki's header and ~10 zstd's): raw-size is a LEB128 varint instead of 8
+// bytes; the media type is one code byte (0: its text follows, its length a
+// varint); the payload is a zstd frame without its magic number
+// (ZSTD_f_zstd1_magicless), content size or dictionary ID, since ki's header
+// already says all three. 11-16 bytes less a frame. Written for every frame
+// since format 13; versions 1 to 4 are read as ever.
+inline constexpr uint8_t kFrameVersionCompact = 5;
+// The fixed part of a version 1 to 4 header (magic .. mt-len); version 5's
+// fixed part is magic .. flags (kFrameHeaderPrefix), then varints.
 inline constexpr size_t kFrameHeaderSize = 4 + 1 + 1 + 1 + 1 + 8 + 2;  // + media type (+ dict-id) (+ check) + payload
+inline constexpr size_t kFrameHeaderPrefix = 4 + 1 + 1 + 1 + 1;
 inline constexpr size_t kFrameHeaderCheckSize = 4;
 inline constexpr size_t kFrameDictIdSize = 4;
 
@@ -59,6 +71,12 @@ using ki::kDictionaryMediaType;
 
 class Dictionary;
 
+// Which header and payload layout a frame is written in: version 5
+// (kCompact), what ki writes since store format 13, or versions 2 to 4
+// (kLegacy), what it wrote before: kept so that tests can make the frames
+// older stores hold.
+enum class FrameLayout { kCompact, kLegacy };
+
 struct FrameHeader {
   ObjectType type = ObjectType::kBlob;
   uint8_t kind = 0;          // Kind value for manifests, 0 for blobs
@@ -73,11 +91,26 @@ struct FrameHeader {
 // Encodes raw bytes into a frame (zstd when it saves space), with `dict`
 // when given (a version 3 frame).
 std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_type,
-                        std::string_view raw, int zstd_level, const Dictionary* dict = nullptr);
+                        std::string_view raw, int zstd_level, const Dictionary* dict = nullptr,
+                        FrameLayout layout = FrameLayout::kCompact);
 
 // The bytes of a frame before its payload, as EncodeFrame writes them.
 std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
-                              bool compressed, uint32_t dict_id = 0);
+                              bool compressed, uint32_t dict_id = 0, FrameLayout layout = FrameLayout::kCompact);
+
+// Whether a frame's header says a dictionary ID follows (version 3, or 4
+// and 5 with flags bit 1), read from its first bytes without parsing it.
+inline bool FrameNamesDictionary(std::string_view frame) {
+  if (frame.size() <= kFrameHeaderPrefix - 1) return false;
+  const uint8_t version = uint8_t(frame[4]);
+  return version == kFrameVersionDict ||
+         ((version == kFrameVersionCoded || version == kFrameVersionCompact) && (uint8_t(frame[7]) & 2));
+}
+
+// The length of the zstd frame at the start of a compressed payload (what
+// follows ki's header), whatever the frame's version; an error when the
+// bytes are not one whole zstd frame's start.
+Result<size_t> CompressedPayloadSize(std::string_view payload, const FrameHeader& h, const std::string& where);
 
 // Where a streamed frame's pieces go (a file being written, standard output).
 using ByteSink = std::function<Status(std::string_view)>;
@@ -101,7 +134,8 @@ struct StreamedFrame {
 // A file truncated while it is read (MappedFile::ReadGuarded) is
 // InvalidInput ("<where>: shrank while being read"), not a SIGBUS.
 Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t kind, std::string_view media_type,
-                                        int zstd_level, const std::string& where, const ByteSink& out);
+                                        int zstd_level, const std::string& where, const ByteSink& out,
+                                        FrameLayout layout = FrameLayout::kCompact);
 
 // SHA-256 of a mapped file's bytes, read front to back with the pages
 // behind released (and guarded, as EncodeFrameStream's reads are).

@@ -171,8 +171,9 @@ class FrameSalvage {
     std::string_view payload = f.substr(h->payload_offset);
     size_t len;
     if (h->compressed) {
-      len = ZSTD_findFrameCompressedSize(payload.data(), std::min(payload.size(), max_frame));
-      if (ZSTD_isError(len)) return Unreadable();
+      auto n = odb::CompressedPayloadSize(payload.substr(0, std::min(payload.size(), max_frame)), *h, where);
+      if (!n.ok()) return Unreadable();
+      len = *n;
     } else {
       if (h->raw_size > max_frame) return Unreadable();
       len = size_t(h->raw_size);

@@ -101,6 +101,8 @@ Status LmdbStore::Open(OpenMode mode) {
     // 10 -> 11: refs made a set table; each name's latest holder marked in
     // nameset, names emptied. 11 -> 12: objects keyed by number, refs'
     // referrers numbers (last: the steps before read objects by digest).
+    // 12 -> 13: nothing but FORMAT (frames of version 5 may follow; those
+    // already there stay as they are).
     // One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).

@@ -199,8 +199,14 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // would find no object's bytes; a format-11 store is upgraded when it is
 // opened for writing (objects and refs written again), read as it is
 // otherwise (objects by digest, refs' referrers as digests).
-inline constexpr int kFormatVersion = 12;
-inline constexpr std::string_view kFormatLine = "ki-store 12\n";
+// Format 13: frames are written in frame version 5 (frame.h: a varint
+// raw size, a one-byte media type code, zstd payloads without magic,
+// content size or dictionary ID), which a ki that reads format 12 would
+// report as corrupt; a format-12 store is upgraded when it is opened for
+// writing (FORMAT rewritten: its frames stay as they are, versions 1 to 4
+// being read as ever), read as it is otherwise.
+inline constexpr int kFormatVersion = 13;
+inline constexpr std::string_view kFormatLine = "ki-store 13\n";
 // The format a FORMAT file's contents name: "ki-store N\n" exactly, N from
 // 1 to kFormatVersion; nullopt for anything else.
 std::optional<int> FormatVersionOf(std::string_view contents);

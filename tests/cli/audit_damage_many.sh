@@ -15,22 +15,40 @@ expect_exit 0 ki init store
 expect_exit 0 ki import kernelindex "$EXPORT"
 expect_exit 0 ki audit
 
-# Ten frames damaged: one byte a little after the zstd magic of every
-# 4,000th zstd frame in data.mdb (an object's payload; the import writes the
-# same bytes every time, so these are the same objects every run).
+# Ten frames damaged: one byte a little into the zstd payload of every
+# 4,000th compressed frame (a version 5 frame, docs/format.md "Object
+# frame": its payload starts after the header's varints and check) in
+# data.mdb (an object's payload; the import writes the same bytes every
+# time, so these are the same objects every run).
 python3 - store/.ki/index/data.mdb <<'PY' || fail "could not damage data.mdb"
 import sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
-magic = b"\x28\xb5\x2f\xfd"
-at, i = [], b.find(magic)
+def varint(i):
+    v, shift = 0, 0
+    while True:
+        v |= (b[i] & 0x7f) << shift
+        shift += 7
+        i += 1
+        if not b[i - 1] & 0x80:
+            return v, i
+at, i = [], b.find(b"KIOB\x05")
 while i != -1:
-    at.append(i)
-    i = b.find(magic, i + 1)
+    flags = b[i + 7]
+    if flags & 1:  # compressed
+        _, j = varint(i + 8)
+        code = b[j]
+        j += 1
+        if code == 0:
+            n, j = varint(j)
+            j += n
+        j += (4 if flags & 2 else 0) + 4
+        at.append(j)
+    i = b.find(b"KIOB\x05", i + 1)
 if len(at) < 40000:
-    sys.exit("only %d zstd frames in data.mdb" % len(at))
-for i in at[1000::4000][:10]:
-    b[i + 12] ^= 0x20
+    sys.exit("only %d compressed frames in data.mdb" % len(at))
+for j in at[1000::4000][:10]:
+    b[j + 8] ^= 0x20
 open(p, "wb").write(bytes(b))
 PY
 

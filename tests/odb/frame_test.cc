@@ -29,7 +29,7 @@ TEST(Frame, RoundTripCompressedAndRaw) {
 }
 
 TEST(Frame, HeaderSizeIsCappedBeforeAllocating) {
-  std::string f = EncodeFrame(ObjectType::kBlob, 0, "", std::string(100, 'z'), 3);
+  std::string f = EncodeFrame(ObjectType::kBlob, 0, "", std::string(100, 'z'), 3, nullptr, FrameLayout::kLegacy);
   // Claim 2^60 bytes: decoding must refuse without trying to allocate.
   for (int i = 0; i < 8; ++i) f[8 + i] = i == 7 ? 0x10 : 0;
   // A crafted header, its check made to match (damage would fail the check).
@@ -61,7 +61,7 @@ TEST(Frame, RejectsDamage) {
 // header, the media type included, is corruption before any byte is
 // decoded; the payload's digest cannot see the media type.
 TEST(Frame, EveryHeaderByteIsChecked) {
-  const std::string f = EncodeFrame(ObjectType::kBlob, 0, "text/plain", std::string(5000, 'q'), 3);
+  const std::string f = EncodeFrame(ObjectType::kBlob, 0, "text/plain", std::string(5000, 'q'), 3, nullptr, FrameLayout::kLegacy);
   const size_t header = kFrameHeaderSize + 10 + kFrameHeaderCheckSize;
   for (size_t i = 5; i < header; ++i) {
     for (uint8_t bit : {0x01, 0x20, 0x80}) {
@@ -80,7 +80,7 @@ TEST(Frame, EveryHeaderByteIsChecked) {
 
 // Frames written before version 2 (no header check) are still read.
 TEST(Frame, VersionOneFramesAreRead) {
-  const std::string v2 = EncodeFrame(ObjectType::kBlob, 0, "text/plain", "hello", 3);
+  const std::string v2 = EncodeFrame(ObjectType::kBlob, 0, "text/plain", "hello", 3, nullptr, FrameLayout::kLegacy);
   std::string v1 = v2;
   v1[4] = 1;
   v1.erase(kFrameHeaderSize + 10, kFrameHeaderCheckSize);
@@ -126,8 +126,8 @@ TEST(FrameDict, RoundTripAndSmallerThanPlain) {
   ASSERT_NE(dict, nullptr);
   EXPECT_NE(dict->id(), 0u);
   const std::string raw = Sample(100001);
-  const std::string plain = EncodeFrame(ObjectType::kManifest, 8, "m", raw, 3);
-  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", raw, 3, dict.get());
+  const std::string plain = EncodeFrame(ObjectType::kManifest, 8, "m", raw, 3, nullptr, FrameLayout::kLegacy);
+  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", raw, 3, dict.get(), FrameLayout::kLegacy);
   EXPECT_LT(f.size() + 40, plain.size()) << "a dictionary frame " << f.size() << ", plain " << plain.size();
   auto h = ParseFrameHeader(f, "t");
   ASSERT_OK(h);
@@ -165,7 +165,7 @@ TEST(FrameDict, MissingOrWrongDictionaryIsCorruptionNamingIt) {
   ASSERT_NE(dict, nullptr);
   ASSERT_NE(other, nullptr);
   ASSERT_NE(dict->id(), other->id());
-  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", Sample(5), 3, dict.get());
+  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", Sample(5), 3, dict.get(), FrameLayout::kLegacy);
   auto h = ParseFrameHeader(f, "t");
   ASSERT_OK(h);
   for (const Dictionary* given : {static_cast<const Dictionary*>(nullptr), other.get()}) {
@@ -187,7 +187,7 @@ TEST(FrameDict, MissingOrWrongDictionaryIsCorruptionNamingIt) {
 TEST(FrameDict, FlippedDictionaryIdOrHeaderByteIsCorruption) {
   auto dict = TrainedDictionary(0);
   ASSERT_NE(dict, nullptr);
-  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", Sample(9), 3, dict.get());
+  const std::string f = EncodeFrame(ObjectType::kManifest, 8, "m", Sample(9), 3, dict.get(), FrameLayout::kLegacy);
   const size_t id_at = kFrameHeaderSize + 1;  // media type "m"
   const size_t header = id_at + kFrameDictIdSize + kFrameHeaderCheckSize;
   for (size_t i = 4; i < header; ++i) {
@@ -233,9 +233,9 @@ TEST(FrameCoded, AManifestFrameNamesItsMediaTypeByCode) {
   ASSERT_NE(dict, nullptr);
   for (const Dictionary* d : {static_cast<const Dictionary*>(nullptr), dict.get()}) {
     const std::string raw = Sample(41);
-    const std::string f = EncodeFrame(ObjectType::kManifest, 8, mt, raw, 3, d);
+    const std::string f = EncodeFrame(ObjectType::kManifest, 8, mt, raw, 3, d, FrameLayout::kLegacy);
     // The same bytes under an uncoded media type of the same length: version 2 or 3.
-    const std::string text = EncodeFrame(ObjectType::kManifest, 8, std::string(mt.size(), 'm'), raw, 3, d);
+    const std::string text = EncodeFrame(ObjectType::kManifest, 8, std::string(mt.size(), 'm'), raw, 3, d, FrameLayout::kLegacy);
     EXPECT_EQ(f.size() + mt.size(), text.size());
     auto h = ParseFrameHeader(f, "t");
     ASSERT_OK(h);
@@ -268,7 +268,7 @@ TEST(FrameCoded, AManifestFrameNamesItsMediaTypeByCode) {
     }
   }
   // A blob of a media type without a code is still version 2.
-  auto plain = ParseFrameHeader(EncodeFrame(ObjectType::kBlob, 0, "text/plain", "hello", 3), "t");
+  auto plain = ParseFrameHeader(EncodeFrame(ObjectType::kBlob, 0, "text/plain", "hello", 3, nullptr, FrameLayout::kLegacy), "t");
   ASSERT_OK(plain);
   EXPECT_EQ(plain->version, kFrameVersion);
 }
@@ -276,13 +276,144 @@ TEST(FrameCoded, AManifestFrameNamesItsMediaTypeByCode) {
 // A code this ki does not know (a newer ki's), under a header check that
 // passes, is refused by name instead of read as some other media type.
 TEST(FrameCoded, AnUnknownCodeIsCorruption) {
-  std::string f = EncodeFrame(ObjectType::kBlob, 0, "application/vnd.ki.catalog.facts.v1+json", "{}", 3);
+  std::string f = EncodeFrame(ObjectType::kBlob, 0, "application/vnd.ki.catalog.facts.v1+json", "{}", 3, nullptr, FrameLayout::kLegacy);
   ASSERT_EQ(uint8_t(f[4]), kFrameVersionCoded);
   f[16] = char(99);
   f.replace(kFrameHeaderSize, kFrameHeaderCheckSize, Sha256Of(f.substr(0, kFrameHeaderSize)).raw().substr(0, 4));
   auto h = ParseFrameHeader(f, "t");
   ASSERT_TRUE(h.status().IsCorruption());
   EXPECT_NE(h.status().message().find("media type code 99"), std::string::npos) << h.status().message();
+}
+
+// ---- version 5 (store format 13): varint raw size, one code byte, zstd
+// payloads without magic, content size or dictionary ID
+
+// Reads a frame through ReadFrameHeader and DecodeFrameStream, as a loose
+// object is read.
+std::string Streamed(const std::string& f, const FrameHeader& whole, const Dictionary* d) {
+  test::StringFile file(f);
+  auto sh = ReadFrameHeader(file, "t");
+  EXPECT_OK(sh);
+  if (!sh.ok()) return "";
+  EXPECT_EQ(sh->payload_offset, whole.payload_offset);
+  EXPECT_EQ(sh->media_type, whole.media_type);
+  EXPECT_EQ(sh->raw_size, whole.raw_size);
+  EXPECT_EQ(sh->dict_id, whole.dict_id);
+  std::string out;
+  auto got = DecodeFrameStream(file, *sh, "t", [&](std::string_view b) {
+    out.append(b);
+    return Status::OK();
+  }, d);
+  EXPECT_OK(got);
+  return out;
+}
+
+// Every kind of frame is version 5, reads back whole and streamed, and is
+// 11 or more bytes shorter than versions 2 to 4 wrote for the same bytes.
+TEST(FrameCompact, EveryFrameIsVersion5AndShorter) {
+  auto dict = TrainedDictionary(0);
+  ASSERT_NE(dict, nullptr);
+  const std::string manifest = "application/vnd.kernelindex.manifest+json";
+  struct Case {
+    std::string media_type;
+    std::string raw;
+    const Dictionary* dict;
+  };
+  const std::vector<Case> cases = {
+      {manifest, Sample(7), dict.get()},         // coded, with a dictionary
+      {manifest, Sample(8), nullptr},            // coded, plain zstd
+      {"text/plain", std::string(70000, 'a') + Sample(1), nullptr},  // text media type, a 3-byte varint
+      {"text/plain", "x", nullptr},              // raw: compression does not pay
+      {"application/octet-stream", "", nullptr},  // empty: the shortest frame there is
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.media_type + " " + std::to_string(c.raw.size()));
+    const std::string f = EncodeFrame(ObjectType::kBlob, 0, c.media_type, c.raw, 3, c.dict);
+    const std::string legacy = EncodeFrame(ObjectType::kBlob, 0, c.media_type, c.raw, 3, c.dict, FrameLayout::kLegacy);
+    auto h = ParseFrameHeader(f, "t");
+    ASSERT_OK(h);
+    EXPECT_EQ(h->version, kFrameVersionCompact);
+    EXPECT_EQ(h->media_type, c.media_type);
+    EXPECT_EQ(h->raw_size, c.raw.size());
+    EXPECT_EQ(h->dict_id, c.dict ? c.dict->id() : 0u);
+    if (h->compressed) {
+      EXPECT_GE(legacy.size(), f.size() + 11) << "version 5 " << f.size() << ", before " << legacy.size();
+      auto n = CompressedPayloadSize(std::string_view(f).substr(h->payload_offset), *h, "t");
+      ASSERT_OK(n);
+      EXPECT_EQ(*n, f.size() - h->payload_offset);
+    } else {
+      EXPECT_GE(legacy.size(), f.size() + 6);
+    }
+    auto back = DecodeFrame(f, *h, 1 << 20, "t", c.dict);
+    ASSERT_OK(back);
+    EXPECT_EQ(*back, c.raw);
+    EXPECT_EQ(Streamed(f, *h, c.dict), c.raw);
+    // The frames older stores hold still read, on the same thread, after.
+    auto lh = ParseFrameHeader(legacy, "t");
+    ASSERT_OK(lh);
+    EXPECT_NE(lh->version, kFrameVersionCompact);
+    auto lback = DecodeFrame(legacy, *lh, 1 << 20, "t", c.dict);
+    ASSERT_OK(lback);
+    EXPECT_EQ(*lback, c.raw);
+  }
+}
+
+// Every header byte is covered by the check; a payload with bytes after it,
+// one cut short, one decoded without its dictionary or with another, and a
+// raw size (check made to match) that is not the payload's are corruption.
+TEST(FrameCompact, DamageIsCorruption) {
+  auto dict = TrainedDictionary(0);
+  auto other = TrainedDictionary(3);
+  ASSERT_NE(dict, nullptr);
+  ASSERT_NE(other, nullptr);
+  const std::string raw = Sample(11);
+  for (const Dictionary* d : {static_cast<const Dictionary*>(nullptr), dict.get()}) {
+    const std::string f = EncodeFrame(ObjectType::kManifest, 8, "application/vnd.kernelindex.manifest+json", raw, 3, d);
+    auto h = ParseFrameHeader(f, "t");
+    ASSERT_OK(h);
+    ASSERT_TRUE(h->compressed);
+    for (size_t i = 4; i < h->payload_offset; ++i) {
+      for (uint8_t bit : {0x01, 0x04, 0x80}) {
+        std::string bad = f;
+        bad[i] = char(uint8_t(bad[i]) ^ bit);
+        EXPECT_TRUE(ParseFrameHeader(bad, "t").status().IsCorruption()) << "byte " << i << " bit " << int(bit);
+      }
+    }
+    const std::string after = f + "zz";
+    EXPECT_TRUE(DecodeFrame(after, *h, 1 << 20, "t", d).status().IsCorruption());
+    test::StringFile after_file(after);
+    auto ah = ReadFrameHeader(after_file, "t");
+    ASSERT_OK(ah);
+    EXPECT_TRUE(
+        DecodeFrameStream(after_file, *ah, "t", [](std::string_view) { return Status::OK(); }, d).status().IsCorruption());
+    const std::string cut = f.substr(0, f.size() - 3);
+    EXPECT_TRUE(DecodeFrame(cut, *h, 1 << 20, "t", d).status().IsCorruption());
+    if (d) {
+      for (const Dictionary* wrong : {static_cast<const Dictionary*>(nullptr), other.get()}) {
+        auto r = DecodeFrame(f, *h, 1 << 20, "t", wrong);
+        ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+        EXPECT_NE(r.status().message().find(DictionaryName(d->id())), std::string::npos) << r.status().message();
+      }
+    }
+    // A raw size one byte off, the header check recomputed: decoding finds it.
+    for (int delta : {-1, 1}) {
+      std::string forged = EncodeFrameHeader(ObjectType::kManifest, 8, "application/vnd.kernelindex.manifest+json",
+                                             raw.size() + delta, true, d ? d->id() : 0);
+      forged.append(f.substr(h->payload_offset));
+      auto fh = ParseFrameHeader(forged, "t");
+      ASSERT_OK(fh);
+      EXPECT_TRUE(DecodeFrame(forged, *fh, 1 << 20, "t", d).status().IsCorruption()) << delta;
+    }
+  }
+  // A header cut anywhere is refused, whole or read from a file.
+  const std::string f = EncodeFrame(ObjectType::kBlob, 0, "text/plain", "hello, frames", 3);
+  auto h = ParseFrameHeader(f, "t");
+  ASSERT_OK(h);
+  for (size_t n = 0; n < h->payload_offset; ++n) {
+    EXPECT_TRUE(ParseFrameHeader(f.substr(0, n), "t").status().IsCorruption()) << n;
+    test::StringFile file(f.substr(0, n));
+    EXPECT_TRUE(ReadFrameHeader(file, "t").status().IsCorruption()) << n;
+  }
 }
 
 // Every built-in dictionary file is used for something, loads, and has an

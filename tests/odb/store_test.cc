@@ -512,10 +512,10 @@ TEST_F(StoreTest, AbsentObjectsAreKnownButNotReadable) {
 
 TEST_F(StoreTest, UnsupportedFormatVersionIsRefused) {
   store_.reset();
-  test::WriteFileOrDie(dir_.Join(".ki/FORMAT"), "ki-store 13\n");
+  test::WriteFileOrDie(dir_.Join(".ki/FORMAT"), "ki-store 14\n");
   auto s = Store::Open(dir_.Join(".ki"), OpenMode::kReadOnly);
   EXPECT_TRUE(s.status().IsInvalidInput());
-  EXPECT_NE(s.status().message().find("ki-store 13"), std::string::npos);
+  EXPECT_NE(s.status().message().find("ki-store 14"), std::string::npos);
 }
 
 TEST_F(StoreTest, DiscoverFindsNearestStoreUpward) {
