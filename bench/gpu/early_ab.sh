@@ -49,8 +49,9 @@ for spec in "${specs[@]}"; do
   fi
 done
 build tl "$src" "-DKI_GQA_TIMELINE $last_flags" ki-kernel-bench & pids+=($!)
+build tlbase "$base_src" "-DKI_GQA_TIMELINE" ki-kernel-bench & pids+=($!)
 wait "${pids[@]}"
-for n in "${names[@]}" tl; do
+for n in "${names[@]}" tl tlbase; do
   [ "$(cat /tmp/ki-ab-build-$n.rc)" = 0 ] || { echo "build $n failed"; tail -40 /tmp/ki-ab-build-$n.log; exit 1; }
 done
 stamp "SASS: the first memory instructions of 16x4096's instance (GqaDecode<2, cluster, false, 0>), base and $last"
@@ -73,8 +74,17 @@ for n in "${names[@]:1}"; do
     for seed in 1 2; do
       printf "%s %s seed %s: " "$n" "$l" "$seed"
       kb "$n" --synthetic $CHECK --lengths $l --seed $seed --no-time --json /dev/null |
-        awk '/synthetic/ {printf "%s:%s ", $2, $5; if ($5 != "passed") bad = 1} END {print ""; exit bad}' || rc=1
+        awk '/synthetic/ {printf "%s:%s:%s ", $2, $5, $6; if ($5 != "passed") bad = 1} END {print ""; exit bad}' || rc=1
     done
+  done
+done
+stamp "correctness: the 48 workloads, every arm, seeds 1 and 2 (status count, worst max_abs)"
+for n in "${names[@]}"; do
+  for seed in 1 2; do
+    printf "%s workloads seed %s: " "$n" "$seed"
+    kb "$n" --workloads "$wl" --seed $seed --no-time --json /dev/null |
+      awk '$1 ~ /^[0-9]+$/ && NF > 8 {n[$5]++; if ($6 + 0 > w) w = $6 + 0; if ($5 != "passed") bad = 1}
+           END {for (s in n) printf "%s %d ", s, n[s]; printf "worst max_abs %.3e\n", w; exit bad}' || rc=1
   done
 done
 TARGETS=1x362,1x4096,16x4096,64x8192,128x2048
@@ -112,12 +122,16 @@ for r in 1 2; do
 done
 stamp "GPU tests (tests/gpu), $last"
 timeout 300 "$b-$last/test_gpu" 2>&1 | grep -E "OK \]|FAILED|PASSED|Failure" || rc=1
-stamp "timeline build of $last on 16x4096 (3 launches, each its own run)"
+stamp "timeline builds of base and $last on 16x4096 (3 launches each, alternating, each its own run)"
 mkdir -p /tmp/ki-ab-stamps
 for k in 1 2 3; do
-  KI_TIMELINE_OUT=/tmp/ki-ab-stamps/$last-$k kb tl --synthetic 16x4096 --no-check --warmup 0 --iters 2 --trials 1 --json /dev/null | grep synthetic | cut -c1-60
-  python3 "$src/bench/gpu/timeline.py" /tmp/ki-ab-stamps/$last-$k.16x4096 | sed 1d
+  for t in tlbase tl; do
+    echo "-- timeline $t launch $k"
+    KI_TIMELINE_OUT=/tmp/ki-ab-stamps/$t-$k kb $t --synthetic 16x4096 --no-check --warmup 0 --iters 2 --trials 1 --json /dev/null | grep synthetic | cut -c1-60
+    python3 "$src/bench/gpu/timeline.py" /tmp/ki-ab-stamps/$t-$k.16x4096 | sed 1d
+  done
 done
+tar -C /tmp/ki-ab-stamps -czf "$out/stamps.tgz" . 2>/dev/null
 stamp "read floor (stream-probe, zero flush, median CUPTI span)"
 timeout 120 "$b-$last/stream-probe" --flush zero --iters 20 | grep -E "^(way|plain|head)"
 kill "$smi"
