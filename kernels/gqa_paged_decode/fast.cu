@@ -278,24 +278,12 @@ __device__ __forceinline__ void MbarArriveCluster(uint32_t cluster_addr) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr) : "memory");
 #endif
 }
-// Non-blocking (test) or briefly suspending (try) wait for phase 0.
+// Non-blocking test for phase 0 (acquire: the source's pushes are visible).
 __device__ __forceinline__ bool MbarTest(uint32_t addr) {
   uint32_t ok = 1;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile(
       "{\n .reg .pred p;\n mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n"
-      " selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(ok)
-      : "r"(addr)
-      : "memory");
-#endif
-  return ok != 0;
-}
-__device__ __forceinline__ bool MbarTry(uint32_t addr) {
-  uint32_t ok = 1;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n"
       " selp.u32 %0, 1, 0, p;\n}\n"
       : "=r"(ok)
       : "r"(addr)
@@ -1356,10 +1344,9 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
             const int q = __ffs(m) - 1;
             if (MbarTest(bar_addr + q * 8)) ready |= 1u << q;
           }
-          if (ready == 0) {  // nothing in yet: suspend on the first pending source
-            const int q = __ffs(pending) - 1;
-            if (MbarTry(bar_addr + q * 8)) ready = 1u << q;
-          }
+          // (No try_wait here: a thread suspended on one pending source's
+          // barrier came back no sooner than 1.6 us after the last pushes,
+          // however early they landed: H200, 2026-12-03.)
           for (uint32_t m = ready; m != 0; m &= m - 1) take(__ffs(m) - 1);
           pending &= ~ready;
         }
