@@ -68,8 +68,8 @@ wl="$src/tests/data/flashinfer-bench/gqa_paged_decode_h32_kv4_d128_ps1.jsonl"
 kb() { local n=$1; shift; timeout 300 "$b-$n/ki-kernel-bench" --definition "$def" "$@" </dev/null; }
 rc=0
 CHECK=16x4096,64x8192,128x2048,12x4096,8x8192,15x4370,100x4000,7x1000,3x50,1x362,1x4096,1x7
-stamp "correctness: every variant, equal and random lengths, seeds 1 and 2 (arm shape result)"
-for n in "${names[@]:1}"; do
+stamp "correctness: base and every variant, equal and random lengths, seeds 1 and 2 (arm shape result)"
+for n in "${names[@]}"; do
   for l in equal random; do
     for seed in 1 2; do
       printf "%s %s seed %s: " "$n" "$l" "$seed"

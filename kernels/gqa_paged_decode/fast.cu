@@ -11,7 +11,7 @@
 //   whole and at about the same time.
 // - cluster (kModeCluster): split whose work items are C times longer and
 //   taken by a thread-block cluster of C blocks (equal parts), merged on chip
-//   through distributed shared memory: each block pushes the rows other
+//   through distributed shared memory: each block pushes the rows (as bf16) other
 //   blocks own into their receive areas, then one cluster barrier. A
 //   sequence that spans several work items is then merged globally as in
 //   split. One short sequence is one work item (the small case); the
@@ -239,10 +239,10 @@ __device__ __forceinline__ uint32_t ClusterMap(uint32_t addr, uint32_t rank) {
 #endif
   return r;
 }
-__device__ __forceinline__ void StCluster4(uint32_t addr, float4 v) {
+__device__ __forceinline__ void StCluster4(uint32_t addr, uint4 v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z),
-               "f"(v.w)
+  asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
                : "memory");
 #endif
 }
@@ -250,46 +250,6 @@ __device__ __forceinline__ void StCluster1(uint32_t addr, float v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 #endif
-}
-__device__ __forceinline__ void StCluster4u(uint32_t addr, uint4 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
-               : "memory");
-#endif
-}
-// Merge arrival barriers (cluster mode): one mbarrier per source block in
-// every block's receive area, initialised before the block's first cluster
-// arrival; each warp of a source arrives (release, cluster scope) on the
-// owner's barrier of its rank once its pushes are issued, and the owner
-// merges a source's partial as soon as that barrier's phase 0 completes.
-__device__ __forceinline__ void MbarInit(uint32_t addr, int count) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
-#endif
-}
-__device__ __forceinline__ void MbarInitFence() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void MbarArriveCluster(uint32_t cluster_addr) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr) : "memory");
-#endif
-}
-// Non-blocking test for phase 0 (acquire: the source's pushes are visible).
-__device__ __forceinline__ bool MbarTest(uint32_t addr) {
-  uint32_t ok = 1;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n"
-      " selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(ok)
-      : "r"(addr)
-      : "memory");
-#endif
-  return ok != 0;
 }
 __device__ __forceinline__ int ClusterRank() {
   uint32_t r = 0;
@@ -324,11 +284,23 @@ __device__ __forceinline__ void ClusterWait() {
 // Shared memory of one warp: STAGES (K tile, V tile) pairs, then the index ring.
 __host__ __device__ constexpr int WarpBytes(int stages) { return stages * 2 * kTileBytes + kRingBytes; }
 // Cluster mode: each block receives, from every block of the cluster, the
-// items (8 dimensions of one query head) it owns, and every lse.
+// items (8 dimensions of one query head) it owns, and every lse. An item
+// travels as 8 bf16 (16 bytes; the lse stay fp32): half the bytes of fp32
+// pushed and read by the merge. A partial is a weighted mean of V rows, so
+// its rounding adds at most 2^-9 of the largest partial's magnitude to an
+// output, the size of the output's own bf16 rounding unless the partials
+// cancel. Against ki's CUDA reference (atol = rtol = 1e-2) the max_abs error
+// moved by at most one bf16 step (64x8192 random lengths 9.8e-4 -> 2.0e-3;
+// the 48 workloads' worst unchanged, 3.9e-3). H200, same call, 2026-12-03:
+// 16x4096 40.66 -> 40.31 us cold, 1x362 5.57 -> 4.96, 1x2048 10.64 -> 10.18,
+// the 48 workloads summed 924.6 -> 920.6, nothing slower beyond spread
+// (bench/results/gqa-gap-h200-2026-12-03.md). The area keeps its fp32 size:
+// half of it would let two 3-stage cluster blocks fit an SM, a change of
+// plans not measured.
 constexpr int kMergeItems = kNumQoHeads * kHeadDim / 8;    // 512
 constexpr int kRecvItems = kMergeItems + kMaxCluster - 1;  // >= C * ceil(512 / C) for C <= 16
-constexpr int kRecvBarOffset = kRecvItems * 32 + kMaxCluster * kNumQoHeads * 4;  // 8-byte aligned
-constexpr int kRecvBytes = kRecvBarOffset + kMaxCluster * 8;
+constexpr int kRecvItemBytes = 16;                         // one item as it travels: 8 bf16
+constexpr int kRecvBytes = kRecvItems * 32 + kMaxCluster * kNumQoHeads * 4;
 
 // Which (sequence, chunk) work item `work` is, for chunks of at most `chunk`
 // tokens: a block-wide scan of the chunk counts of kv_indptr. Every thread
@@ -926,15 +898,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
   const int work = kCluster && C > 1 ? ClusterIdX() : static_cast<int>(blockIdx.x);
   // This block's arrival says it has started (other blocks of the cluster may
   // write into its shared memory only after that); waited for at the merge.
-#ifdef KI_GQA_MERGE_ASYNC
-  // The merge's arrival barriers, one per source rank, ready before this
-  // block's first arrival (the fence orders the inits before it).
-  const uint32_t bar_addr = SmemAddr(smem + kWarps * WarpBytes(STAGES) + kRecvBarOffset);
-  if (kCluster && C > 1) {
-    if (tid < C) MbarInit(bar_addr + tid * 8, kWarps);
-    MbarInitFence();
-  }
-#endif
   if (kCluster && C > 1) ClusterArriveRelaxed();
   GridDependencyWait();
   LaunchDependents();
@@ -1169,11 +1132,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     const uint32_t rl_addr = SmemAddr(RL);
     const float* FL = F + kGroup * kMergeStride;
     ClusterWait();  // every block of the cluster has started
-#ifdef KI_GQA_MERGE_BF16
-    constexpr int kItemBytes = 16;  // 8 dimensions as bf16
-#else
-    constexpr int kItemBytes = 32;  // 8 dimensions as fp32
-#endif
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int il = lane + 32 * j;
@@ -1182,59 +1140,20 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
       const int item = (warp * kGroup + hd) * 16 + (il & 15);
       const int owner = ((item + 1) * C + kMergeItems - 1) / kMergeItems - 1;
       const int ib = owner * kMergeItems / C;
-      const uint32_t dst = ClusterMap(r_addr + (rank * per + item - ib) * kItemBytes, owner);
+      const uint32_t dst = ClusterMap(r_addr + (rank * per + item - ib) * kRecvItemBytes, owner);
       const float4 x0 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0);
       const float4 x1 = *reinterpret_cast<const float4*>(F + hd * kMergeStride + d0 + 4);
-#ifdef KI_GQA_MERGE_BF16
-      StCluster4u(dst, make_uint4(PackBf16(x0.x, x0.y), PackBf16(x0.z, x0.w), PackBf16(x1.x, x1.y), PackBf16(x1.z, x1.w)));
-#else
-      StCluster4(dst, x0);
-      StCluster4(dst + 16, x1);
-#endif
+      StCluster4(dst, make_uint4(PackBf16(x0.x, x0.y), PackBf16(x0.z, x0.w), PackBf16(x1.x, x1.y), PackBf16(x1.z, x1.w)));
     }
     for (int r = lane >> 3; r < C; r += 4)
       StCluster1(ClusterMap(rl_addr + (rank * kNumQoHeads + warp * kGroup + (lane & 7)) * 4, r), FL[lane & 7]);
     __syncwarp();
-#ifdef KI_GQA_MERGE_ASYNC
-    // The warp's pushes, ordered before lane 0..C-1's release by the warp
-    // barrier, are visible to owner `lane` once it sees this arrival.
-    if (lane < C) MbarArriveCluster(ClusterMap(bar_addr + rank * 8, lane));
-    KI_TIMELINE(8, GlobalTimerNs());
-#else
     KI_TIMELINE(8, GlobalTimerNs());
     ClusterArrive();
     ClusterWait();  // every push into this block is visible
     KI_TIMELINE(6, GlobalTimerNs());
-#endif
     const int ib = rank * kMergeItems / C;
     const int ie = (rank + 1) * kMergeItems / C;
-    // Dimensions d0.. (kDims of them) of source q's partial of `item`.
-    auto load_x = [&](int q, int item, int d0, auto dims, float* x) {
-      constexpr int kDims = decltype(dims)::value;
-#ifdef KI_GQA_MERGE_BF16
-      const uint8_t* src = reinterpret_cast<const uint8_t*>(R) + (q * per + item - ib) * kItemBytes + (d0 & 4) * 2;
-      uint32_t u[kDims / 2];
-      if constexpr (kDims == 4) {
-        const uint2 v = *reinterpret_cast<const uint2*>(src);
-        u[0] = v.x; u[1] = v.y;
-      } else {
-        const uint4 v = *reinterpret_cast<const uint4*>(src);
-        u[0] = v.x; u[1] = v.y; u[2] = v.z; u[3] = v.w;
-      }
-#pragma unroll
-      for (int e = 0; e < kDims / 2; ++e) {
-        x[2 * e] = __uint_as_float(u[e] << 16);
-        x[2 * e + 1] = __uint_as_float(u[e] & 0xffff0000u);
-      }
-#else
-      const float* src = R + (q * per + item - ib) * 8 + (d0 & 4);
-#pragma unroll
-      for (int e = 0; e < kDims; e += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(src + e);
-        x[e] = v.x; x[e + 1] = v.y; x[e + 2] = v.z; x[e + 3] = v.w;
-      }
-#endif
-    };
     // Each thread merges one item (8 dimensions), or half an item (4) where
     // a block owns at most 64 items (clusters of 8 or more): then all 128
     // threads are busy and each one's chain of loads is half as long (H200,
@@ -1243,37 +1162,6 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
     // -> 41.30-41.48; the rest unchanged). Half items for every cluster size
     // made clusters of 2 and 3 slower (128x2048 +0.25%, the definition's 1x87
     // +4%): bench/results/gqa-gap-h200-2026-12-02-c.md.
-    // Writes one merged (half) item: the output rows (whole sequence) or the
-    // work item's partial.
-    auto store_item = [&](auto half_items, int hi, float M, float L, const float* o) {
-      constexpr bool kHalf = decltype(half_items)::value;
-      constexpr int kDims = kHalf ? 4 : 8;
-      constexpr int kShift = kHalf ? 1 : 0;
-      const int item = hi >> kShift;
-      const int row = item >> 4;
-      const int d0 = (item & 15) * 8 + (hi & kShift) * 4;
-      const float inv = L > 0.f ? FastRcp(L) : 0.f;
-      const float lse = L > 0.f ? M + FastLog2(L) : -INFINITY;
-      const bool first = (hi & ((16 << kShift) - 1)) == 0;  // the row's first item (and half)
-      if (whole) {
-        const size_t orow = static_cast<size_t>(w.b) * kNumQoHeads + row;
-        __nv_bfloat16* dst = p.out + orow * kHeadDim + d0;
-        if constexpr (kHalf) {
-          *reinterpret_cast<uint2*>(dst) = make_uint2(PackBf16(o[0] * inv, o[1] * inv), PackBf16(o[2] * inv, o[3] * inv));
-        } else {
-          const float v[8] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]};
-          *reinterpret_cast<uint4*>(dst) = PackBf16x8(v, inv);
-        }
-        if (first) p.lse[orow] = lse;
-      } else {
-        float* dst = part_o + row * kHeadDim + d0;
-#pragma unroll
-        for (int e = 0; e < kDims; e += 4)
-          *reinterpret_cast<float4*>(dst + e) = make_float4(o[e] * inv, o[e + 1] * inv, o[e + 2] * inv, o[e + 3] * inv);
-        if (first) part_lse[row] = lse;
-      }
-    };
-#ifndef KI_GQA_MERGE_ASYNC
     auto merge = [&](auto half_items) {
       constexpr bool kHalf = decltype(half_items)::value;
       constexpr int kDims = kHalf ? 4 : 8;
@@ -1286,79 +1174,49 @@ __global__ void __launch_bounds__(kThreads) GqaDecode(Params p) {
 #pragma unroll kMergeUnroll
         for (int q = 0; q < C; ++q) M = fmaxf(M, RL[q * kNumQoHeads + row]);
         float L = 0.f;
-        float o[kDims] = {};
+        float o[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll kMergeUnroll
         for (int q = 0; q < C; ++q) {
           const float lq = RL[q * kNumQoHeads + row];
           const float f = lq == -INFINITY ? 0.f : Exp2(lq - M);
-          float x[kDims];
-          load_x(q, item, d0, std::integral_constant<int, kDims>{}, x);
+          // The item's bf16 pairs (the low half is the lower dimension).
+          const uint8_t* x = reinterpret_cast<const uint8_t*>(R) + (q * per + item - ib) * kRecvItemBytes + (d0 & 4) * 2;
           L += f;
-#pragma unroll
-          for (int e = 0; e < kDims; ++e) o[e] += f * x[e];
-        }
-        store_item(half_items, hi, M, L, o);
-      }
-    };
-#else
-    // Each source's partial is merged (online: running max, sum and output)
-    // as soon as its barrier completes, in whatever order the sources
-    // finish, so that after the last source's pushes land each owner has one
-    // partial left to fold in instead of all C, and no cluster-wide barrier
-    // stands between the pushes and the merge. A thread owns at most two
-    // (half) items (C >= 2: at most 256 items a block).
-    auto merge = [&](auto half_items) {
-      constexpr bool kHalf = decltype(half_items)::value;
-      constexpr int kDims = kHalf ? 4 : 8;
-      constexpr int kShift = kHalf ? 1 : 0;
-      const int h0 = (ib << kShift) + tid;
-      const int hend = ie << kShift;
-      float M[2] = {-INFINITY, -INFINITY}, L[2] = {0.f, 0.f};
-      float o[2][kDims] = {};
-      auto take = [&](int q) {
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          const int hi = h0 + k * kThreads;
-          if (hi >= hend) break;
-          const int item = hi >> kShift;
-          const int row = item >> 4;
-          const int d0 = (item & 15) * 8 + (hi & kShift) * 4;
-          const float lq = RL[q * kNumQoHeads + row];
-          if (lq == -INFINITY) continue;
-          const float nm = fmaxf(M[k], lq);
-          const float a = Exp2(M[k] - nm);  // 0 for the first partial (M = -inf)
-          const float f = Exp2(lq - nm);
-          float x[kDims];
-          load_x(q, item, d0, std::integral_constant<int, kDims>{}, x);
-          L[k] = L[k] * a + f;
-#pragma unroll
-          for (int e = 0; e < kDims; ++e) o[k][e] = o[k][e] * a + f * x[e];
-          M[k] = nm;
-        }
-      };
-      if (h0 < hend) {
-        uint32_t pending = (1u << C) - 1;
-        while (pending != 0) {
-          uint32_t ready = 0;
-          for (uint32_t m = pending; m != 0; m &= m - 1) {
-            const int q = __ffs(m) - 1;
-            if (MbarTest(bar_addr + q * 8)) ready |= 1u << q;
+          uint32_t u[kDims / 2];
+          if constexpr (kHalf) {
+            const uint2 v = *reinterpret_cast<const uint2*>(x);
+            u[0] = v.x; u[1] = v.y;
+          } else {
+            const uint4 v = *reinterpret_cast<const uint4*>(x);
+            u[0] = v.x; u[1] = v.y; u[2] = v.z; u[3] = v.w;
           }
-          // (No try_wait here: a thread suspended on one pending source's
-          // barrier came back no sooner than 1.6 us after the last pushes,
-          // however early they landed: H200, 2026-12-03.)
-          for (uint32_t m = ready; m != 0; m &= m - 1) take(__ffs(m) - 1);
-          pending &= ~ready;
+#pragma unroll
+          for (int e = 0; e < kDims / 2; ++e) {
+            o[2 * e] += f * __uint_as_float(u[e] << 16);
+            o[2 * e + 1] += f * __uint_as_float(u[e] & 0xffff0000u);
+          }
+        }
+        const float inv = L > 0.f ? FastRcp(L) : 0.f;
+        const float lse = L > 0.f ? M + FastLog2(L) : -INFINITY;
+        const bool first = (hi & ((16 << kShift) - 1)) == 0;  // the row's first item (and half)
+        if (whole) {
+          const size_t orow = static_cast<size_t>(w.b) * kNumQoHeads + row;
+          __nv_bfloat16* dst = p.out + orow * kHeadDim + d0;
+          if constexpr (kHalf) {
+            *reinterpret_cast<uint2*>(dst) = make_uint2(PackBf16(o[0] * inv, o[1] * inv), PackBf16(o[2] * inv, o[3] * inv));
+          } else {
+            *reinterpret_cast<uint4*>(dst) = PackBf16x8(o, inv);
+          }
+          if (first) p.lse[orow] = lse;
+        } else {
+          float* dst = part_o + row * kHeadDim + d0;
+#pragma unroll
+          for (int e = 0; e < kDims; e += 4)
+            *reinterpret_cast<float4*>(dst + e) = make_float4(o[e] * inv, o[e + 1] * inv, o[e + 2] * inv, o[e + 3] * inv);
+          if (first) part_lse[row] = lse;
         }
       }
-      KI_TIMELINE(6, GlobalTimerNs());
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const int hi = h0 + k * kThreads;
-        if (hi < hend) store_item(half_items, hi, M[k], L[k], o[k]);
-      }
     };
-#endif
     if (2 * per <= kThreads) merge(std::true_type{});
     else merge(std::false_type{});
     if (whole) return;
