@@ -1,7 +1,7 @@
 // Object frames (src/odb/frame.cc): a header from untrusted bytes is parsed
 // and bounds-checked, and its payload (zstd or raw) decoded under a size
 // cap, or refused; a frame that decodes re-encodes to bytes that decode the
-// same.
+// same (version 5, whatever version it was read in).
 #include "fuzz.h"
 #include "odb/frame.h"
 

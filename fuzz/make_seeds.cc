@@ -43,6 +43,13 @@ int main(int argc, char** argv) {
         odb::EncodeFrame(ObjectType::kManifest, 1, "application/vnd.kernelindex.manifest+json",
                          "{\"apiVersion\":\"kernelindex.dev/v1alpha1\",\"kind\":\"SoftwareProject\"}", 3));
   Write(root + "/frame/empty", odb::EncodeFrame(ObjectType::kBlob, 0, "application/octet-stream", "", 3));
+  // The same in versions 2 to 4 (what stores before format 13 hold; read as ever).
+  Write(root + "/frame/legacy-blob-zstd", odb::EncodeFrame(ObjectType::kBlob, 0, "text/plain; charset=utf-8", text, 3,
+                                                           nullptr, odb::FrameLayout::kLegacy));
+  Write(root + "/frame/legacy-manifest",
+        odb::EncodeFrame(ObjectType::kManifest, 1, "application/vnd.kernelindex.manifest+json",
+                         "{\"apiVersion\":\"kernelindex.dev/v1alpha1\",\"kind\":\"SoftwareProject\"}", 3, nullptr,
+                         odb::FrameLayout::kLegacy));
 
   // Catalog values in the binary form: a cohort-like and an event-like tree
   // with the strings it shortens (a digest, a row id, a timestamp).
