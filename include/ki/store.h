@@ -195,6 +195,10 @@ class Batch {
   // the store's own object numbers.
   virtual Result<std::vector<std::string>> NamesOf(const Digest& d);
   virtual Result<std::optional<Digest>> DocumentOf(const Digest& d);
+  // The objects whose manifests reference `d` (the refs table), in digest
+  // order, each once, as this batch sees them: what a derived index may
+  // read of refs, whose keys hold the store's own object numbers.
+  virtual Result<std::vector<Digest>> ReferrersOf(const Digest& d) = 0;
   // Empties a generic table (a derived index's, or one an upgrade retires).
   virtual Status DropTable(std::string_view table) = 0;
   virtual Status Commit() = 0;

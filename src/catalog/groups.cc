@@ -69,28 +69,12 @@ class GroupUpdate {
   }
 
  private:
-  // Runs that reference `d`. refs keys are target + referrer + field, the
-  // referrer its object number since store format 12, read back through
-  // its `objects` row (number -> digest + frame); a store of format 11 read
-  // as it is (an audit of one), whose objects rows are keyed by digest,
-  // holds the referrer's digest. (odb's layout, read here by table name:
-  // Batch has no Referrers of its own yet.)
+  // Runs that reference `d` (the store's refs, as this batch sees them).
   Status RunsNaming(const Digest& d, std::set<Digest>* runs) {
-    std::vector<std::string> keys;
-    KI_RETURN_IF_ERROR(b_.Scan("refs", d.raw(), [&](std::string_view k, std::string_view) {
-      keys.emplace_back(k);
-      return true;
-    }));
-    for (const std::string& k : keys) {
-      std::optional<Digest> r;
-      if (k.size() > 36) {
-        KI_ASSIGN_OR_RETURN(auto row, b_.Get("objects", std::string_view(k).substr(32, 4)));
-        if (row && row->size() >= 32) r = Digest::FromRaw(std::string_view(*row).substr(0, 32));
-      }
-      if (!r && k.size() > 64) r = Digest::FromRaw(std::string_view(k).substr(32, 32));
-      if (!r) continue;
-      KI_ASSIGN_OR_RETURN(auto info, b_.Stat(*r));
-      if (info && IsRunKind(info->kind)) runs->insert(*r);
+    KI_ASSIGN_OR_RETURN(std::vector<Digest> referrers, b_.ReferrersOf(d));
+    for (const Digest& r : referrers) {
+      KI_ASSIGN_OR_RETURN(auto info, b_.Stat(r));
+      if (info && IsRunKind(info->kind)) runs->insert(r);
     }
     return Status::OK();
   }

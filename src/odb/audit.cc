@@ -21,6 +21,15 @@ Result<std::optional<std::string>> ShadowBatch::Get(std::string_view table, std:
   return std::optional<std::string>(k->second);
 }
 
+Result<std::vector<Digest>> ShadowBatch::ReferrersOf(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto referrers, store_->Referrers(d));
+  std::vector<Digest> out;
+  out.reserve(referrers.size());
+  for (auto& [referrer, field] : referrers) out.push_back(referrer);
+  out.erase(std::unique(out.begin(), out.end()), out.end());  // Referrers is in digest order
+  return out;
+}
+
 Status ShadowBatch::Scan(std::string_view table, std::string_view prefix,
                          const std::function<bool(std::string_view, std::string_view)>& fn) {
   auto it = tables_.find(table);

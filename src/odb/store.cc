@@ -609,6 +609,28 @@ Result<std::vector<std::pair<Digest, std::string>>> LmdbStore::Referrers(const D
   return out;
 }
 
+Result<std::vector<Digest>> LmdbBatch::ReferrersOf(const Digest& d) {
+  std::vector<std::string> parts;  // the referrer part of each key
+  KI_RETURN_IF_ERROR(Scan(kRefs, d.raw(), [&](std::string_view k, std::string_view) {
+    if (auto p = store_->SplitRefKey(k)) parts.emplace_back(p->referrer);
+    return true;
+  }));
+  std::vector<Digest> out;
+  for (const std::string& part : parts) {
+    if (part.size() == 32) {
+      out.push_back(Digest::FromRaw(part));
+      continue;
+    }
+    // A referrer whose row is missing (damage) is left out: audit reports
+    // the refs entry.
+    KI_ASSIGN_OR_RETURN(auto row, Get(kObjects, part));
+    if (row && row->size() >= 32) out.push_back(Digest::FromRaw(std::string_view(*row).substr(0, 32)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Result<std::optional<std::string>> LmdbStore::Get(std::string_view table, std::string_view key) {
   KI_ASSIGN_OR_RETURN(auto read, BeginRead());
   lmdb::Txn& txn = *read;

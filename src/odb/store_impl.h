@@ -158,6 +158,9 @@ class LmdbBatch final : public Batch {
   Result<std::string> Read(const Digest& d) override;
   Result<Manifest> ReadManifest(const Digest& d) override;
   Result<std::shared_ptr<const Manifest>> ViewManifest(const Digest& d) override;
+  // refs inside this batch: each referrer's digest from its key (format
+  // 11 and before) or from its number's objects row.
+  Result<std::vector<Digest>> ReferrersOf(const Digest& d) override;
   Status DropTable(std::string_view table) override {
     KI_RETURN_IF_ERROR(FlushFor(table));
     KI_ASSIGN_OR_RETURN(MDB_dbi dbi, Table(table));
@@ -723,6 +726,8 @@ class ShadowBatch final : public Batch {
   // hides those): what the indexes read of them, as a reindex's batch sees.
   Result<std::vector<std::string>> NamesOf(const Digest& d) override { return store_->NamesOf(d); }
   Result<std::optional<Digest>> DocumentOf(const Digest& d) override { return store_->DocumentOf(d); }
+  // refs as the store holds them (refs is odb's, never an index's own).
+  Result<std::vector<Digest>> ReferrersOf(const Digest& d) override;
   Status DropTable(std::string_view table) override {
     auto it = tables_.find(table);
     if (it == tables_.end()) return Refused();
