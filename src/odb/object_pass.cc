@@ -34,6 +34,8 @@ bool OneThread() {
 
 }  // namespace
 
+bool LmdbStore::SecondAuditThread() { return std::thread::hardware_concurrency() > 1 && !OneThread(); }
+
 bool LmdbStore::WantsContent(const ObjectInfo& info) {
   // A loose blob is streamed (Check): its bytes are not kept. Every other
   // object is decoded whole to be re-hashed, so its bytes are kept; a
@@ -95,7 +97,7 @@ Result<std::vector<LmdbStore::ObjectCheck>> LmdbStore::CheckEveryObject(const st
   };
   std::exception_ptr helper_failed;
   std::thread helper;
-  if (n >= kPassMinForThread && std::thread::hardware_concurrency() > 1 && !OneThread()) {
+  if (n >= kPassMinForThread && SecondAuditThread()) {
     helper = std::thread([&] {
       try {
         decode();

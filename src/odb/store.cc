@@ -150,8 +150,32 @@ std::vector<std::string_view> LmdbStore::SetTables() const {
   return {kRefs};
 }
 
+namespace {
+// The calling thread's SameSnapshot: its store and transaction.
+thread_local const LmdbStore* t_same_store = nullptr;
+thread_local lmdb::Txn* t_same_txn = nullptr;
+}  // namespace
+
+LmdbStore::SameSnapshot::SameSnapshot(LmdbStore* store) {
+  // snapshot_ is only read here: its ID does not change while it lives.
+  if (!store->snapshot_.get() || t_same_store) return;
+  auto txn = lmdb::Txn::Begin(store->lmdb_, false);
+  if (!txn.ok() || txn->id() != store->snapshot_.id()) return;
+  txn_ = std::move(txn).value();
+  held_ = true;
+  t_same_store = store;
+  t_same_txn = &txn_;
+}
+
+LmdbStore::SameSnapshot::~SameSnapshot() {
+  if (!held_) return;
+  t_same_store = nullptr;
+  t_same_txn = nullptr;
+}
+
 Result<LmdbStore::ReadTxn> LmdbStore::BeginRead() {
   if (snapshot_.get() && std::this_thread::get_id() == snapshot_thread_) return ReadTxn(&snapshot_);
+  if (t_same_store == this) return ReadTxn(t_same_txn);
   KI_ASSIGN_OR_RETURN(auto txn, lmdb::Txn::Begin(lmdb_, false));
   return ReadTxn(std::move(txn));
 }

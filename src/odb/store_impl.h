@@ -374,6 +374,25 @@ class LmdbStore final : public Store {
     lmdb::Txn own_;
   };
   Result<ReadTxn> BeginRead();
+  // The snapshot (StoreOptions::snapshot_reads) seen from a second thread:
+  // a read transaction of that thread's own, begun where it is made, which
+  // that thread's reads (BeginRead) go through while it lives. held() is
+  // false when the store holds no snapshot, or when a writer committed
+  // since the snapshot began (the two would see two commits: LMDB's
+  // transaction IDs differ); the thread's reads are then its own, as
+  // without one. Made, used and ended on one thread.
+  class SameSnapshot {
+   public:
+    explicit SameSnapshot(LmdbStore* store);
+    ~SameSnapshot();
+    SameSnapshot(const SameSnapshot&) = delete;
+    SameSnapshot& operator=(const SameSnapshot&) = delete;
+    bool held() const { return held_; }
+
+   private:
+    lmdb::Txn txn_;
+    bool held_ = false;
+  };
 
   const std::string& path() const override { return dir_; }
   Env* env() const { return opts_.env; }
@@ -643,6 +662,9 @@ class LmdbStore final : public Store {
   // header and each document's name: on two threads when the machine has
   // them, the result in `infos`' order (object_pass.cc).
   Result<std::vector<ObjectCheck>> CheckEveryObject(const std::vector<ObjectInfo>& infos);
+  // Whether audit's work may take a second thread: the machine has two
+  // cores and KI_AUDIT_THREADS is not 1 (object_pass.cc).
+  static bool SecondAuditThread();
   // Whether the pass keeps an object's bytes (all it reads whole).
   static bool WantsContent(const ObjectInfo& info);
   // The parsing part of an object's check, on either thread.
