@@ -6,6 +6,9 @@
 #   bench/catalog/audit_interleaved.sh OLD_KI NEW_KI STORE_DIR [ROUNDS] [ARGS...]
 # STORE_DIR: a store with the KernelIndex export imported (size_vs_git.sh
 # makes one; `ki init S && ki --store S import kernelindex EXPORT`).
+# AUDIT_GIT_REPO=DIR: each round also times `git fsck --full` of DIR (a
+# repository of the same objects, as size_vs_git.sh builds), so that the
+# ratio ki/git comes from the same load.
 set -euo pipefail
 OLD=$1 NEW=$2 S=$3 N=${4:-5}
 shift $(( $# < 4 ? $# : 4 ))
@@ -20,5 +23,10 @@ for r in $(seq 1 "$N"); do
     read -r wall user sys < <(tail -1 "$T/t")
     printf '%-5s %-4s %8s %8s %8s  %s\n' "$r" "$which" "$wall" "$user" "$sys" "$(cut -d' ' -f1 /proc/loadavg)"
   done
+  if [ -n "${AUDIT_GIT_REPO:-}" ]; then
+    /usr/bin/time -f '%e %U %S' -o "$T/t" git -C "$AUDIT_GIT_REPO" fsck --full >/dev/null 2>&1 || true
+    read -r wall user sys < <(tail -1 "$T/t")
+    printf '%-5s %-4s %8s %8s %8s  %s\n' "$r" git "$wall" "$user" "$sys" "$(cut -d' ' -f1 /proc/loadavg)"
+  fi
   cmp -s "$T/old.out" "$T/new.out" || { echo "round $r: the two reports differ"; diff "$T/old.out" "$T/new.out" | head -20; }
 done

@@ -7,7 +7,9 @@
 # the whole audit with "cannot decompress" instead of being reported, because
 # the catalog's rebuild read its frame again. Reindex then takes the damaged
 # objects out of the index, and audit after it reports each as before. The
-# pass on one thread (KI_AUDIT_THREADS=1) reports the same as on two.
+# pass on one thread (KI_AUDIT_THREADS=1) reports the same as on two (where
+# the catalog's rebuild also runs on the second thread, beside the table
+# checks).
 source "$(dirname "$0")/testlib.bash" "$@"
 EXPORT=$DATA/kernelindex-export/catalog-2026-08-16-0022af0b.jsonl.zst
 
