@@ -43,13 +43,15 @@ bool LmdbStore::WantsContent(const ObjectInfo& info) {
   return info.type == ObjectType::kManifest || info.location != Location::kLoose || IsDictionary(info);
 }
 
-void LmdbStore::CheckContent(const ObjectInfo& info, ObjectCheck* c) {
+void LmdbStore::CheckContent(const ObjectInfo& info, GivesRead names, ObjectCheck* c) {
   const bool manifest = info.type == ObjectType::kManifest;
   c->read = c->e.state == CheckState::kOk && (manifest || info.location != Location::kLoose);
   if (IsDocument(info)) {
     // A fault here may still read (a wrong stored size in the entry): read
     // again, as every other reader would, on the snapshot's thread.
-    if (c->read) {
+    if (c->read && names == GivesRead::kLater) {
+      c->gives_later = true;
+    } else if (c->read) {
       c->gives = DocumentGivesOf(info, &c->raw);
     } else {
       c->gives_unread = true;
@@ -68,7 +70,8 @@ void LmdbStore::CheckContent(const ObjectInfo& info, ObjectCheck* c) {
   c->raw = std::string();  // the manifest's canonical bytes
 }
 
-Result<std::vector<LmdbStore::ObjectCheck>> LmdbStore::CheckEveryObject(const std::vector<ObjectInfo>& infos) {
+Result<std::vector<LmdbStore::ObjectCheck>> LmdbStore::CheckEveryObject(const std::vector<ObjectInfo>& infos,
+                                                                         GivesRead names) {
   const size_t n = infos.size();
   std::vector<ObjectCheck> checks(n);
   // What needs the index, first and here: every frame read (copied out of
@@ -91,7 +94,7 @@ Result<std::vector<LmdbStore::ObjectCheck>> LmdbStore::CheckEveryObject(const st
         ObjectCheck& c = checks[i];
         c.e = CheckFetched(info, fetched[i], &c.raw, &c.dict_fault);
         fetched[i] = FetchedFrame();
-        CheckContent(info, &c);
+        CheckContent(info, names, &c);
       }
     }
   };
@@ -119,7 +122,7 @@ Result<std::vector<LmdbStore::ObjectCheck>> LmdbStore::CheckEveryObject(const st
   for (size_t i : streamed) {
     ObjectCheck& c = checks[i];
     c.e = Check(infos[i], WantsContent(infos[i]) ? &c.raw : nullptr, &c.dict_fault);
-    CheckContent(infos[i], &c);
+    CheckContent(infos[i], names, &c);
   }
   decode();
   if (helper.joinable()) helper.join();

@@ -657,18 +657,24 @@ class LmdbStore final : public Store {
     // A document: what it gives (nullopt: it does not read as a manifest).
     std::optional<DocumentGives> gives;
     bool gives_unread = false;  // (internal) read again after the threads
+    // A document read whole whose gives the caller reads from its bytes
+    // (GivesRead::kLater).
+    bool gives_later = false;
   };
   // Check of every object of `infos`, with each manifest parsed against its
   // header and each document's name: on two threads when the machine has
   // them, the result in `infos`' order (object_pass.cc).
-  Result<std::vector<ObjectCheck>> CheckEveryObject(const std::vector<ObjectInfo>& infos);
+  // Where a document's gives are read: in the pass, or by the caller from
+  // the bytes the pass kept (Audit: beside the catalog's rebuild).
+  enum class GivesRead { kInPass, kLater };
+  Result<std::vector<ObjectCheck>> CheckEveryObject(const std::vector<ObjectInfo>& infos, GivesRead names);
   // Whether audit's work may take a second thread: the machine has two
   // cores and KI_AUDIT_THREADS is not 1 (object_pass.cc).
   static bool SecondAuditThread();
   // Whether the pass keeps an object's bytes (all it reads whole).
   static bool WantsContent(const ObjectInfo& info);
   // The parsing part of an object's check, on either thread.
-  void CheckContent(const ObjectInfo& info, ObjectCheck* c);
+  void CheckContent(const ObjectInfo& info, GivesRead names, ObjectCheck* c);
   // The entry for what the check found: `s`, with the frame's version and
   // stored size, and the dictionary to blame (0: none).
   CheckEntry CheckOutcome(const ObjectInfo& info, Status s, uint8_t version, uint64_t stored, uint32_t dict,
