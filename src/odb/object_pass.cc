@@ -1,6 +1,7 @@
 // Audit's pass over every object (LmdbStore::CheckEveryObject): each
 // object's bytes read, decoded and re-hashed, each manifest parsed against
-// its header, each document's name read. The decoding, hashing and parsing
+// its header, each document's name read (or, GivesRead::kLater, left to the
+// caller, which reads it from the kept bytes). The decoding, hashing and parsing
 // run on two threads when the machine has two cores; every read of the
 // index stays on the calling thread, which holds the read snapshot (an LMDB
 // transaction belongs to one thread), so both threads see one commit. The
@@ -48,7 +49,9 @@ void LmdbStore::CheckContent(const ObjectInfo& info, GivesRead names, ObjectChec
   c->read = c->e.state == CheckState::kOk && (manifest || info.location != Location::kLoose);
   if (IsDocument(info)) {
     // A fault here may still read (a wrong stored size in the entry): read
-    // again, as every other reader would, on the snapshot's thread.
+    // again, as every other reader would, on the snapshot's thread. Read
+    // whole, its bytes go to VerifiedContents, where kLater's caller reads
+    // them (Audit, beside step 6's thread).
     if (c->read && names == GivesRead::kLater) {
       c->gives_later = true;
     } else if (c->read) {
