@@ -328,7 +328,9 @@ Result<size_t> CompressedPayloadSize(std::string_view payload, const FrameHeader
   if (h.version == kFrameVersionCompact) {
     // zstd measures only frames with their magic number (its _advanced
     // forms that take a format are not public), so the magic is put back
-    // in front of a copy: payloads kept in LMDB are at most 64 KiB.
+    // in front of a copy: a frame kept in LMDB is at most 64 KiB, and a
+    // loose one decoded whole costs its compressed size once more, beside
+    // the raw bytes it decodes to (a streamed read copies nothing).
     std::string framed;
     framed.reserve(4 + payload.size());
     coding::PutFixed32(&framed, ZSTD_MAGICNUMBER);  // little-endian, as zstd writes it
