@@ -10,6 +10,7 @@ pkgs=(
   libcurl4-openssl-dev
   libmimalloc-dev  # the ki command's allocator (CMake KI_MALLOC)
   python3 python3-nacl python3-scipy
+  python3-lmdb  # bench/catalog/layout_pages.py (LMDB layouts measured in a scratch env; /usr/bin/python3)
   # tests/cli/run_python.sh: torch for Python kernels on the CPU, and the shared
   # libpython ki embeds (python3-torch: ~175 packages, ~4 min on a fresh Debian 12);
   # torch/extension.h, pybind11, Python.h and ninja for torch's extension builder (binding torch)
