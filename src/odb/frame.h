@@ -101,7 +101,7 @@ std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view me
 // Whether a frame's header says a dictionary ID follows (version 3, or 4
 // and 5 with flags bit 1), read from its first bytes without parsing it.
 inline bool FrameNamesDictionary(std::string_view frame) {
-  if (frame.size() <= kFrameHeaderPrefix - 1) return false;
+  if (frame.size() < kFrameHeaderPrefix) return false;
   const uint8_t version = uint8_t(frame[4]);
   return version == kFrameVersionDict ||
          ((version == kFrameVersionCoded || version == kFrameVersionCompact) && (uint8_t(frame[7]) & 2));

@@ -647,8 +647,8 @@ Result<std::vector<Digest>> LmdbBatch::ReferrersOf(const Digest& d) {
     }
     // A referrer whose row is missing (damage) is left out: audit reports
     // the refs entry.
-    KI_ASSIGN_OR_RETURN(auto row, Get(kObjects, part));
-    if (row && row->size() >= 32) out.push_back(Digest::FromRaw(std::string_view(*row).substr(0, 32)));
+    KI_ASSIGN_OR_RETURN(auto value, Get(kObjects, part));
+    if (auto row = value ? SplitObjectsRow(part, *value) : std::nullopt) out.push_back(row->digest);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -536,10 +536,9 @@ class LmdbStore final : public Store {
   std::string ObjectsKey(const ObjectInfo& info) const {
     return objects_numbered_ ? NumberKey(info.number) : std::string(info.digest.raw());
   }
-  // A referrer's part of a refs key (RefKey): its number or its digest.
-  std::string RefReferrerPart(const ObjectInfo& referrer) const {
-    return objects_numbered_ ? NumberKey(referrer.number) : std::string(referrer.digest.raw());
-  }
+  // A referrer's part of a refs key (RefKey): its number or its digest,
+  // as its objects row is keyed.
+  std::string RefReferrerPart(const ObjectInfo& referrer) const { return ObjectsKey(referrer); }
   // A refs key split into its target, its referrer's key part and the
   // field's bytes (RefField reads them); nullopt for a key too short.
   struct RefKeyParts {
