@@ -109,6 +109,12 @@ struct EncodedObject {
   std::string media_type;
   uint64_t raw_size = 0;
   std::string frame;  // docs/format.md, "Object frame"
+  // A manifest's document may also come as a frame based on the manifest
+  // (docs/format.md, "Based frames"), its base's number not yet set: the
+  // batch stores it in place of `frame` when the manifest `base` is held in
+  // the index by then (it numbers it), `frame` otherwise. Empty: none.
+  std::string based_frame;
+  Digest base;
 };
 
 // What Batch::PutManifest computes before it writes (frames, digests,

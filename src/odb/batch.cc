@@ -35,10 +35,15 @@ Result<std::string> LmdbBatch::Read(const Digest& d) {
   if (info->size > store_->options().max_object_size) {
     return Status::InvalidInput(d.str() + " is over the limit for an object read whole into memory");
   }
+  std::string frame;
   if (auto it = pending_.find(d); it != pending_.end() && it->second.info.location == Location::kIndex) {
-    return store_->DecodeCheckedIn(&txn_, *info, it->second.frame);
+    frame = it->second.frame;
+  } else {
+    KI_ASSIGN_OR_RETURN(frame, store_->ReadFrameIn(txn_, *info));
   }
-  KI_ASSIGN_OR_RETURN(std::string frame, store_->ReadFrameIn(txn_, *info));
+  // A based frame's base may be among the objects still held back: its
+  // row is read through the transaction, so they are written first.
+  if (FrameIsBased(frame) && !pending_.empty()) KI_RETURN_IF_ERROR(FlushPending());
   return store_->DecodeCheckedIn(&txn_, *info, frame);
 }
 
@@ -461,7 +466,18 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
 
 Status LmdbBatch::WriteObject(const EncodedObject& o) {
   const Digest& d = o.digest;
-  const std::string& frame = o.frame;
+  std::string_view frame = o.frame;
+  std::string based;
+  if (!o.based_frame.empty() && store_->objects_numbered()) {
+    // Based on its manifest when that is held in the index (a loose one is
+    // never a base): the frame names it by its number, known by now (the
+    // manifest is written first).
+    KI_ASSIGN_OR_RETURN(auto base, Stat(o.base));
+    if (base && base->location == Location::kIndex && base->number && base->type == ObjectType::kManifest) {
+      KI_ASSIGN_OR_RETURN(based, NumberBasedFrame(o.based_frame, base->number));
+      if (based.size() < frame.size() && based.size() <= store_->options().loose_threshold) frame = based;
+    }
+  }
   if (FrameNamesDictionary(frame)) {
     // A frame is never written without the dictionary it names.
     KI_ASSIGN_OR_RETURN(auto h, ParseFrameHeader(frame, d.str()));
@@ -500,7 +516,7 @@ Status LmdbBatch::WriteObject(const EncodedObject& o) {
     // Held back, and written in digest order with the batch's others.
     info.location = Location::kIndex;
     pending_bytes_ += frame.size();
-    pending_.insert_or_assign(d, PendingObject{info, frame});
+    pending_.insert_or_assign(d, PendingObject{info, std::string(frame)});
   }
   arrived_.push_back(info);
   if (pending_bytes_ > kPendingLimit) KI_RETURN_IF_ERROR(FlushPending());
@@ -534,18 +550,10 @@ Status LmdbBatch::LinkManifest(Kind kind, const Digest& d, bool existed, const s
 
 Result<PutResult> LmdbBatch::PutManifest(const Manifest& m, std::optional<std::string_view> document,
                                          std::string_view document_media_type) {
-  KI_ASSIGN_OR_RETURN(PutResult r, PutObject(ObjectType::kManifest, uint8_t(m.kind),
-                                             "application/vnd.kernelindex.manifest+json", m.canonical,
-                                             m.digest));
-  std::optional<Digest> doc_digest;
-  if (document) {
-    KI_ASSIGN_OR_RETURN(PutResult doc, PutBlob(*document, document_media_type));
-    doc_digest = doc.digest;
-  }
-  // A name is recorded only with the document that carries it: the
-  // documents are what audit checks the name tables against.
-  KI_RETURN_IF_ERROR(LinkManifest(m.kind, m.digest, r.existed, nullptr, &m, doc_digest, document ? m.name() : ""));
-  return r;
+  // Encoded as a bulk import encodes (the document perhaps based on the
+  // manifest); a name is recorded only with the document that carries it
+  // (the documents are what audit checks the name tables against).
+  return PutEncodedManifest(store_->EncodeManifest(m, document, document_media_type));
 }
 
 Result<PutResult> LmdbBatch::PutEncodedManifest(const EncodedManifest& m) {
@@ -593,8 +601,11 @@ Result<std::vector<PutResult>> LmdbBatch::PutEncodedManifests(const std::vector<
     }
   }
   // Then each table in key order (appends; see PutKV). Objects and meta
-  // are keyed by digest alike.
-  std::sort(objects.begin(), objects.end(), [](auto* a, auto* b) { return a->digest < b->digest; });
+  // are keyed by digest alike. Documents that may be based on their
+  // manifests last: a manifest is numbered when it is written.
+  std::sort(objects.begin(), objects.end(), [](auto* a, auto* b) {
+    return std::make_pair(!a->based_frame.empty(), a->digest) < std::make_pair(!b->based_frame.empty(), b->digest);
+  });
   for (const EncodedObject* o : objects) KI_RETURN_IF_ERROR(WriteObject(*o));
   using KV = std::pair<std::string, std::string_view>;
   std::vector<KV> rows;

@@ -64,25 +64,43 @@ std::string_view CodedMediaType(uint8_t code) {
   return code < kMediaTypeCodeCount ? kMediaTypeCodes[code] : std::string_view();
 }
 
-std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
-                              bool compressed, uint32_t dict_id, FrameLayout layout) {
+namespace {
+
+// Version 5: magic version type kind flags raw-size(varint) code
+// [mt-len(varint) media-type when code is 0] [dict-id] [base-number
+// prefix suffix (varints) when based] header-check.
+std::string CompactHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
+                          bool compressed, uint32_t dict_id, const FrameBase* base) {
   std::string out;
   const uint8_t code = MediaTypeCode(media_type);
-  if (layout == FrameLayout::kCompact) {
-    out.reserve(kFrameHeaderPrefix + 10 + 1 + (code ? 0 : 3 + media_type.size()) + kFrameDictIdSize +
-                kFrameHeaderCheckSize);
-    out.append(kFrameMagic, 4);
-    out.push_back(char(kFrameVersionCompact));
-    out.push_back(char(type));
-    out.push_back(char(kind));
-    out.push_back(char((compressed ? 1 : 0) | (dict_id ? 2 : 0)));  // flags
-    coding::PutVarint64(&out, raw_size);
-    out.push_back(char(code));
-    if (!code) coding::PutLengthPrefixed(&out, media_type.substr(0, 0xffff));
-    if (dict_id) coding::PutFixed32(&out, dict_id);
-    AppendHeaderCheck(out);
-    return out;
+  out.reserve(kFrameHeaderPrefix + 10 + 1 + (code ? 0 : 3 + media_type.size()) + kFrameDictIdSize + 25 +
+              kFrameHeaderCheckSize);
+  out.append(kFrameMagic, 4);
+  out.push_back(char(kFrameVersionCompact));
+  out.push_back(char(type));
+  out.push_back(char(kind));
+  out.push_back(char((compressed ? kFrameFlagCompressed : 0) | (dict_id ? kFrameFlagDict : 0) |
+                     (base ? kFrameFlagBased : 0)));
+  coding::PutVarint64(&out, raw_size);
+  out.push_back(char(code));
+  if (!code) coding::PutLengthPrefixed(&out, media_type.substr(0, 0xffff));
+  if (dict_id) coding::PutFixed32(&out, dict_id);
+  if (base) {
+    coding::PutVarint64(&out, base->number);
+    coding::PutVarint64(&out, base->prefix);
+    coding::PutVarint64(&out, base->suffix);
   }
+  AppendHeaderCheck(out);
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
+                              bool compressed, uint32_t dict_id, FrameLayout layout) {
+  if (layout == FrameLayout::kCompact) return CompactHeader(type, kind, media_type, raw_size, compressed, dict_id, nullptr);
+  std::string out;
+  const uint8_t code = MediaTypeCode(media_type);
   size_t mt = code ? 0 : std::min<size_t>(media_type.size(), 0xffff);
   out.reserve(kFrameHeaderSize + mt + kFrameDictIdSize + kFrameHeaderCheckSize);
   out.append(kFrameMagic, 4);
@@ -150,6 +168,47 @@ std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_ty
   return out;
 }
 
+std::optional<std::string> EncodeBasedFrame(ObjectType type, uint8_t kind, std::string_view media_type,
+                                            std::string_view raw, std::string_view base_raw, int zstd_level,
+                                            const Dictionary* dict, size_t plain, size_t margin) {
+  FrameBase base;
+  const size_t most = std::min(raw.size(), base_raw.size());
+  while (base.prefix < most && raw[base.prefix] == base_raw[base.prefix]) ++base.prefix;
+  while (base.prefix + base.suffix < most &&
+         raw[raw.size() - 1 - base.suffix] == base_raw[base_raw.size() - 1 - base.suffix])
+    ++base.suffix;
+  const std::string_view middle = raw.substr(base.prefix, raw.size() - base.prefix - base.suffix);
+  // Not worth a try when the two share little (a YAML document and its
+  // manifest's JSON): the plain frame is about as small.
+  if (base.prefix + base.suffix < raw.size() / 4) return std::nullopt;
+  const ZSTD_CDict* cdict = dict ? dict->cdict(zstd_level) : nullptr;
+  std::string out = CompactHeader(type, kind, media_type, raw.size(), true, cdict ? dict->id() : 0, &base);
+  const size_t header = out.size();
+  const size_t bound = ZSTD_compressBound(middle.size());
+  out.resize(header + bound);
+  const size_t n = SetUpCompression(ThreadCCtx(), zstd_level, cdict, FrameLayout::kCompact)
+                       ? ZSTD_compress2(ThreadCCtx(), out.data() + header, bound, middle.data(), middle.size())
+                       : size_t(-1);
+  if (!ZSTD_isError(n) && n < middle.size()) {
+    out.resize(header + n);
+  } else {
+    out = CompactHeader(type, kind, media_type, raw.size(), false, 0, &base);
+    out.append(middle);
+  }
+  if (out.size() + margin >= plain) return std::nullopt;
+  return out;
+}
+
+Result<std::string> NumberBasedFrame(std::string_view based, uint32_t number) {
+  KI_ASSIGN_OR_RETURN(FrameHeader h, ParseFrameHeader(based, "a based frame"));
+  if (!h.base) return Status::InvalidInput("internal: NumberBasedFrame of a frame that is not based");
+  FrameBase base = *h.base;
+  base.number = number;
+  std::string out = CompactHeader(h.type, h.kind, h.media_type, h.raw_size, h.compressed, h.dict_id, &base);
+  out.append(based.substr(h.payload_offset));
+  return out;
+}
+
 namespace {
 
 // The media type of a code, or Corruption naming a code this ki does not know.
@@ -162,14 +221,15 @@ Result<std::string> CodedMediaTypeOrError(size_t code, uint8_t version, const st
   return std::string(media_type);
 }
 
-// Version 5: magic version type kind flags raw-size(varint) code
-// [mt-len(varint) media-type when code is 0] [dict-id] header-check.
+// Version 5 (CompactHeader).
 Result<FrameHeader> ParseCompactHeader(std::string_view f, const std::string& where) {
   FrameHeader h;
   h.version = kFrameVersionCompact;
   const uint8_t flags = uint8_t(f[7]);
-  if (flags & ~3u) return Status::Corruption(where + ": unknown frame flags");
-  h.compressed = flags & 1;
+  if (flags & ~unsigned(kFrameFlagCompressed | kFrameFlagDict | kFrameFlagBased)) {
+    return Status::Corruption(where + ": unknown frame flags");
+  }
+  h.compressed = flags & kFrameFlagCompressed;
   coding::Decoder in(f.substr(kFrameHeaderPrefix));
   uint8_t code = 0;
   std::string_view text;
@@ -177,7 +237,13 @@ Result<FrameHeader> ParseCompactHeader(std::string_view f, const std::string& wh
   const auto truncated = [&] { return Status::Corruption(where + ": truncated frame header"); };
   if (!in.GetVarint64(&h.raw_size) || !in.GetByte(&code)) return truncated();
   if (code == 0 && !in.GetLengthPrefixed(&text)) return truncated();
-  if ((flags & 2) && !in.GetFixed32(&dict_id)) return truncated();
+  if ((flags & kFrameFlagDict) && !in.GetFixed32(&dict_id)) return truncated();
+  FrameBase base;
+  uint64_t number = 0;
+  if ((flags & kFrameFlagBased) &&
+      (!in.GetVarint64(&number) || !in.GetVarint64(&base.prefix) || !in.GetVarint64(&base.suffix))) {
+    return truncated();
+  }
   const size_t checked = f.size() - in.rest().size();
   std::string_view check;
   if (!in.GetBytes(kFrameHeaderCheckSize, &check)) return truncated();
@@ -190,7 +256,16 @@ Result<FrameHeader> ParseCompactHeader(std::string_view f, const std::string& wh
   } else {
     h.media_type.assign(text);
   }
-  if (flags & 2) {
+  if (flags & kFrameFlagBased) {
+    // Number 0 is a frame whose base is not numbered yet (EncodeBasedFrame):
+    // never stored, and no object has it.
+    if (number > 0xffffffffu || base.prefix > h.raw_size || base.suffix > h.raw_size - base.prefix) {
+      return Status::Corruption(where + ": based frame whose base number, prefix or suffix is out of range");
+    }
+    base.number = uint32_t(number);
+    h.base = base;
+  }
+  if (flags & kFrameFlagDict) {
     h.dict_id = dict_id;
     if (h.dict_id == 0 || !h.compressed) {
       return Status::Corruption(where + ": frame with a dictionary ID but no compressed payload, or an ID of 0");
@@ -284,18 +359,45 @@ Result<const ZSTD_DDict*> PayloadDictionary(std::string_view payload, const Fram
 }  // namespace
 
 Result<std::string> DecodeFrame(std::string_view f, const FrameHeader& h, uint64_t max_size,
-                                const std::string& where, const Dictionary* dict) {
+                                const std::string& where, const Dictionary* dict,
+                                std::optional<std::string_view> base) {
   std::string_view payload = f.substr(h.payload_offset);
   if (h.raw_size > max_size) {
     return Status::Corruption(where + ": frame claims " + std::to_string(h.raw_size) +
                               " bytes, over the limit of " + std::to_string(max_size));
   }
-  if (!h.compressed) {
-    if (payload.size() != h.raw_size) {
-      return Status::Corruption(where + ": frame holds " + std::to_string(payload.size()) +
-                                " bytes, header says " + std::to_string(h.raw_size));
+  // A based frame's payload is its middle: the bytes between the base's
+  // prefix and suffix (ParseFrameHeader checked that both fit in raw_size).
+  uint64_t prefix = 0, suffix = 0;
+  if (h.base) {
+    if (!base) {
+      return Status::Corruption(where + ": based on object number " + std::to_string(h.base->number) +
+                                ", whose bytes were not read");
     }
-    return std::string(payload);
+    prefix = h.base->prefix;
+    suffix = h.base->suffix;
+    if (prefix > base->size() || suffix > base->size() - prefix) {
+      return Status::Corruption(where + ": based on object number " + std::to_string(h.base->number) + " (" +
+                                std::to_string(base->size()) + " bytes), but takes " + std::to_string(prefix) +
+                                " + " + std::to_string(suffix) + " bytes of it");
+    }
+  }
+  const uint64_t middle = h.raw_size - prefix - suffix;
+  const auto assemble = [&](std::string out) {
+    if (!h.base) return out;
+    std::memcpy(out.data(), base->data(), prefix);
+    std::memcpy(out.data() + prefix + middle, base->data() + base->size() - suffix, suffix);
+    return out;
+  };
+  if (!h.compressed) {
+    if (payload.size() != middle) {
+      return Status::Corruption(where + ": frame holds " + std::to_string(payload.size()) +
+                                " bytes, header says " + std::to_string(middle));
+    }
+    if (!h.base) return std::string(payload);
+    std::string out(size_t(h.raw_size), '\0');
+    std::memcpy(out.data() + prefix, payload.data(), payload.size());
+    return assemble(std::move(out));
   }
   if (h.version == kFrameVersionCompact) {
     // No content size to compare: the payload must be exactly one zstd
@@ -306,7 +408,7 @@ Result<std::string> DecodeFrame(std::string_view f, const FrameHeader& h, uint64
     // The zstd frame's own content size must agree with ours: a header is
     // untrusted until both say the same.
     unsigned long long content = ZSTD_getFrameContentSize(payload.data(), payload.size());
-    if (content == ZSTD_CONTENTSIZE_ERROR || content != h.raw_size) {
+    if (content == ZSTD_CONTENTSIZE_ERROR || content != middle) {
       return Status::Corruption(where + ": compressed payload does not match the frame header");
     }
   }
@@ -314,13 +416,14 @@ Result<std::string> DecodeFrame(std::string_view f, const FrameHeader& h, uint64
   std::string out(size_t(h.raw_size), '\0');
   ZSTD_DCtx* dctx = ThreadDCtx();
   SetUpDecompression(dctx, h.version);  // also drops a dictionary a streamed read referenced
-  size_t n = ddict ? ZSTD_decompress_usingDDict(dctx, out.data(), out.size(), payload.data(), payload.size(), ddict)
-                   : ZSTD_decompressDCtx(dctx, out.data(), out.size(), payload.data(), payload.size());
-  if (ZSTD_isError(n) || n != h.raw_size) {
+  char* dst = out.data() + prefix;
+  size_t n = ddict ? ZSTD_decompress_usingDDict(dctx, dst, size_t(middle), payload.data(), payload.size(), ddict)
+                   : ZSTD_decompressDCtx(dctx, dst, size_t(middle), payload.data(), payload.size());
+  if (ZSTD_isError(n) || n != middle) {
     return Status::Corruption(where + ": cannot decompress: " +
                               (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output"));
   }
-  return out;
+  return assemble(std::move(out));
 }
 
 Result<size_t> CompressedPayloadSize(std::string_view payload, const FrameHeader& h, const std::string& where) {
@@ -496,6 +599,11 @@ Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& whe
     buf.resize(at + m);
     return m == k;
   };
+  if (version == kFrameVersionCompact && (uint8_t(buf[7]) & kFrameFlagBased)) {
+    // A file is read a piece at a time, and a based frame needs its base's
+    // bytes: ki keeps based frames only in the index.
+    return Status::Corruption(where + ": a based frame in a file (ki keeps based frames only in the index)");
+  }
   if (version == kFrameVersionCompact) {
     // Varints: read a byte at a time, up to the header's end (never into
     // the payload, which the decoder reads next).
@@ -563,6 +671,7 @@ Result<std::string_view> FrameDecoder::Next() {
   State& s = *s_;
   const FrameHeader& h = s.h;
   if (s.finished) return std::string_view();
+  if (h.base) return Status::Corruption(where_ + ": a based frame cannot be streamed (it needs its base's bytes)");
   auto wrong_length = [&](const std::string& held) {
     return Status::Corruption(where_ + ": frame holds " + held + " bytes, header says " + std::to_string(h.raw_size));
   };

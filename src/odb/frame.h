@@ -50,6 +50,11 @@ inline constexpr uint8_t kFrameVersionCoded = 4;
 // already says all three. 11-16 bytes less a frame. Written for every frame
 // since format 13; versions 1 to 4 are read as ever.
 inline constexpr uint8_t kFrameVersionCompact = 5;
+// Version 5 flags: bit 0 compressed, bit 1 a dict-id follows, bit 2 (store
+// format 14) the frame is based on another object (FrameBase).
+inline constexpr uint8_t kFrameFlagCompressed = 1;
+inline constexpr uint8_t kFrameFlagDict = 2;
+inline constexpr uint8_t kFrameFlagBased = 4;
 // The fixed part of a version 1 to 4 header (magic .. mt-len); version 5's
 // fixed part is magic .. flags (kFrameHeaderPrefix), then varints.
 inline constexpr size_t kFrameHeaderSize = 4 + 1 + 1 + 1 + 1 + 8 + 2;  // + media type (+ dict-id) (+ check) + payload
@@ -77,6 +82,21 @@ class Dictionary;
 // older stores hold.
 enum class FrameLayout { kCompact, kLegacy };
 
+// A based frame (version 5, flags bit 2; store format 14) holds an object
+// as the difference from another object of the same store, its base: the
+// object's bytes are the base's first `prefix` bytes, then the payload
+// decoded, then the base's last `suffix` bytes. A manifest's original
+// document is the manifest's canonical JSON with its metadata put back, so
+// against its manifest only the metadata is left to compress (the export's
+// documents take 58% fewer bytes so). The base is named by its store-local
+// number (frames never leave their store); it is never itself based, and a
+// based frame is kept only in the index (a loose file is never based).
+struct FrameBase {
+  uint32_t number = 0;
+  uint64_t prefix = 0;
+  uint64_t suffix = 0;
+};
+
 struct FrameHeader {
   ObjectType type = ObjectType::kBlob;
   uint8_t kind = 0;          // Kind value for manifests, 0 for blobs
@@ -84,6 +104,7 @@ struct FrameHeader {
   uint64_t raw_size = 0;
   std::string media_type;
   uint32_t dict_id = 0;      // version 3: the zstd dictionary the payload needs
+  std::optional<FrameBase> base;  // a based frame's base (version 5, flags bit 2)
   size_t payload_offset = 0;
   uint8_t version = kFrameVersion;  // 1: no header check
 };
@@ -97,6 +118,25 @@ std::string EncodeFrame(ObjectType type, uint8_t kind, std::string_view media_ty
 // The bytes of a frame before its payload, as EncodeFrame writes them.
 std::string EncodeFrameHeader(ObjectType type, uint8_t kind, std::string_view media_type, uint64_t raw_size,
                               bool compressed, uint32_t dict_id = 0, FrameLayout layout = FrameLayout::kCompact);
+
+// A based frame of `raw` against `base_raw` (the base's bytes), its base's
+// number left 0 (the writer learns it only when it stores the base:
+// NumberBasedFrame); nullopt when it would not be smaller than `plain`,
+// the frame EncodeFrame wrote for the same bytes, by `margin` bytes (what
+// the number will add). The middle is compressed with `dict` when that
+// saves bytes.
+std::optional<std::string> EncodeBasedFrame(ObjectType type, uint8_t kind, std::string_view media_type,
+                                            std::string_view raw, std::string_view base_raw, int zstd_level,
+                                            const Dictionary* dict, size_t plain, size_t margin);
+// The frame `based` (EncodeBasedFrame's) with its base's number set.
+Result<std::string> NumberBasedFrame(std::string_view based, uint32_t number);
+
+// Whether a frame's header says it is based (flags bit 2 of version 5),
+// read from its first bytes without parsing it.
+inline bool FrameIsBased(std::string_view frame) {
+  return frame.size() >= kFrameHeaderPrefix && uint8_t(frame[4]) == kFrameVersionCompact &&
+         (uint8_t(frame[7]) & kFrameFlagBased);
+}
 
 // Whether a frame's header says a dictionary ID follows (version 3, or 4
 // and 5 with flags bit 1), read from its first bytes without parsing it.
@@ -142,7 +182,8 @@ Result<StreamedFrame> EncodeFrameStream(MappedFile& in, ObjectType type, uint8_t
 Result<Digest> HashMapped(MappedFile& in, const std::string& where);
 
 // Reads and parses a frame's header (media type included) from the start
-// of `file`, leaving it at the payload.
+// of `file`, leaving it at the payload. A based frame is Corruption: one
+// is never kept in a file.
 Result<FrameHeader> ReadFrameHeader(SequentialFile& file, const std::string& where);
 
 // A frame's payload after ReadFrameHeader, decoded a piece at a time as
@@ -189,8 +230,12 @@ Result<FrameHeader> ParseFrameHeader(std::string_view frame, const std::string& 
 // Decodes a frame to raw bytes; raw_size is checked against max_size before
 // allocating, and the decompressed length must equal raw_size exactly. A
 // version 3 frame needs `dict`, as DecodeFrameStream does; the zstd frame's
-// own dictionary ID must be the header's (and none for other versions).
+// own dictionary ID must be the header's (and none for other versions). A
+// based frame needs its base's bytes (`base`; Corruption without them, or
+// when its prefix and suffix do not fit in them); the caller reads the
+// base and checks its digest, and then the object's.
 Result<std::string> DecodeFrame(std::string_view frame, const FrameHeader& h, uint64_t max_size,
-                                const std::string& where, const Dictionary* dict = nullptr);
+                                const std::string& where, const Dictionary* dict = nullptr,
+                                std::optional<std::string_view> base = std::nullopt);
 
 }  // namespace ki::odb

@@ -261,6 +261,40 @@ class Collector {
       report_->removed.push_back(std::move(r));
       doomed_.emplace(info.digest, info);
     }
+    return KeepBases();
+  }
+
+  // A based frame (frame.h, FrameBase) reads its base's bytes: a manifest
+  // that is the base of a frame that stays, stays too, whatever reaches
+  // it (it is counted as reachable).
+  Status KeepBases() {
+    std::unordered_map<uint32_t, Digest> doomed_manifests;
+    for (const auto& [d, info] : doomed_)
+      if (info.type == ObjectType::kManifest && info.location == Location::kIndex && info.number)
+        doomed_manifests.emplace(info.number, d);
+    if (doomed_manifests.empty() || !store_->objects_numbered()) return Status::OK();
+    std::unordered_set<Digest> bases;
+    KI_RETURN_IF_ERROR(store_->Scan(kObjects, "", [&](std::string_view k, std::string_view v) {
+      auto row = SplitObjectsRow(k, v);
+      if (!row || !FrameIsBased(row->frame) || doomed_.count(row->digest)) return true;
+      auto h = ParseFrameHeader(row->frame, row->digest.str());
+      if (!h.ok() || !h->base) return true;  // damage is audit's to report
+      if (auto it = doomed_manifests.find(h->base->number); it != doomed_manifests.end()) bases.insert(it->second);
+      return true;
+    }));
+    if (bases.empty()) return Status::OK();
+    std::vector<GcRemoved> removed;
+    for (GcRemoved& r : report_->removed) {
+      if (!bases.count(r.digest)) {
+        removed.push_back(std::move(r));
+        continue;
+      }
+      report_->removed_bytes -= r.size;
+      report_->removed_stored_bytes -= r.stored_size;
+      report_->reachable++;
+      doomed_.erase(r.digest);
+    }
+    report_->removed = std::move(removed);
     return Status::OK();
   }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "ki/utc.h"
@@ -157,10 +158,21 @@ class FrameSalvage {
     std::vector<Pending> pending;
     pending.swap(pending_);
     for (auto& p : pending) KI_RETURN_IF_ERROR(TryFrame(p.frame, p.offset, max_frame, true, p.lead).status());
+    // Then the based frames, whose bases are among the frames found.
+    std::vector<Pending> based;
+    based.swap(based_);
+    for (size_t i = 0; i < found_.size(); ++i)
+      if (found_[i].was) by_number_.emplace(found_[i].was, i);
+    for (auto& p : based) KI_RETURN_IF_ERROR(TryBased(p).status());
     return Finish();
   }
 
  private:
+  struct Pending {
+    uint64_t offset;
+    std::string frame, lead;
+  };
+
   // The length of the frame at the start of `f` when it is one (0 when
   // not), stored when it is whole.
   Result<size_t> TryFrame(std::string_view f, uint64_t offset, size_t max_frame, bool last_try,
@@ -175,12 +187,20 @@ class FrameSalvage {
       if (!n.ok()) return Unreadable();
       len = *n;
     } else {
-      if (h->raw_size > max_frame) return Unreadable();
-      len = size_t(h->raw_size);
+      // A based frame holds only the middle (frame.h, FrameBase).
+      const uint64_t held = h->raw_size - (h->base ? h->base->prefix + h->base->suffix : 0);
+      if (held > max_frame) return Unreadable();
+      len = size_t(held);
     }
     const size_t total = h->payload_offset + len;
     if (total > f.size() || total > max_frame) return Unreadable();  // cut off by the file's end
     const std::string_view frame = f.substr(0, total);
+    if (h->base) {
+      // Its base may come later in the file: tried once every frame is found.
+      if (!numbered_ || last_try) return Unreadable();
+      based_.push_back(Pending{offset, std::string(frame), std::string(lead)});
+      return total;
+    }
     std::shared_ptr<const odb::Dictionary> dict;
     if (h->dict_id) {
       if (auto it = found_dicts_.find(h->dict_id); it != found_dicts_.end()) dict = it->second;
@@ -211,6 +231,40 @@ class FrameSalvage {
     return total;
   }
 
+  // A based frame found whole, its base found under the old number it
+  // names: stored as a plain frame (the base may not keep its number).
+  Result<size_t> TryBased(const Pending& p) {
+    const std::string where = name_ + " at byte " + std::to_string(p.offset);
+    auto h = odb::ParseFrameHeader(p.frame, where);
+    if (!h.ok() || !h->base) return Unreadable();
+    const auto at = by_number_.find(h->base->number);
+    if (at == by_number_.end()) return Unreadable();
+    const Found* base = &found_[at->second];
+    auto bh = odb::ParseFrameHeader(base->frame, where);
+    if (!bh.ok()) return Unreadable();
+    auto base_raw = odb::DecodeFrame(base->frame, *bh, opts_.max_object_size, where, FoundDictionary(bh->dict_id).get());
+    if (!base_raw.ok()) return Unreadable();
+    auto raw = odb::DecodeFrame(p.frame, *h, opts_.max_object_size, where, FoundDictionary(h->dict_id).get(),
+                                std::string_view(*base_raw));
+    if (!raw.ok()) return Unreadable();
+    const Digest d = Sha256Of(*raw);
+    if (seen_.insert(d).second) {
+      uint32_t was = 0;
+      if (p.lead.size() == 36 && p.lead.substr(4) == d.raw()) was = odb::KeyNumber(p.lead.substr(0, 4)).value_or(0);
+      found_.push_back(Found{was, d,
+                             odb::EncodeFrame(h->type, h->kind, h->media_type, *raw, opts_.zstd_level,
+                                              odb::BuiltinDictionaryFor(h->type, h->kind, h->media_type))});
+      ++out_->recovered;
+    }
+    return p.frame.size();
+  }
+
+  std::shared_ptr<const odb::Dictionary> FoundDictionary(uint32_t id) const {
+    if (!id) return nullptr;
+    if (auto it = found_dicts_.find(id); it != found_dicts_.end()) return it->second;
+    return odb::BuiltinDictionary(id);
+  }
+
   // Format 12: the rows, each found frame under its old number when that
   // is known and no other frame took it, the others numbered after them.
   Status Finish() {
@@ -232,10 +286,6 @@ class FrameSalvage {
     return size_t(0);
   }
 
-  struct Pending {
-    uint64_t offset;
-    std::string frame, lead;
-  };
   struct Found {
     uint32_t was;  // the number its old row had, 0 when unknown
     Digest digest;
@@ -250,6 +300,8 @@ class FrameSalvage {
   std::unordered_set<Digest> seen_;
   std::map<uint32_t, std::shared_ptr<const odb::Dictionary>> found_dicts_;
   std::vector<Pending> pending_;
+  std::vector<Pending> based_;  // based frames, tried last
+  std::unordered_map<uint32_t, size_t> by_number_;  // found_ by old number, for based_
   std::vector<Found> found_;
 };
 

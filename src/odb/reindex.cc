@@ -76,7 +76,19 @@ Result<AuditReport> LmdbStore::Reindex() {
     if (!h.ok()) return problems.push_back(h.status().message()), Status::OK();
     auto dict = dictionary_for(*h, where);
     if (!dict.ok()) return problems.push_back(dict.status().message()), Status::OK();
-    auto raw = odb::DecodeFrame(frame, *h, opts_.max_object_size, where, dict->get());
+    std::optional<std::string> base;
+    if (h->base) {
+      // Its base's row, read through the batch (objects is not dropped).
+      auto planned = loc == Location::kIndex
+                         ? PlanBase(&batch->txn(), *h->base, where, nullptr, dictionary_for)
+                         : Result<std::shared_ptr<const BaseFrame>>(
+                               Status::Corruption(where + ": a based frame in a file"));
+      auto got = planned.ok() ? DecodeBase(**planned, where) : Result<std::string>(planned.status());
+      if (!got.ok()) return problems.push_back(got.status().message() + "; not indexed"), Status::OK();
+      base = std::move(got).value();
+    }
+    auto raw = odb::DecodeFrame(frame, *h, opts_.max_object_size, where, dict->get(),
+                                base ? std::optional<std::string_view>(*base) : std::nullopt);
     if (!raw.ok()) return problems.push_back(raw.status().message()), Status::OK();
     Digest d = Sha256Of(*raw);
     if (expect && d != *expect) {

@@ -102,7 +102,9 @@ Status LmdbStore::Open(OpenMode mode) {
     // nameset, names emptied. 11 -> 12: objects keyed by number, refs'
     // referrers numbers (last: the steps before read objects by digest).
     // 12 -> 13: nothing but FORMAT (frames of version 5 may follow; those
-    // already there stay as they are).
+    // already there stay as they are). 13 -> 14: nothing but FORMAT
+    // (documents written after may be based on their manifests, frame.h's
+    // FrameBase, which a ki of format 13 could not read).
     // One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
@@ -312,7 +314,9 @@ Result<std::shared_ptr<const Dictionary>> LmdbStore::FrameDictionary(lmdb::Txn& 
   if (!frame.ok()) return bad("which is damaged: " + frame.status().message());
   auto h = ParseFrameHeader(*frame, d.str());
   if (!h.ok()) return bad("which is damaged: " + h.status().message());
-  if (h->dict_id || !FrameAgrees(*h, *info)) return bad("which is damaged: its frame header is not a dictionary's");
+  if (h->dict_id || h->base || !FrameAgrees(*h, *info)) {
+    return bad("which is damaged: its frame header is not a dictionary's");
+  }
   auto raw = DecodeFrame(*frame, *h, opts_.max_object_size, d.str());
   if (!raw.ok()) return bad("which is damaged: " + raw.status().message());
   // Not hashed here (a third of a dictionary's load): a wrong dictionary
@@ -359,7 +363,61 @@ Result<LmdbStore::DecodePlan> LmdbStore::PlanDecode(lmdb::Txn* txn, const Object
     }
     plan.dict = std::move(got).value();
   }
+  if (plan.header.base) {
+    KI_ASSIGN_OR_RETURN(plan.base, PlanBase(txn, *plan.header.base, where, dict_fault));
+  }
   return plan;
+}
+
+Result<std::shared_ptr<const LmdbStore::BaseFrame>> LmdbStore::PlanBase(lmdb::Txn* txn, const FrameBase& base,
+                                                                        const std::string& where,
+                                                                        uint32_t* dict_fault,
+                                                                        const DictionaryFor& dictionary_for) {
+  std::optional<ReadTxn> own;
+  if (!txn) {
+    KI_ASSIGN_OR_RETURN(own, BeginRead());
+    txn = &**own;
+  }
+  const std::string names = where + ": based on object number " + std::to_string(base.number);
+  KI_ASSIGN_OR_RETURN(auto dbi, lmdb_.Table(*txn, kObjects));
+  std::optional<std::string_view> v;
+  if (dbi && base.number && objects_numbered_) {
+    KI_ASSIGN_OR_RETURN(v, txn->Get(*dbi, NumberKey(base.number)));
+  }
+  std::optional<ObjectsRow> row;
+  if (v) row = SplitObjectsRow(NumberKey(base.number), *v);
+  if (!row || row->frame.empty()) {
+    return Status::Corruption(names + ", which the store does not hold in its index (ki audit says more)");
+  }
+  auto b = std::make_shared<BaseFrame>();
+  b->digest = row->digest;
+  b->frame.assign(row->frame);  // copied out: LMDB data is valid only inside the txn
+  const std::string of = names + " (" + b->digest.str() + ")";
+  auto h = ParseFrameHeader(b->frame, b->digest.str());
+  if (!h.ok()) return Status::Corruption(of + ", which is damaged: " + h.status().message());
+  if (h->base) return Status::Corruption(of + ", which is itself based (a base never is)");
+  b->header = std::move(h).value();
+  if (const uint32_t id = b->header.dict_id) {
+    auto got = dictionary_for ? dictionary_for(b->header, b->digest.str()) : FrameDictionary(*txn, id, b->digest.str());
+    if (!got.ok()) {
+      if (dict_fault) *dict_fault = id;
+      return Status::Corruption(of + ", which cannot be read: " + got.status().message());
+    }
+    b->dict = std::move(got).value();
+  }
+  return std::shared_ptr<const BaseFrame>(std::move(b));
+}
+
+Result<std::string> LmdbStore::DecodeBase(const BaseFrame& base, const std::string& where, uint32_t* dict_fault) {
+  const std::string of = where + ": based on " + base.digest.str();
+  auto raw = odb::DecodeFrame(base.frame, base.header, opts_.max_object_size, base.digest.str(), base.dict.get());
+  Status bad = raw.ok() ? Status::OK() : raw.status();
+  if (bad.ok() && Sha256Of(*raw) != base.digest) {
+    bad = Status::Corruption(base.digest.str() + ": content hashes to " + Sha256Of(*raw).str());
+  }
+  if (bad.ok()) return std::move(raw).value();
+  if (base.dict && !CheckDictionary(*base.dict, base.digest.str()).ok() && dict_fault) *dict_fault = base.dict->id();
+  return Status::Corruption(of + ", which is damaged: " + bad.message());
 }
 
 Result<std::string> LmdbStore::DecodePlanned(const ObjectInfo& info, std::string_view frame, const DecodePlan& plan,
@@ -374,7 +432,12 @@ Result<std::string> LmdbStore::DecodePlanned(const ObjectInfo& info, std::string
     if (dict_fault) *dict_fault = plan.header.dict_id;
     return d;
   };
-  auto raw = odb::DecodeFrame(frame, plan.header, opts_.max_object_size, where, dict.get());
+  std::optional<std::string> base;
+  if (plan.base) {
+    KI_ASSIGN_OR_RETURN(base, DecodeBase(*plan.base, where, dict_fault));
+  }
+  auto raw = odb::DecodeFrame(frame, plan.header, opts_.max_object_size, where, dict.get(),
+                              base ? std::optional<std::string_view>(*base) : std::nullopt);
   if (!raw.ok()) return blame(raw.status());
   Digest got = Sha256Of(*raw);
   if (got != info.digest) return blame(Status::Corruption(where + ": content hashes to " + got.str()));
@@ -452,7 +515,13 @@ Status LmdbStore::CheckUnindexedFrame(std::string_view frame, const Digest& d) {
   if (h.dict_id) {
     KI_ASSIGN_OR_RETURN(dict, FrameDictionary(h.dict_id, where));
   }
-  KI_ASSIGN_OR_RETURN(std::string raw, DecodeFrame(frame, h, opts_.max_object_size, where, dict.get()));
+  std::optional<std::string> base;
+  if (h.base) {
+    KI_ASSIGN_OR_RETURN(auto b, PlanBase(nullptr, *h.base, where));
+    KI_ASSIGN_OR_RETURN(base, DecodeBase(*b, where));
+  }
+  KI_ASSIGN_OR_RETURN(std::string raw, DecodeFrame(frame, h, opts_.max_object_size, where, dict.get(),
+                                                   base ? std::optional<std::string_view>(*base) : std::nullopt));
   const Digest got = Sha256Of(raw);
   if (got != d) return Status::Corruption(where + ": content hashes to " + got.str());
   if (h.type != ObjectType::kManifest) return Status::OK();
@@ -707,8 +776,18 @@ EncodedManifest LmdbStore::EncodeManifest(const Manifest& m, std::optional<std::
     d.type = ObjectType::kBlob;
     d.media_type = std::string(document_media_type);
     d.raw_size = document->size();
-    d.frame = odb::EncodeFrame(ObjectType::kBlob, 0, document_media_type, *document, opts_.zstd_level,
-                               BuiltinDictionaryFor(ObjectType::kBlob, 0, document_media_type));
+    const Dictionary* dict = BuiltinDictionaryFor(ObjectType::kBlob, 0, document_media_type);
+    d.frame = odb::EncodeFrame(ObjectType::kBlob, 0, document_media_type, *document, opts_.zstd_level, dict);
+    if (e.object.frame.size() <= opts_.loose_threshold) {
+      // Against the manifest: the batch numbers it (a number takes 3 bytes
+      // in a store of up to two million objects).
+      auto based = odb::EncodeBasedFrame(ObjectType::kBlob, 0, document_media_type, *document, m.canonical,
+                                         opts_.zstd_level, dict, d.frame.size(), 3);
+      if (based) {
+        d.based_frame = std::move(*based);
+        d.base = m.digest;
+      }
+    }
   }
   return e;
 }

@@ -423,10 +423,31 @@ class LmdbStore final : public Store {
   // from the index (its header checked against the entry, its dictionary),
   // DecodePlanned decodes and re-hashes, touching no LMDB transaction, so
   // it may run on another thread than the one holding the read snapshot.
-  struct DecodePlan {
+  // The frame a based frame is based on (frame.h, FrameBase), as PlanDecode
+  // read it from its objects row: decoded and re-hashed by DecodePlanned.
+  struct BaseFrame {
+    Digest digest;
+    std::string frame;
     FrameHeader header;
     std::shared_ptr<const Dictionary> dict;
   };
+  struct DecodePlan {
+    FrameHeader header;
+    std::shared_ptr<const Dictionary> dict;
+    std::shared_ptr<const BaseFrame> base;  // a based frame's base
+  };
+  // A based frame's base, read from the row of its number (through `txn`;
+  // nullptr: a read transaction of its own) and checked to be a frame that
+  // is not itself based; `where` names the based frame.
+  // `dictionary_for`, when given, finds the base's dictionary instead of
+  // the dicts table (a reindex, which refills that table as it goes).
+  using DictionaryFor = std::function<Result<std::shared_ptr<const Dictionary>>(const FrameHeader&, const std::string&)>;
+  Result<std::shared_ptr<const BaseFrame>> PlanBase(lmdb::Txn* txn, const FrameBase& base, const std::string& where,
+                                                    uint32_t* dict_fault = nullptr,
+                                                    const DictionaryFor& dictionary_for = nullptr);
+  // The base's bytes, decoded and re-hashed: Corruption naming the base
+  // when they are not what its digest says.
+  Result<std::string> DecodeBase(const BaseFrame& base, const std::string& where, uint32_t* dict_fault = nullptr);
   Result<DecodePlan> PlanDecode(lmdb::Txn* txn, const ObjectInfo& info, std::string_view frame,
                                 uint32_t* dict_fault = nullptr);
   Result<std::string> DecodePlanned(const ObjectInfo& info, std::string_view frame, const DecodePlan& plan,

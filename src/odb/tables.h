@@ -205,8 +205,8 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // report as corrupt; a format-12 store is upgraded when it is opened for
 // writing (FORMAT rewritten: its frames stay as they are, versions 1 to 4
 // being read as ever), read as it is otherwise.
-inline constexpr int kFormatVersion = 13;
-inline constexpr std::string_view kFormatLine = "ki-store 13\n";
+inline constexpr int kFormatVersion = 14;
+inline constexpr std::string_view kFormatLine = "ki-store 14\n";
 // The format a FORMAT file's contents name: "ki-store N\n" exactly, N from
 // 1 to kFormatVersion; nullopt for anything else.
 std::optional<int> FormatVersionOf(std::string_view contents);

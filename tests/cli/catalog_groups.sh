@@ -90,7 +90,7 @@ def strip(x):
 a, b = strip(json.load(open(sys.argv[1]))), json.load(open(sys.argv[2]))
 assert a == b, (a, b)
 PY
-grep -q "ki-store 13" "$T/v1/.ki/FORMAT" || fail "FORMAT rewritten"
+grep -q "ki-store $NOW_FORMAT" "$T/v1/.ki/FORMAT" || fail "FORMAT rewritten"
 if command -v mdb_dump >/dev/null; then
   # Upgraded through a reindex, refs is the set table format 11 keeps.
   mdb_dump -s refs "$T/v1/.ki/index" | sed '/^HEADER=END/q' | grep -qx "duplicates=1" ||

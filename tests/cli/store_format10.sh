@@ -36,7 +36,7 @@ nameset_values() { mdb_dump -s nameset "$T/.ki/index" | sed '1,/^HEADER=END/d' |
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
 ADDED=$(sha256sum "$T/log2.txt" | cut -d' ' -f1)
-grep -qx "ki-store 13" "$T/.ki/FORMAT" || fail "the first write makes the store format 13: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store $NOW_FORMAT" "$T/.ki/FORMAT" || fail "the first write makes the store format $NOW_FORMAT: $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   is_set_table refs || fail "refs is not a set table after the upgrade"
   [ "$(entries refs)" = "$REFS" ] || fail "refs holds $(entries refs) keys after the upgrade, not $REFS"

@@ -42,7 +42,7 @@ fi
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
 ADDED=$(sha256sum "$T/log2.txt" | cut -d' ' -f1)
-grep -qx "ki-store 13" "$T/.ki/FORMAT" || fail "the first write makes the store format 13: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store $NOW_FORMAT" "$T/.ki/FORMAT" || fail "the first write makes the store format $NOW_FORMAT: $(cat "$T/.ki/FORMAT")"
 check_rows() {
   command -v mdb_dump >/dev/null || return 0
   # The rows: every object kept in LMDB, the loose blob and the one added.
@@ -83,7 +83,7 @@ expect_rc 0 "audit (format 12's layout, FORMAT 11)" K audit
 grep -q " 0 faults" "$T/out" || fail "audit of format 12's layout under FORMAT 11: $(tail -3 "$T/out")"
 echo "a third log line" >"$T/log3.txt"
 expect_rc 0 "add (format 12's layout, FORMAT 11)" K add "$T/log3.txt"
-grep -qx "ki-store 13" "$T/.ki/FORMAT" || fail "the write did not rewrite FORMAT: $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store $NOW_FORMAT" "$T/.ki/FORMAT" || fail "the write did not rewrite FORMAT: $(cat "$T/.ki/FORMAT")"
 OBJECTS=$((OBJECTS + 1))
 check_rows "FORMAT rewritten"
 expect_rc 0 "audit (FORMAT rewritten)" K audit

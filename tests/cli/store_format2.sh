@@ -42,7 +42,7 @@ grep -qx "ki-store 2" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 # 2. A write: FORMAT becomes 3, the new run's frame uses a dictionary, which
 # the store now holds as an object of its own.
 expect_rc 0 "add a run" K add "$DATA/kernelindex/examples/benchmark-run.yaml"
-grep -qx "ki-store 13" "$T/.ki/FORMAT" || fail "the first write makes the store format 13 (today's): $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store $NOW_FORMAT" "$T/.ki/FORMAT" || fail "the first write makes the store format $NOW_FORMAT (today's): $(cat "$T/.ki/FORMAT")"
 NEW=$(awk '$2 == "BenchmarkRun" {print $1; exit}' "$T/out")
 [ -n "$NEW" ] || fail "ki add printed the run: $(cat "$T/out")"
 same_digest "$NEW"

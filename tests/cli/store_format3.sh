@@ -27,7 +27,7 @@ grep -qx "ki-store 3" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 # there to look), and nothing else changes.
 echo "a log line" >"$T/log.txt"
 expect_rc 0 "add" K add "$T/log.txt"
-grep -qx "ki-store 13" "$T/.ki/FORMAT" || fail "the first write makes the store format 13 (today's): $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store $NOW_FORMAT" "$T/.ki/FORMAT" || fail "the first write makes the store format $NOW_FORMAT (today's): $(cat "$T/.ki/FORMAT")"
 if command -v mdb_stat >/dev/null; then
   n=$(mdb_stat -s barenames "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "barenames still holds $n entries after the upgrade"

@@ -36,7 +36,7 @@ grep -qx "ki-store 5" "$T/.ki/FORMAT" || fail "reading rewrote FORMAT"
 # keep their fields.
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
-grep -qx "ki-store 13" "$T/.ki/FORMAT" || fail "the first write makes the store format 13 (today's): $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store $NOW_FORMAT" "$T/.ki/FORMAT" || fail "the first write makes the store format $NOW_FORMAT (today's): $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   n=$(mdb_stat -s added "$T/.ki/index" 2>/dev/null | awk '/Entries/{print $2}')
   [ "${n:-0}" = 0 ] || fail "added still holds $n entries after the upgrade"

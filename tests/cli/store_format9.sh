@@ -29,7 +29,7 @@ fi
 echo "a second log line" >"$T/log2.txt"
 expect_rc 0 "add" K add "$T/log2.txt"
 ADDED=$(sha256sum "$T/log2.txt" | cut -d' ' -f1)
-grep -qx "ki-store 13" "$T/.ki/FORMAT" || fail "the first write makes the store format 13 (today's): $(cat "$T/.ki/FORMAT")"
+grep -qx "ki-store $NOW_FORMAT" "$T/.ki/FORMAT" || fail "the first write makes the store format $NOW_FORMAT (today's): $(cat "$T/.ki/FORMAT")"
 if command -v mdb_dump >/dev/null; then
   [ "$(key_lengths docs)" = "4:48" ] || fail "docs keys after the upgrade: $(key_lengths docs)"
   mdb_dump -s namesof "$T/.ki/index" >"$T/namesof.dump"

@@ -14,6 +14,7 @@
 #include "ki/sign.h"
 #include "ki/tag.h"
 #include "ki/tag_sync.h"
+#include "odb/frame.h"
 #include "odb/tables.h"
 #include "testutil/fault_env.h"
 #include "testutil/testutil.h"
@@ -199,6 +200,52 @@ TEST_F(GcTest, RemovesTheUnreachableAndKeepsWhatIsKeptAlive) {
   // And the next gc finds nothing more.
   GcReport again = Gc(2 * kWeek, Now() + 3 * kWeek);
   EXPECT_TRUE(again.removed.empty());
+  ExpectAuditClean();
+}
+
+// A document kept as a frame based on its manifest (format.md, "Based
+// frames") reads the manifest's bytes: while the document stays, its
+// manifest stays too, even when nothing else keeps it alive.
+TEST_F(GcTest, KeepsTheManifestAKeptDocumentIsBasedOn) {
+  std::string text;
+  Manifest run = FromExample("benchmark-run.yaml", [&](Json&) {}, &text);
+  // Stored under no name, its document giving none: nothing keeps it alive.
+  run.metadata = Json::object();
+  Json doc_json = Json::parse(text);
+  doc_json["metadata"] = {{"title", "a run stored under no name"}};
+  text = doc_json.dump();
+  {
+    auto batch = store_->NewBatch();
+    ASSERT_OK(batch);
+    ASSERT_OK((*batch)->PutManifest(run, text, kDocumentMediaTypeJson));
+    ASSERT_OK((*batch)->Commit());
+  }
+  const Digest doc = Sha256Of(text);
+  auto info = store_->Stat(doc);
+  ASSERT_OK(info);
+  ASSERT_TRUE(info->has_value());
+  auto row = store_->Get(odb::kObjects, odb::NumberKey((*info)->number));
+  ASSERT_OK(row);
+  ASSERT_TRUE(row->has_value());
+  ASSERT_TRUE(odb::FrameIsBased(std::string_view(**row).substr(32))) << "the document is not based on its manifest";
+  // The run old, its document young: the run is kept, as the document's base.
+  SetAdded(run.digest, Now() - 4 * kWeek);
+  GcReport r = Gc(2 * kWeek, Now());
+  EXPECT_TRUE(r.removed.empty()) << r.removed.front().what;
+  EXPECT_TRUE(Held(run.digest));
+  EXPECT_TRUE(Held(doc));
+  auto read = store_->Read(doc);
+  ASSERT_OK(read);
+  EXPECT_EQ(*read, text);
+  ExpectAuditClean();
+  // Both old: both go.
+  SetAdded(doc, Now() - 4 * kWeek);
+  GcReport both = Gc(2 * kWeek, Now());
+  std::unordered_set<Digest> removed;
+  for (const auto& x : both.removed) removed.insert(x.digest);
+  EXPECT_EQ(removed, (std::unordered_set<Digest>{run.digest, doc}));
+  EXPECT_FALSE(Held(run.digest));
+  EXPECT_FALSE(Held(doc));
   ExpectAuditClean();
 }
 

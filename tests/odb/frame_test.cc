@@ -440,5 +440,110 @@ TEST(FrameDict, BuiltinDictionariesLoad) {
   EXPECT_EQ(BuiltinDictionaryFor(ObjectType::kBlob, 0, "text/plain"), nullptr);
 }
 
+// ---- based frames (version 5, flags bit 2): a document against its manifest
+
+// A document as an export holds one: its manifest's canonical JSON with a
+// metadata block put back after "kind".
+std::string WithMetadata(const std::string& manifest, int i) {
+  const size_t at = manifest.find(",\"spec\"");
+  return manifest.substr(0, at) + ",\"metadata\":{\"name\":\"run-" + std::to_string(i) +
+         "\",\"labels\":{\"source\":\"kernelindex-export\"}}" + manifest.substr(at);
+}
+
+TEST(FrameBased, RoundTripSmallerThanPlain) {
+  const std::string doc_type = "application/vnd.kernelindex.document+json";
+  auto dict = TrainedDictionary(5);
+  ASSERT_NE(dict, nullptr);
+  for (const Dictionary* d : {static_cast<const Dictionary*>(nullptr), dict.get()}) {
+    const std::string base = Sample(41);
+    const std::string doc = WithMetadata(base, 41);
+    const std::string plain = EncodeFrame(ObjectType::kBlob, 0, doc_type, doc, 3, d);
+    auto based = EncodeBasedFrame(ObjectType::kBlob, 0, doc_type, doc, base, 3, d, plain.size(), 3);
+    ASSERT_TRUE(based.has_value());
+    EXPECT_LT(based->size() + 3, plain.size());
+    EXPECT_TRUE(FrameIsBased(*based));
+    EXPECT_FALSE(FrameIsBased(plain));
+    auto numbered = NumberBasedFrame(*based, 70000);
+    ASSERT_OK(numbered);
+    EXPECT_TRUE(FrameIsBased(*numbered));
+    EXPECT_LE(numbered->size(), based->size() + 3);
+    auto h = ParseFrameHeader(*numbered, "t");
+    ASSERT_OK(h);
+    ASSERT_TRUE(h->base.has_value());
+    EXPECT_EQ(h->base->number, 70000u);
+    EXPECT_EQ(h->raw_size, doc.size());
+    // Up to the metadata (and the `,"` both have there).
+    EXPECT_GE(h->base->prefix, base.find(",\"spec\""));
+    EXPECT_LE(h->base->prefix, base.find(",\"spec\"") + 2);
+    EXPECT_EQ(h->base->prefix + h->base->suffix, base.size());
+    EXPECT_EQ(h->dict_id, d && h->compressed ? d->id() : 0u);
+    auto raw = DecodeFrame(*numbered, *h, 1 << 20, "t", d, std::string_view(base));
+    ASSERT_OK(raw);
+    EXPECT_EQ(*raw, doc);
+    // Numbering again changes the number only.
+    auto renumbered = NumberBasedFrame(*numbered, 3);
+    ASSERT_OK(renumbered);
+    auto h3 = ParseFrameHeader(*renumbered, "t");
+    ASSERT_OK(h3);
+    EXPECT_EQ(h3->base->number, 3u);
+    EXPECT_EQ(*DecodeFrame(*renumbered, *h3, 1 << 20, "t", d, std::string_view(base)), doc);
+  }
+}
+
+TEST(FrameBased, NotWrittenWhenItWouldNotSave) {
+  const std::string doc_type = "application/vnd.kernelindex.document+json";
+  const std::string doc = WithMetadata(Sample(7), 7);
+  const std::string plain = EncodeFrame(ObjectType::kBlob, 0, doc_type, doc, 3, nullptr);
+  // A base that shares nothing with the document (a YAML text and its
+  // manifest's JSON): no based frame.
+  std::string unrelated(doc.size(), 'x');
+  EXPECT_FALSE(EncodeBasedFrame(ObjectType::kBlob, 0, doc_type, doc, unrelated, 3, nullptr, plain.size(), 3));
+  // Nor when the plain frame is as small as it would be.
+  EXPECT_FALSE(EncodeBasedFrame(ObjectType::kBlob, 0, doc_type, doc, Sample(7), 3, nullptr, 10, 3));
+  // NumberBasedFrame refuses a frame that is not based.
+  EXPECT_FALSE(NumberBasedFrame(plain, 5).ok());
+}
+
+TEST(FrameBased, WithoutItsBaseOrDamagedIsCorruption) {
+  const std::string doc_type = "application/vnd.kernelindex.document+json";
+  const std::string base = Sample(12);
+  const std::string doc = WithMetadata(base, 12);
+  const std::string plain = EncodeFrame(ObjectType::kBlob, 0, doc_type, doc, 3, nullptr);
+  auto based = EncodeBasedFrame(ObjectType::kBlob, 0, doc_type, doc, base, 3, nullptr, plain.size(), 3);
+  ASSERT_TRUE(based.has_value());
+  auto f = NumberBasedFrame(*based, 9);
+  ASSERT_OK(f);
+  auto h = ParseFrameHeader(*f, "t");
+  ASSERT_OK(h);
+  // No base, or one too short for the prefix and suffix the frame takes.
+  auto none = DecodeFrame(*f, *h, 1 << 20, "t", nullptr);
+  ASSERT_TRUE(none.status().IsCorruption());
+  EXPECT_NE(none.status().message().find("object number 9"), std::string::npos) << none.status().message();
+  EXPECT_TRUE(DecodeFrame(*f, *h, 1 << 20, "t", nullptr, std::string_view(base).substr(0, 20)).status().IsCorruption());
+  // Another base of the same length decodes to other bytes: the caller's
+  // hash of the result is what tells (LmdbStore re-hashes base and object).
+  std::string other = base;
+  other[1] ^= 1;
+  auto wrong = DecodeFrame(*f, *h, 1 << 20, "t", nullptr, std::string_view(other));
+  ASSERT_OK(wrong);
+  EXPECT_NE(*wrong, doc);
+  // Every header byte is covered by the header check.
+  for (size_t i = 4; i < h->payload_offset; ++i) {
+    std::string bad = *f;
+    bad[i] = char(uint8_t(bad[i]) ^ 0x04);
+    EXPECT_TRUE(ParseFrameHeader(bad, "t").status().IsCorruption()) << "byte " << i;
+  }
+  // A payload cut short or run on.
+  EXPECT_TRUE(DecodeFrame(f->substr(0, f->size() - 2), *h, 1 << 20, "t", nullptr, std::string_view(base))
+                  .status()
+                  .IsCorruption());
+  EXPECT_TRUE(DecodeFrame(*f + "zz", *h, 1 << 20, "t", nullptr, std::string_view(base)).status().IsCorruption());
+  // Never read from a file, a piece at a time: it needs its base.
+  test::StringFile file(*f);
+  auto fh = ReadFrameHeader(file, "t");
+  ASSERT_TRUE(fh.status().IsCorruption());
+  EXPECT_NE(fh.status().message().find("based frame"), std::string::npos) << fh.status().message();
+}
+
 }  // namespace
 }  // namespace ki::odb

@@ -936,5 +936,93 @@ TEST_F(SeedTest, ObjectNumbersAreCheckedAndReindexMendsThem) {
   EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
 }
 
+// A manifest's document kept as a frame based on the manifest (store
+// format 14, format.md "Based frames"): read, audited and reindexed as any
+// frame; a damaged base is a fault of the document too, named in its
+// message; reindex and gc keep the base.
+TEST_F(StoreTest, ADocumentBasedOnItsManifestReadsAuditsAndNamesItsDamagedBase) {
+  AddInput yaml;
+  yaml.source = "operation-spec.yaml";
+  yaml.bytes = test::ReadFileOrDie(test::DataPath("kernelindex/examples/operation-spec.yaml"));
+  auto added = AddInputs(*store_, {yaml});
+  ASSERT_OK(added);
+  ASSERT_EQ(added->size(), 1u);
+  const Digest m = (*added)[0].digest;
+  auto canonical = store_->Read(m);
+  ASSERT_OK(canonical);
+  // The document an export holds: the canonical body with metadata put back.
+  const size_t at = canonical->find(",\"spec\"");
+  ASSERT_NE(at, std::string::npos);
+  AddInput json;
+  json.source = "operation-spec.json";
+  json.bytes = canonical->substr(0, at) + ",\"metadata\":{\"name\":\"" + (*added)[0].name +
+               "\",\"title\":\"the same operation, given as JSON\"}" + canonical->substr(at);
+  auto again = AddInputs(*store_, {json});
+  ASSERT_OK(again);
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].digest, m);
+  const Digest doc = Sha256Of(json.bytes);
+  auto frame = GetFrame(*store_, doc);
+  ASSERT_OK(frame);
+  ASSERT_TRUE(frame->has_value()) << "the document is not kept in the index";
+  ASSERT_TRUE(odb::FrameIsBased(**frame));
+  auto h = odb::ParseFrameHeader(**frame, "doc");
+  ASSERT_OK(h);
+  auto mi = store_->Stat(m);
+  ASSERT_OK(mi);
+  ASSERT_TRUE(mi->has_value());
+  EXPECT_EQ(h->base->number, (*mi)->number);
+  EXPECT_LT((*frame)->size(), odb::EncodeFrame(ObjectType::kBlob, 0, h->media_type, json.bytes, 3,
+                                               odb::BuiltinDictionaryFor(ObjectType::kBlob, 0, h->media_type))
+                                  .size());
+  auto read = store_->Read(doc);
+  ASSERT_OK(read);
+  EXPECT_EQ(*read, json.bytes);
+  auto clean = store_->Audit();
+  ASSERT_OK(clean);
+  EXPECT_TRUE(clean->faults.empty()) << clean->faults.front().what << ": " << clean->faults.front().detail;
+  // Reindex reads the base through the index it rebuilds, and keeps the frame.
+  auto reindexed = store_->Reindex();
+  ASSERT_OK(reindexed);
+  EXPECT_TRUE(reindexed->faults.empty()) << reindexed->faults.front().detail;
+  auto after = GetFrame(*store_, doc);
+  ASSERT_OK(after);
+  ASSERT_TRUE(after->has_value());
+  EXPECT_EQ(**after, **frame);
+  EXPECT_EQ(*store_->Read(doc), json.bytes);
+
+  // The manifest's frame damaged: both are faults, the document's naming it.
+  auto base_frame = GetFrame(*store_, m);
+  ASSERT_OK(base_frame);
+  ASSERT_TRUE(base_frame->has_value());
+  std::string bad = **base_frame;
+  bad.back() ^= 0x20;
+  {
+    auto b = store_->NewBatch();
+    ASSERT_OK(b);
+    ASSERT_OK(PutFrame(**b, *store_, m, bad));
+    ASSERT_OK((*b)->Commit());
+  }
+  auto r = store_->Read(doc);
+  ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(m.str()), std::string::npos) << r.status().message();
+  auto damaged = store_->Audit();
+  ASSERT_OK(damaged);
+  std::set<Digest> faulty;
+  for (const CheckEntry& e : damaged->faults) faulty.insert(e.digest);
+  EXPECT_TRUE(faulty.count(m));
+  EXPECT_TRUE(faulty.count(doc));
+  auto v = store_->Verify(doc);
+  ASSERT_OK(v);
+  EXPECT_TRUE(v->HasFaults());
+  // The same manifest written again replaces the damaged frame: clean again.
+  auto mended = AddInputs(*store_, {yaml});
+  ASSERT_OK(mended);
+  auto fixed = store_->Audit();
+  ASSERT_OK(fixed);
+  EXPECT_TRUE(fixed->faults.empty()) << fixed->faults.front().what << ": " << fixed->faults.front().detail;
+  EXPECT_EQ(*store_->Read(doc), json.bytes);
+}
+
 }  // namespace
 }  // namespace ki
