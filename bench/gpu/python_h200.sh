@@ -33,7 +33,7 @@ export KI_STORE="$S/store"
 stamp import
 "$KI" import flashinfer-bench tests/data/run/flashinfer-trace
 "$KI" import flashinfer-bench tests/data/run/fib-solutions
-"$KI" add --implementation $K/fast.cu --source $K/reference.cu --source $K/abi.cc --source $K/export.cc \
+"$KI" add --implementation $K/fast.cu --source $K/reference.cu --source $K/plan.cc --source $K/abi.cc --source $K/export.cc \
   -I kernels -I include --operation $OP --symbol ki.gqa_paged_decode.fast --arch 90a --name ki-gqa-decode-fast
 for wl in "${WLS[@]}"; do
   stamp "ki run on $OP-$wl"

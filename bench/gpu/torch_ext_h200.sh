@@ -23,7 +23,7 @@ export KI_STORE="$S/store"
 "$KI" init "$S/store" >/dev/null
 "$KI" import flashinfer-bench tests/data/run/flashinfer-trace >/dev/null
 "$KI" import flashinfer-bench tests/data/run/fib-torch-ext
-"$KI" add --implementation $K/fast.cu --source $K/reference.cu --source $K/abi.cc --source $K/export.cc \
+"$KI" add --implementation $K/fast.cu --source $K/reference.cu --source $K/plan.cc --source $K/abi.cc --source $K/export.cc \
   -I kernels -I include --operation $OP --symbol ki.gqa_paged_decode.fast --arch 90a --name ki-gqa-decode-fast
 stamp "ki run (the extension is built in the child)"
 "$KI" run --implementation ki-torch-ext-gqa-decode --implementation ki-gqa-decode-fast --workload "$OP-$WLID" \

@@ -86,7 +86,7 @@ chmod +x "$WORK/bin/sbatch"
   done
   step 0 ki init "$WORK/store"
   step 0 ki import flashinfer-bench "$RUN/flashinfer-trace"
-  step 0 ki add --implementation "$K/fast.cu" --source "$K/reference.cu" --source "$K/abi.cc" --source "$K/export.cc" \
+  step 0 ki add --implementation "$K/fast.cu" --source "$K/reference.cu" --source "$K/plan.cc" --source "$K/abi.cc" --source "$K/export.cc" \
     -I "$ROOT/kernels" -I "$ROOT/include" --operation $OP \
     --symbol ki.gqa_paged_decode.fast --arch "$ARCH" --name ki-gqa-decode-fast
   step 0 ki run --implementation ki-gqa-decode-fast --workload $WL --device cuda:0

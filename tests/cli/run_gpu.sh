@@ -30,7 +30,7 @@ step() {  # step WANT CMD...: run, print, keep the output
   step 0 ki import flashinfer-bench "$RUN/flashinfer-trace"
   step 0 ki import kernelindex "$RUN/seed-cohort.jsonl"
   step 0 ki add "$SEED"
-  step 0 ki add --implementation "$K/fast.cu" --source "$K/reference.cu" --source "$K/abi.cc" --source "$K/export.cc" \
+  step 0 ki add --implementation "$K/fast.cu" --source "$K/reference.cu" --source "$K/plan.cc" --source "$K/abi.cc" --source "$K/export.cc" \
     -I "$ROOT/kernels" -I "$ROOT/include" --operation gqa-paged-decode-h32-kv4-d128-ps1 \
     --symbol ki.gqa_paged_decode.fast --arch "$ARCH" --name ki-gqa-decode-fast
   step 0 ki run --implementation ki-gqa-decode-fast --workload $WL --device cuda:0
