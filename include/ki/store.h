@@ -77,6 +77,12 @@ std::string GuessMediaType(std::string_view filename);
 
 enum class OpenMode { kReadOnly, kReadWrite };
 
+// Store formats a module's tables depend on (docs/format.md, "Format
+// versions"): Store::format_version() and Batch::format_version() say
+// which layout a table holds.
+// Catalog tables keyed by object numbers instead of digests.
+inline constexpr int kFormatCatalogNumbers = 15;
+
 struct StoreOptions {
   Env* env = nullptr;                    // nullptr: Env::Default()
   uint64_t map_size = 64ull << 30;       // LMDB map (virtual; the file grows as needed)
@@ -207,6 +213,20 @@ class Batch {
   virtual Result<std::vector<Digest>> ReferrersOf(const Digest& d) = 0;
   // Empties a generic table (a derived index's, or one an upgrade retires).
   virtual Status DropTable(std::string_view table) = 0;
+  // The store's own number for an object it holds, as this batch sees it
+  // (an object the batch stored has its number already); nullopt when the
+  // object is not held (or, in a store of format 9 or before, has none).
+  // Numbers are local to one store: what a module's table may key by
+  // instead of a 32-byte digest, never what it sends anywhere.
+  virtual Result<std::optional<uint32_t>> NumberOf(const Digest& d);
+  // The digest of the object numbered `n`, as this batch sees it; nullopt
+  // when no held object has that number.
+  virtual Result<std::optional<Digest>> DigestOfNumber(uint32_t n) = 0;
+  // The store format whose layout this batch writes: the store's own
+  // (kFormatVersion for a store opened for writing, which is upgraded at
+  // open; the format of the store as it is for audit's rebuild of a store
+  // opened read-only).
+  virtual int format_version() const = 0;
   virtual Status Commit() = 0;
 };
 
@@ -237,6 +257,11 @@ class DerivedIndex {
     (void)table;
     return stored == want;
   }
+  // The store format whose layout the index's tables in `store` hold: the
+  // store's own (the default), or a newer one when an upgrade committed its
+  // rebuilt tables and was killed before FORMAT was rewritten. Audit
+  // rebuilds the index in that layout to compare it with the tables.
+  virtual int HeldFormat(Store& store) const;
   // Turns what the module kept in tables in store format `from` into
   // objects (inside `batch`); the store then rebuilds every derived table.
   virtual Status Upgrade(Batch& batch, int from) {
@@ -329,6 +354,15 @@ class Store {
   virtual Status ForEachOfKind(Kind kind, const std::function<bool(const Digest&)>& fn) = 0;
   // Objects whose manifests name `d` (reverse references), with the field.
   virtual Result<std::vector<std::pair<Digest, std::string>>> Referrers(const Digest& d) = 0;
+
+  // The store's number for an object it holds, and the object of a number
+  // (Batch::NumberOf, Batch::DigestOfNumber); nullopt when none.
+  virtual Result<std::optional<uint32_t>> NumberOf(const Digest& d);
+  virtual Result<std::optional<Digest>> DigestOfNumber(uint32_t n) = 0;
+  // The format of the store as it is (FORMAT's number): a store opened
+  // read-only is read in its own format's layout, one opened for writing
+  // is upgraded at open.
+  virtual int format_version() const = 0;
 
   // Generic tables (see Batch::Put).
   virtual Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) = 0;

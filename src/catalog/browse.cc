@@ -76,6 +76,7 @@ Result<std::vector<GroupSummary>> ListGroups(Store& store, const GroupFilter& fi
     return true;
   }));
   Names names(store);
+  tables::ObjectParts<Store> parts(store);
   for (auto& [cohort, desc] : groups) {
     GroupSummary g;
     g.cohort = cohort;
@@ -103,12 +104,13 @@ Result<std::vector<GroupSummary>> ListGroups(Store& store, const GroupFilter& fi
     if (g.kind == "kernel") {
       KI_ASSIGN_OR_RETURN(auto ranks, store.Get(tables::kRanks, cohort.raw()));
       tables::RankRecord rec;
-      if (ranks && tables::FindInRanking(*ranks, Digest{}, &rec)) {
+      if (ranks && tables::FindInRanking(*ranks, "", &rec)) {
         g.ranked = rec.ranked;
         if (rec.first) {
-          KI_ASSIGN_OR_RETURN(auto e, store.Get(tables::kRuns, rec.first->raw()));
+          KI_ASSIGN_OR_RETURN(auto run, parts.DigestOf(*rec.first));
+          KI_ASSIGN_OR_RETURN(auto e, store.Get(tables::kRuns, *rec.first));
           RankEntry first;
-          if (e && tables::EntryFromStored(*rec.first, *e, &first)) g.first = std::move(first);
+          if (run && e && tables::EntryFromStored(*run, *e, &first)) g.first = std::move(first);
         }
       }
     }

@@ -8,13 +8,21 @@
 #include "catalog/compact_json.h"
 #include "catalog/tables.h"
 #include "ki/catalog.h"
+#include "util/coding.h"
 
 namespace ki::catalog {
 
-std::string tables::KeyText(std::string_view, std::string_view key) {
+std::string tables::KeyText(std::string_view table, std::string_view key) {
+  // A held object's number as audit prints one (docs/format.md, "Index").
+  auto number = [](std::string_view part) { return "#" + std::to_string(coding::DecodeBigEndian32(part.data())); };
+  const std::string_view second = table == kFacts ? " facts " : " run ";
+  if (key.size() == 4) return number(key);
   if (key.size() == 32) return Digest::FromRaw(key).str();
+  if (key.size() == 8 && table == kFacts) return number(key.substr(0, 4)) + std::string(second) + number(key.substr(4));
+  if (key.size() == 36)
+    return Digest::FromRaw(key.substr(0, 32)).str() + std::string(second) + number(key.substr(32));
   if (key.size() == 64)
-    return Digest::FromRaw(key.substr(0, 32)).str() + " run " + Digest::FromRaw(key.substr(32)).str();
+    return Digest::FromRaw(key.substr(0, 32)).str() + std::string(second) + Digest::FromRaw(key.substr(32)).str();
   std::string out = "0x" + HexEncode(key.substr(0, 16));
   if (key.size() > 16) out += "...";
   return out + " (" + std::to_string(key.size()) + " bytes)";
@@ -24,12 +32,16 @@ namespace {
 
 class Checker {
  public:
-  explicit Checker(Store& store) : store_(store) {}
+  explicit Checker(Store& store) : store_(store), parts_(store) {}
 
   Status Run() {
+    const size_t held = parts_.held_size();
+    const std::string part_is = parts_.numbered() ? "an object number (4 bytes)" : "a digest (32 bytes)";
     KI_RETURN_IF_ERROR(Each(tables::kRuns, [&](std::string_view k, std::string_view v) -> Status {
-      if (k.size() != 32) return Fault(tables::kRuns, k, "key is not a run digest (32 bytes)");
-      const Digest run = Digest::FromRaw(k);
+      if (k.size() != held) return Fault(tables::kRuns, k, "key is not a run's part: " + part_is);
+      KI_ASSIGN_OR_RETURN(auto held_run, HeldObject(tables::kRuns, k));
+      if (!held_run) return Status::OK();
+      const Digest run = *held_run;
       RankEntry e;
       tables::RunEntryExtra x;  // cohort and kind, from the same pass
       if (!tables::EntryFromStored(run, v, &e, &x)) return Fault(tables::kRuns, k, "value is not a run entry");
@@ -42,12 +54,14 @@ class Checker {
       return NeedObject(run, tables::kRuns, k);
     }));
     KI_RETURN_IF_ERROR(Each(tables::kCohortRuns, [&](std::string_view k, std::string_view v) -> Status {
-      if (k.size() != 64) return Fault(tables::kCohortRuns, k, "key is not a cohort and a run digest (64 bytes)");
-      const Digest run = Digest::FromRaw(k.substr(32));
+      if (k.size() != 32 + held)
+        return Fault(tables::kCohortRuns, k, "key is not a cohort digest and a run's part: " + part_is);
       if (!v.empty()) return Fault(tables::kCohortRuns, k, "value is not empty");
-      KI_ASSIGN_OR_RETURN(auto entry, store_.Get(tables::kRuns, run.raw()));
+      KI_ASSIGN_OR_RETURN(auto run, HeldObject(tables::kCohortRuns, k, k.substr(32)));
+      if (!run) return Status::OK();
+      KI_ASSIGN_OR_RETURN(auto entry, store_.Get(tables::kRuns, k.substr(32)));
       if (!entry) return Fault(tables::kCohortRuns, k, "names a run that catalog.runs lacks");
-      return NeedObject(run, tables::kCohortRuns, k);
+      return NeedObject(*run, tables::kCohortRuns, k);
     }));
     KI_RETURN_IF_ERROR(Each(tables::kCohorts, [&](std::string_view k, std::string_view v) -> Status {
       if (k.size() != 32) return Fault(tables::kCohorts, k, "key is not a cohort digest (32 bytes)");
@@ -62,7 +76,8 @@ class Checker {
       return Status::OK();
     }));
     KI_RETURN_IF_ERROR(Each(tables::kEvents, [&](std::string_view k, std::string_view v) -> Status {
-      if (k.size() != 64) return Fault(tables::kEvents, k, "key is not a cohort and a run digest (64 bytes)");
+      if (k.size() != 64 && k.size() != 32 + held)
+        return Fault(tables::kEvents, k, "key is not a cohort digest and a run's part (its digest when not held)");
       Json j;
       if (!tables::DecodeStoredJson(v, &j) || !j.is_object())
         return Fault(tables::kEvents, k, "value is not a JSON object");
@@ -74,11 +89,13 @@ class Checker {
       if (k.size() != 32) return Fault(tables::kRanks, k, "key is not a cohort digest (32 bytes)");
       tables::RankRecord rec;
       // FindInRanking checks the magic and that the length matches the counts.
-      if (!tables::FindInRanking(v, Digest{}, &rec)) return Fault(tables::kRanks, k, "value is not a KIR1 ranking");
-      for (size_t off = 12; off + 37 <= v.size(); off += 37) {
-        const Digest run = Digest::FromRaw(v.substr(off, 32));
-        KI_ASSIGN_OR_RETURN(auto entry, store_.Get(tables::kCohortRuns, tables::PairKey(Digest::FromRaw(k), run)));
-        if (!entry) return Fault(tables::kRanks, k, "ranks " + run.str() + ", which catalog.cohort lacks in this group");
+      if (!tables::FindInRanking(v, "", &rec)) return Fault(tables::kRanks, k, "value is not a KIR1 or KIR2 ranking");
+      for (std::string_view run : tables::RankingParts(v)) {
+        if (run.size() != held) return Fault(tables::kRanks, k, "its records do not name runs by " + part_is);
+        KI_ASSIGN_OR_RETURN(auto entry, store_.Get(tables::kCohortRuns, tables::PairKey(k, run)));
+        if (!entry)
+          return Fault(tables::kRanks, k,
+                       "ranks " + tables::KeyText(tables::kRuns, run) + ", which catalog.cohort lacks in this group");
       }
       return Status::OK();
     }));
@@ -113,12 +130,24 @@ class Checker {
 
   Status Fault(std::string_view table, std::string_view key, std::string detail) {
     CheckEntry e;
-    if (key.size() >= 32) e.digest = Digest::FromRaw(key.substr(key.size() - 32));
+    // The digest the key holds last (a run's, or a cohort's before a number).
+    if (key.size() == 32 || key.size() == 64) e.digest = Digest::FromRaw(key.substr(key.size() - 32));
+    else if (key.size() == 36) e.digest = Digest::FromRaw(key.substr(0, 32));
     e.state = CheckState::kCorrupt;
     e.what = std::string(table) + " " + tables::KeyText(table, key);
     e.detail = std::move(detail);
     out_.faults.push_back(std::move(e));
     return Status::OK();
+  }
+
+  // The run a number names (a digest's part is the digest); nullopt, after
+  // a fault, when no held object has that number.
+  Result<std::optional<Digest>> HeldObject(std::string_view table, std::string_view key, std::string_view part = {}) {
+    if (part.empty()) part = key;
+    KI_ASSIGN_OR_RETURN(auto d, parts_.DigestOf(part));
+    if (!d) KI_RETURN_IF_ERROR(Fault(table, key, "names object number " + tables::KeyText(tables::kRuns, part) +
+                                                     ", which no object the store holds has"));
+    return d;
   }
 
   Status NeedObject(const Digest& d, std::string_view table, std::string_view key) {
@@ -134,6 +163,7 @@ class Checker {
   }
 
   Store& store_;
+  tables::ObjectParts<Store> parts_;
   TableCheck out_;
 };
 

@@ -36,15 +36,21 @@ bool IsRunKind(const std::optional<Kind>& k) {
 // a protocol), and collects the groups whose counts and ranks it changed.
 class GroupUpdate {
  public:
-  explicit GroupUpdate(Batch& b) : b_(b) {}
+  explicit GroupUpdate(Batch& b) : b_(b), parts_(b) {}
 
   Status Run(const std::vector<ObjectInfo>& arrived) {
     std::set<Digest> runs;
     // Facts and imports first: a run indexed below reads its facts.
     for (const ObjectInfo& info : arrived) {
       if (info.type != ObjectType::kBlob) continue;
-      if (info.media_type == kFactsMediaType) KI_RETURN_IF_ERROR(Facts(info.digest, &runs));
+      if (info.media_type == kFactsMediaType) KI_RETURN_IF_ERROR(Facts(info, &runs));
       else if (info.media_type == kImportMediaType) KI_RETURN_IF_ERROR(Import(info.digest));
+    }
+    // Facts that came before their run are keyed by its digest (it had no
+    // number): now that it is held, they are keyed again by its number.
+    if (parts_.numbered()) {
+      for (const ObjectInfo& info : arrived)
+        if (info.type == ObjectType::kManifest && IsRunKind(info.kind)) KI_RETURN_IF_ERROR(RekeyFactsOf(info, &runs));
     }
     for (const ObjectInfo& info : arrived) {
       if (info.type != ObjectType::kManifest || !info.kind) continue;
@@ -79,27 +85,55 @@ class GroupUpdate {
     return Status::OK();
   }
 
-  Status Facts(const Digest& d, std::set<Digest>* runs) {
+  // `rekey`: the facts object was indexed before its subject was held, under
+  // the subject's digest; those keys are replaced by its number's.
+  Status Facts(const ObjectInfo& info, std::set<Digest>* runs, bool rekey = false) {
+    const Digest& d = info.digest;
     KI_ASSIGN_OR_RETURN(std::string bytes, b_.Read(d));
     KI_ASSIGN_OR_RETURN(RunFactsObject parsed, ParseFactsObject(bytes, d.str()));
     // Kept for IndexRun (FactsOf), which would otherwise read and parse
     // each facts object a second time: an import brings one per run.
     const RunFactsObject& f = facts_.insert_or_assign(d, std::move(parsed)).first->second;
-    KI_RETURN_IF_ERROR(b_.Put(tables::kFacts, PairKey(f.subject, d), ""));
+    KI_ASSIGN_OR_RETURN(const std::string subject, parts_.Of(f.subject));
+    const std::string_view was = f.subject.raw();
+    KI_RETURN_IF_ERROR(b_.Put(tables::kFacts, PairKey(subject, parts_.Of(info)), ""));
+    if (rekey && subject != was) KI_RETURN_IF_ERROR(b_.Delete(tables::kFacts, PairKey(was, parts_.Of(info))));
     runs->insert(f.subject);
     // Supersession: the run this one names is superseded once this one is
     // published. Whichever of the two arrives first, the other finds it.
     const std::string supersedes = StringOr(f.row, "supersedesId");
     if (!supersedes.empty() && f.row.contains("publishedAt") && f.row["publishedAt"].is_string()) {
       std::string key = IdKey(supersedes);
-      KI_RETURN_IF_ERROR(b_.Put(tables::kSupersededBy, key + std::string(f.subject.raw()), ""));
+      KI_RETURN_IF_ERROR(b_.Put(tables::kSupersededBy, key + subject, ""));
+      if (rekey && subject != was) KI_RETURN_IF_ERROR(b_.Delete(tables::kSupersededBy, key + std::string(was)));
       KI_ASSIGN_OR_RETURN(auto target, b_.Get(tables::kIds, key));
-      if (target && target->size() == 32) runs->insert(Digest::FromRaw(*target));
+      if (target && target->size() == parts_.held_size()) {
+        KI_ASSIGN_OR_RETURN(auto run, parts_.DigestOf(*target));
+        if (run) runs->insert(*run);
+      }
     }
     for (const Json& ev : f.events) {
       auto cohort = Digest::Parse(StringOr(ev, "comparisonKey"));
       if (!cohort.ok()) continue;
-      KI_RETURN_IF_ERROR(b_.Put(tables::kEvents, PairKey(*cohort, f.subject), tables::EncodeCompactJson(ev)));
+      KI_RETURN_IF_ERROR(b_.Put(tables::kEvents, PairKey(*cohort, subject), tables::EncodeCompactJson(ev)));
+      if (rekey && subject != was) KI_RETURN_IF_ERROR(b_.Delete(tables::kEvents, PairKey(*cohort, was)));
+    }
+    return Status::OK();
+  }
+
+  // The facts about `run` that are keyed by its digest (they came first).
+  Status RekeyFactsOf(const ObjectInfo& run, std::set<Digest>* runs) {
+    std::vector<std::string> facts;
+    const std::string_view prefix = run.digest.raw();
+    KI_RETURN_IF_ERROR(b_.Scan(tables::kFacts, prefix, [&](std::string_view k, std::string_view) {
+      if (k.size() == prefix.size() + parts_.held_size()) facts.emplace_back(k.substr(prefix.size()));
+      return true;
+    }));
+    for (const std::string& part : facts) {
+      KI_ASSIGN_OR_RETURN(auto d, parts_.DigestOf(part));
+      if (!d) continue;  // a number no object has: audit reports the entry
+      KI_ASSIGN_OR_RETURN(auto info, b_.Stat(*d));
+      if (info) KI_RETURN_IF_ERROR(Facts(*info, runs, /*rekey=*/true));
     }
     return Status::OK();
   }
@@ -165,12 +199,18 @@ class GroupUpdate {
 
   // The facts about `run` (the last facts object in key order when there
   // are several: two exports of one run), nullopt when none.
-  Result<std::optional<RunFactsObject>> FactsOf(const Digest& run) {
+  Result<std::optional<RunFactsObject>> FactsOf(const ObjectInfo& run) {
     std::optional<Digest> last;
-    KI_RETURN_IF_ERROR(b_.Scan(tables::kFacts, run.raw(), [&](std::string_view k, std::string_view) {
-      if (k.size() == 64) last = Digest::FromRaw(k.substr(32));
+    const std::string prefix = parts_.Of(run);
+    std::vector<std::string> parts;
+    KI_RETURN_IF_ERROR(b_.Scan(tables::kFacts, prefix, [&](std::string_view k, std::string_view) {
+      if (k.size() == prefix.size() + parts_.held_size()) parts.emplace_back(k.substr(prefix.size()));
       return true;
     }));
+    for (const std::string& part : parts) {
+      KI_ASSIGN_OR_RETURN(auto d, parts_.DigestOf(part));
+      if (d && (!last || *last < *d)) last = *d;  // the last in digest order
+    }
     if (!last) return std::optional<RunFactsObject>();
     if (auto it = facts_.find(*last); it != facts_.end()) {
       // Parsed by Facts() in this update, and needed by this run alone.
@@ -183,10 +223,10 @@ class GroupUpdate {
     return std::optional<RunFactsObject>(std::move(f));
   }
 
-  Status Pending(const Digest& run, const std::vector<std::pair<std::string, std::string>>& missing) {
+  Status Pending(std::string_view run, const std::vector<std::pair<std::string, std::string>>& missing) {
     Json list = Json::array();
     for (const auto& [kind, digest] : missing) list.push_back({{"kind", kind}, {"digest", digest}});
-    return b_.Put(tables::kPending, run.raw(), Json({{"missing", list}}).dump());
+    return b_.Put(tables::kPending, run, Json({{"missing", list}}).dump());
   }
 
   Status IndexRun(const Digest& run) {
@@ -196,7 +236,8 @@ class GroupUpdate {
     if (!spec_p) return Status::OK();
     const Json& spec = *spec_p;
     const bool kernel = *info->kind == Kind::kBenchmarkRun;
-    KI_ASSIGN_OR_RETURN(auto facts, FactsOf(run));
+    const std::string part = parts_.Of(*info);
+    KI_ASSIGN_OR_RETURN(auto facts, FactsOf(*info));
 
     RankEntry e;
     e.run = run;
@@ -217,14 +258,14 @@ class GroupUpdate {
       }));
       e.superseded = superseded;
     }
-    KI_RETURN_IF_ERROR(b_.Put(tables::kIds, IdKey(e.id), run.raw()));
+    KI_RETURN_IF_ERROR(b_.Put(tables::kIds, IdKey(e.id), part));
 
     Digest cohort;
     Json desc;
     if (kernel) {
       const std::string workload = StringOr(spec, "workloadDigest");
       KI_ASSIGN_OR_RETURN(const Json* wl, SpecOf(workload));
-      if (!wl) return Pending(run, {{"WorkloadCase", workload}});
+      if (!wl) return Pending(part, {{"WorkloadCase", workload}});
       auto ck = correctness_.find(workload);
       if (ck == correctness_.end()) {  // thousands of runs share a few hundred workloads
         Json wspec = Json::object();
@@ -284,7 +325,7 @@ class GroupUpdate {
       std::vector<std::pair<std::string, std::string>> missing;
       if (!ms) missing.emplace_back("ModelRevision", model);
       if (!ws) missing.emplace_back("ServingWorkload", workload);
-      if (!missing.empty()) return Pending(run, missing);
+      if (!missing.empty()) return Pending(part, missing);
       std::optional<std::string> tokenizer;
       if (auto t = ms->find("tokenizer"); t != ms->end() && t->is_object() && t->contains("name")) {
         tokenizer = StringOr(*t, "name");
@@ -312,10 +353,10 @@ class GroupUpdate {
       }
     }
 
-    KI_RETURN_IF_ERROR(b_.Delete(tables::kPending, run.raw()));
-    KI_RETURN_IF_ERROR(b_.Put(tables::kRuns, run.raw(), tables::EncodeRunValue(e, cohort, kernel)));
+    KI_RETURN_IF_ERROR(b_.Delete(tables::kPending, part));
+    KI_RETURN_IF_ERROR(b_.Put(tables::kRuns, part, tables::EncodeRunValue(e, cohort, kernel)));
     // Membership only: the entry is catalog.runs' (one copy per run).
-    KI_RETURN_IF_ERROR(b_.Put(tables::kCohortRuns, PairKey(cohort, run), ""));
+    KI_RETURN_IF_ERROR(b_.Put(tables::kCohortRuns, PairKey(cohort, part), ""));
     // A group's description is a function of its key's parts, but for
     // sourceNative: any source-native member makes the group source-native.
     // Members never leave a group (a run's group is fixed by its manifests).
@@ -337,15 +378,21 @@ class GroupUpdate {
   // Member count and, for a kernel group, its stored ranking.
   Status Recount(const Digest& cohort) {
     Json& desc = descs_[cohort];
-    KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(b_, cohort));
+    std::vector<std::string> parts;
+    KI_ASSIGN_OR_RETURN(auto entries, tables::CohortEntries(b_, cohort, &parts));
     desc["runs"] = entries.size();
     KI_RETURN_IF_ERROR(b_.Put(tables::kCohorts, cohort.raw(), tables::EncodeCompactJson(desc)));
     if (desc.value("kind", "kernel") != "kernel") return Status::OK();
+    std::unordered_map<Digest, std::string> part_of;
+    for (size_t i = 0; i < entries.size(); ++i) part_of.emplace(entries[i].run, std::move(parts[i]));
     Ranking r = RankV1(std::move(entries), desc.value("sourceNative", false));
-    return b_.Put(tables::kRanks, cohort.raw(), tables::EncodeRanking(r));
+    return b_.Put(tables::kRanks, cohort.raw(), tables::EncodeRanking(r, parts_.numbered(), [&](const Digest& d) {
+                    return part_of[d];
+                  }));
   }
 
   Batch& b_;
+  tables::ObjectParts<Batch> parts_;  // how keys name held objects (format 15: numbers)
   std::unordered_map<Digest, std::shared_ptr<const Manifest>> specs_;  // nullptr: not held
   std::unordered_map<Digest, std::string> names_;
   // Facts objects this update stored, parsed, until their run is indexed.
@@ -360,6 +407,15 @@ class GroupIndex final : public DerivedIndex {
   std::vector<std::string_view> Tables() const override {
     return {tables::kRuns,  tables::kCohortRuns, tables::kCohorts,      tables::kEvents,  tables::kRanks,
             tables::kImports, tables::kFacts,    tables::kSupersededBy, tables::kIds,     tables::kPending};
+  }
+  // catalog.runs' keys say whether the tables hold numbers (ObjectParts).
+  int HeldFormat(Store& store) const override {
+    const int format = store.format_version();
+    if (format >= kFormatCatalogNumbers) return format;
+    return tables::ObjectParts<Store>(store).numbered() ? kFormatCatalogNumbers : format;
+  }
+  std::string DescribeKey(std::string_view table, std::string_view key) const override {
+    return tables::KeyText(table, key);
   }
   // A store of format 8 or before holds catalog.cohorts and catalog.events
   // values as JSON text until it is upgraded.

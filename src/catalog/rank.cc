@@ -300,20 +300,37 @@ bool EntryFromStored(const Digest& run, std::string_view stored, RankEntry* out,
 
 namespace {
 
-constexpr std::string_view kRankMagic = "KIR1";
-constexpr size_t kRankHeader = 12, kRankRecord = 37;
+// KIR1 (format 14 and before) names each run by its digest, KIR2 by its
+// number: 9 bytes a record instead of 37.
+constexpr std::string_view kRankMagicDigests = "KIR1", kRankMagicNumbers = "KIR2";
+constexpr size_t kRankHeader = 12;
 
+// The part size of a catalog.ranks value's records, 0 when it is malformed.
+size_t RankPartSize(std::string_view stored, size_t* ranked, size_t* ineligible) {
+  if (stored.size() < kRankHeader) return 0;
+  const std::string_view magic = stored.substr(0, 4);
+  const size_t part = magic == kRankMagicNumbers ? 4 : magic == kRankMagicDigests ? 32 : 0;
+  if (!part) return 0;
+  *ranked = coding::DecodeFixed32(stored.data() + 4);
+  *ineligible = coding::DecodeFixed32(stored.data() + 8);
+  if (stored.size() != kRankHeader + (part + 5) * (*ranked + *ineligible)) return 0;
+  return part;
+}
 
 }  // namespace
 
-std::string EncodeRanking(const Ranking& r) {
-  std::string out(kRankMagic);
-  out.reserve(kRankHeader + kRankRecord * (r.ranked.size() + r.ineligible.size()));
+std::string EncodeRanking(const Ranking& r, bool numbered,
+                          const std::function<std::string(const Digest&)>& part_of) {
+  const size_t part = numbered ? 4 : 32;
+  std::string out(numbered ? kRankMagicNumbers : kRankMagicDigests);
+  out.reserve(kRankHeader + (part + 5) * (r.ranked.size() + r.ineligible.size()));
   coding::PutFixed32(&out, uint32_t(r.ranked.size()));
   coding::PutFixed32(&out, uint32_t(r.ineligible.size()));
   for (const auto* list : {&r.ranked, &r.ineligible}) {
     for (const auto& e : *list) {
-      out.append(e.run.raw());
+      std::string p = part_of(e.run);
+      p.resize(part);  // (a part is always of its layout's size)
+      out.append(p);
       coding::PutFixed32(&out, uint32_t(e.rank));
       out.push_back(e.tied_with_previous ? 1 : 0);
     }
@@ -321,24 +338,79 @@ std::string EncodeRanking(const Ranking& r) {
   return out;
 }
 
-bool FindInRanking(std::string_view stored, const Digest& run, RankRecord* out) {
+bool FindInRanking(std::string_view stored, std::string_view run, RankRecord* out) {
   *out = RankRecord();
-  if (stored.size() < kRankHeader || stored.substr(0, 4) != kRankMagic) return false;
-  const size_t ranked = coding::DecodeFixed32(stored.data() + 4), ineligible = coding::DecodeFixed32(stored.data() + 8);
-  if (stored.size() != kRankHeader + kRankRecord * (ranked + ineligible)) return false;
+  size_t ranked = 0, ineligible = 0;
+  const size_t part = RankPartSize(stored, &ranked, &ineligible);
+  if (!part) return false;
   out->ranked = ranked;
-  const std::string_view key = run.raw();
   for (size_t i = 0; i < ranked + ineligible; ++i) {
-    const char* rec = stored.data() + kRankHeader + kRankRecord * i;
-    if (i == 0 && ranked > 0) out->first = Digest::FromRaw(std::string_view(rec, 32));
-    if (std::string_view(rec, 32) != key) continue;
+    const char* rec = stored.data() + kRankHeader + (part + 5) * i;
+    if (i == 0 && ranked > 0) out->first = std::string(rec, part);
+    if (std::string_view(rec, part) != run) continue;
     out->found = true;
-    out->rank = int(coding::DecodeFixed32(rec + 32));
-    out->tied_with_previous = rec[36] == 1;
+    out->rank = int(coding::DecodeFixed32(rec + part));
+    out->tied_with_previous = rec[part + 4] == 1;
     return true;  // #1, the first record, is already read
   }
   return true;
 }
+
+std::vector<std::string_view> RankingParts(std::string_view stored) {
+  std::vector<std::string_view> out;
+  size_t ranked = 0, ineligible = 0;
+  const size_t part = RankPartSize(stored, &ranked, &ineligible);
+  if (!part) return out;
+  for (size_t i = 0; i < ranked + ineligible; ++i) out.push_back(stored.substr(kRankHeader + (part + 5) * i, part));
+  return out;
+}
+
+// ---------------------------------------------------------------- object parts
+
+template <typename Tables>
+ObjectParts<Tables>::ObjectParts(Tables& t) : t_(t) {
+  const int format = t.format_version();
+  numbered_ = format >= kFormatCatalogNumbers;
+  if (!numbered_) {
+    // An upgrade to format 15 commits its rebuilt tables before FORMAT is
+    // rewritten: a store killed between the two holds numbers under the
+    // FORMAT it had (13 or 14, or older: one batch does every step).
+    // catalog.runs' keys say which (a run's number is 4 bytes, its digest
+    // 32).
+    (void)t.Scan(kRuns, "", [&](std::string_view k, std::string_view) {
+      numbered_ = k.size() == 4;
+      return false;
+    });
+  }
+}
+
+template <typename Tables>
+Result<std::string> ObjectParts<Tables>::Of(const Digest& d) {
+  if (!numbered_) return std::string(d.raw());
+  KI_ASSIGN_OR_RETURN(auto n, t_.NumberOf(d));
+  if (!n) return std::string(d.raw());
+  std::string out;
+  coding::PutBigEndian32(&out, *n);
+  return out;
+}
+
+template <typename Tables>
+std::string ObjectParts<Tables>::Of(const ObjectInfo& info) const {
+  if (!numbered_ || !info.number) return std::string(info.digest.raw());
+  std::string out;
+  coding::PutBigEndian32(&out, info.number);
+  return out;
+}
+
+template <typename Tables>
+Result<std::optional<Digest>> ObjectParts<Tables>::DigestOf(std::string_view part) {
+  if (part.size() == 32) return std::optional<Digest>(Digest::FromRaw(part));
+  if (part.size() != 4) return std::optional<Digest>();
+  return t_.DigestOfNumber(coding::DecodeBigEndian32(part.data()));
+}
+
+template class ObjectParts<Store>;
+template class ObjectParts<Batch>;
 
 }  // namespace tables
 
@@ -356,27 +428,45 @@ Result<Json> ParseStored(std::string_view v, std::string_view what, std::string_
 
 // Store or Batch: both scan the same way; a batch sees its own writes.
 template <typename Tables>
-Result<std::vector<RankEntry>> tables::CohortEntries(Tables& store, const Digest& cohort) {
-  std::vector<Digest> members;
+Result<std::vector<RankEntry>> tables::CohortEntries(Tables& store, const Digest& cohort,
+                                                     std::vector<std::string>* parts) {
+  tables::ObjectParts<Tables> names(store);
+  std::vector<std::string> members;
   KI_RETURN_IF_ERROR(store.Scan(tables::kCohortRuns, cohort.raw(), [&](std::string_view k, std::string_view) {
-    if (k.size() == 64) members.push_back(Digest::FromRaw(k.substr(32)));
+    if (k.size() == 32 + names.held_size()) members.emplace_back(k.substr(32));
     return true;
   }));
-  std::vector<RankEntry> out;
+  std::vector<std::pair<RankEntry, std::string>> out;
   out.reserve(members.size());
-  for (const Digest& run : members) {
-    KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
+  for (std::string& part : members) {
+    KI_ASSIGN_OR_RETURN(auto run, names.DigestOf(part));
+    std::optional<std::string> v;
+    if (run) {
+      KI_ASSIGN_OR_RETURN(v, store.Get(tables::kRuns, part));
+    }
     RankEntry e;
-    if (!v || !tables::EntryFromStored(run, *v, &e)) {
-      return Status::Corruption("malformed catalog entry in " + std::string(tables::kRuns) + " of " + run.str() +
+    if (!run || !v || !tables::EntryFromStored(*run, *v, &e)) {
+      const std::string what = run ? run->str() : "object number " + std::to_string(coding::DecodeBigEndian32(part.data())) + " (no held object)";
+      return Status::Corruption("malformed catalog entry in " + std::string(tables::kRuns) + " of " + what +
                                 ", a member of " + cohort.str() + " in " + std::string(tables::kCohortRuns));
     }
-    out.push_back(std::move(e));
+    out.emplace_back(std::move(e), std::move(part));
   }
-  return out;
+  // In digest order, as when keys held digests: numbers follow the order
+  // objects arrived in, which differs between stores.
+  if (names.numbered())
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first.run < b.first.run; });
+  std::vector<RankEntry> entries;
+  entries.reserve(out.size());
+  if (parts) parts->clear();
+  for (auto& [e, part] : out) {
+    entries.push_back(std::move(e));
+    if (parts) parts->push_back(std::move(part));
+  }
+  return entries;
 }
-template Result<std::vector<RankEntry>> tables::CohortEntries(Store&, const Digest&);
-template Result<std::vector<RankEntry>> tables::CohortEntries(Batch&, const Digest&);
+template Result<std::vector<RankEntry>> tables::CohortEntries(Store&, const Digest&, std::vector<std::string>*);
+template Result<std::vector<RankEntry>> tables::CohortEntries(Batch&, const Digest&, std::vector<std::string>*);
 
 namespace {
 
@@ -450,8 +540,11 @@ struct RunEntry {
   bool kernel = true;
 };
 
-Result<std::optional<RunEntry>> ReadRunEntry(Store& store, const Digest& run) {
-  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, run.raw()));
+Result<std::optional<RunEntry>> ReadRunEntry(Store& store, const Digest& run, std::string* part = nullptr) {
+  tables::ObjectParts<Store> names(store);
+  KI_ASSIGN_OR_RETURN(std::string key, names.Of(run));
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kRuns, key));
+  if (part) *part = std::move(key);
   if (!v) return std::optional<RunEntry>();
   RankEntry e;
   tables::RunEntryExtra x;
@@ -471,27 +564,43 @@ Result<std::optional<Digest>> CohortOfRun(Store& store, const Digest& run) {
   return std::optional<Digest>(entry->cohort);
 }
 
-Result<std::optional<Json>> RunFacts(Store& store, const Digest& run) {
-  std::optional<Digest> last;
-  KI_RETURN_IF_ERROR(store.Scan(tables::kFacts, run.raw(), [&](std::string_view k, std::string_view) {
-    if (k.size() == 64) last = Digest::FromRaw(k.substr(32));
+namespace {
+
+// The facts objects about `d` (catalog.facts), in digest order.
+Status FactsDigests(Store& store, const Digest& d, std::vector<Digest>* out) {
+  tables::ObjectParts<Store> names(store);
+  KI_ASSIGN_OR_RETURN(std::string prefix, names.Of(d));
+  std::vector<std::string> parts;
+  KI_RETURN_IF_ERROR(store.Scan(tables::kFacts, prefix, [&](std::string_view k, std::string_view) {
+    if (k.size() == prefix.size() + names.held_size()) parts.emplace_back(k.substr(prefix.size()));
     return true;
   }));
-  if (!last) return std::optional<Json>();
-  KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(*last));
-  KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, last->str()));
+  const size_t before = out->size();
+  for (const std::string& part : parts) {
+    KI_ASSIGN_OR_RETURN(auto facts, names.DigestOf(part));
+    if (facts) out->push_back(*facts);  // a number no object has: audit reports the entry
+  }
+  // Digest order, as when the keys held digests.
+  std::sort(out->begin() + before, out->end());
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::optional<Json>> RunFacts(Store& store, const Digest& run) {
+  std::vector<Digest> all;
+  KI_RETURN_IF_ERROR(FactsDigests(store, run, &all));
+  if (all.empty()) return std::optional<Json>();
+  const Digest last = all.back();
+  KI_ASSIGN_OR_RETURN(std::string bytes, store.Read(last));
+  KI_ASSIGN_OR_RETURN(RunFactsObject f, ParseFactsObject(bytes, last.str()));
   Json out = std::move(f.row);
   if (!f.events.empty()) out["recordEvents"] = f.events;
   if (!f.source.is_null()) out["source"] = f.source;
   return std::optional<Json>(std::move(out));
 }
 
-Status FactsAbout(Store& store, const Digest& d, std::vector<Digest>* out) {
-  return store.Scan(tables::kFacts, d.raw(), [&](std::string_view k, std::string_view) {
-    if (k.size() == 64) out->push_back(Digest::FromRaw(k.substr(32)));
-    return true;
-  });
-}
+Status FactsAbout(Store& store, const Digest& d, std::vector<Digest>* out) { return FactsDigests(store, d, out); }
 
 Status ObjectsNamedBy(Store& store, const ObjectInfo& info, std::vector<Digest>* out) {
   if (info.type != ObjectType::kBlob) return Status::OK();
@@ -516,9 +625,11 @@ Status ObjectsNamedBy(Store& store, const ObjectInfo& info, std::vector<Digest>*
 
 Result<std::vector<std::pair<std::string, std::string>>> MissingForGroup(Store& store, const Digest& run) {
   std::vector<std::pair<std::string, std::string>> out;
-  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kPending, run.raw()));
+  tables::ObjectParts<Store> names(store);
+  KI_ASSIGN_OR_RETURN(std::string key, names.Of(run));
+  KI_ASSIGN_OR_RETURN(auto v, store.Get(tables::kPending, key));
   if (!v) return out;
-  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kPending, run.raw()));
+  KI_ASSIGN_OR_RETURN(Json j, ParseStored(*v, tables::kPending, key));
   if (j.contains("missing") && j["missing"].is_array())
     for (const auto& m : j["missing"]) out.emplace_back(m.value("kind", ""), m.value("digest", ""));
   return out;
@@ -599,13 +710,14 @@ RunStanding StandingIn(const Ranking& r, const Digest& run) {
 }  // namespace
 
 Result<std::optional<RunStanding>> StandingOfRun(Store& store, const Digest& run) {
-  KI_ASSIGN_OR_RETURN(auto entry, ReadRunEntry(store, run));
+  std::string part;
+  KI_ASSIGN_OR_RETURN(auto entry, ReadRunEntry(store, run, &part));
   if (!entry || !entry->kernel) return std::optional<RunStanding>();
   const Digest& cohort = entry->cohort;
 
   KI_ASSIGN_OR_RETURN(auto stored, store.Get(tables::kRanks, cohort.raw()));
   tables::RankRecord rec;
-  if (!stored || !tables::FindInRanking(*stored, run, &rec) || !rec.found) {
+  if (!stored || !tables::FindInRanking(*stored, part, &rec) || !rec.found) {
     // A store written before catalog.ranks existed (or a damaged value):
     // rank the cohort, as ki rank does.
     KI_ASSIGN_OR_RETURN(Ranking r, RankCohort(store, cohort));
@@ -622,10 +734,16 @@ Result<std::optional<RunStanding>> StandingOfRun(Store& store, const Digest& run
     s.ineligible = EligibilityReasons(self);
   }
   if (rec.first) {
-    KI_ASSIGN_OR_RETURN(auto first, store.Get(tables::kRuns, rec.first->raw()));
+    tables::ObjectParts<Store> names(store);
+    KI_ASSIGN_OR_RETURN(auto first_run, names.DigestOf(*rec.first));
+    std::optional<std::string> first;
+    if (first_run) {
+      KI_ASSIGN_OR_RETURN(first, store.Get(tables::kRuns, *rec.first));
+    }
     RankEntry e;
-    if (!first || !tables::EntryFromStored(*rec.first, *first, &e)) {
-      return Status::Corruption("catalog.ranks of " + cohort.str() + " names " + rec.first->str() +
+    if (!first || !tables::EntryFromStored(*first_run, *first, &e)) {
+      return Status::Corruption("catalog.ranks of " + cohort.str() + " names " +
+                                (first_run ? first_run->str() : tables::KeyText(tables::kRuns, *rec.first)) +
                                 ", which its cohort lacks");
     }
     s.first = std::move(e);
@@ -664,7 +782,9 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort) {
     best = &e;
   }
   // Against the export's own record_events of this cohort.
-  std::vector<Json> exported;
+  // In the order of their runs' digests, as when the keys held digests (a
+  // held run's part is its number, in the order runs arrived).
+  std::vector<std::pair<std::string, Json>> keyed;  // run part, event
   Status bad;
   KI_RETURN_IF_ERROR(store.Scan(tables::kEvents, cohort.raw(), [&](std::string_view k, std::string_view v) {
     auto j = ParseStored(v, tables::kEvents, k);
@@ -672,10 +792,28 @@ Result<RecordHistory> Records(Store& store, const Digest& cohort) {
       bad = j.status();
       return false;
     }
-    exported.push_back(std::move(*j));
+    keyed.emplace_back(k.substr(std::min<size_t>(32, k.size())), std::move(*j));
     return true;
   }));
   KI_RETURN_IF_ERROR(bad);
+  std::vector<Json> exported;
+  exported.reserve(keyed.size());
+  {
+    tables::ObjectParts<Store> names(store);
+    std::vector<std::pair<std::string, size_t>> order;  // run digest's bytes, index
+    bool numbered = false;
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      std::string raw = keyed[i].first;
+      if (raw.size() == 4) {
+        numbered = true;
+        KI_ASSIGN_OR_RETURN(auto run, names.DigestOf(raw));
+        raw = run ? std::string(run->raw()) : std::string(33, '\xff');  // a number no object has: last
+      }
+      order.emplace_back(std::move(raw), i);
+    }
+    if (numbered) std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [raw, i] : order) exported.push_back(std::move(keyed[i].second));
+  }
   const std::set<std::string>& known = ids;  // run ids of this cohort in the store
   for (auto& x : exported) {
     std::string prev = x.contains("previousRunId") && x["previousRunId"].is_string() ? x["previousRunId"].get<std::string>() : "";

@@ -11,7 +11,7 @@ namespace ki::odb {
 
 ShadowBatch::ShadowBatch(LmdbStore* store, const std::vector<std::string_view>& owned,
                          const VerifiedContents* verified, const std::unordered_set<Digest>* faulty)
-    : store_(store), verified_(verified), faulty_(faulty) {
+    : store_(store), verified_(verified), faulty_(faulty), format_(store->format_version()) {
   for (auto t : owned) tables_[std::string(t)];
 }
 
@@ -31,6 +31,8 @@ Result<std::vector<Digest>> ShadowBatch::ReferrersOf(const Digest& d) {
   out.erase(std::unique(out.begin(), out.end()), out.end());  // Referrers is in digest order
   return out;
 }
+
+Result<std::optional<Digest>> ShadowBatch::DigestOfNumber(uint32_t n) { return store_->DigestOfNumber(n); }
 
 Status ShadowBatch::Scan(std::string_view table, std::string_view prefix,
                          const std::function<bool(std::string_view, std::string_view)>& fn) {
@@ -916,6 +918,7 @@ Status LmdbStore::CheckDerived(const std::vector<ObjectInfo>& infos, const std::
   constexpr size_t kShownPerTable = 20;
   for (DerivedIndex* index : DerivedIndexes()) {
     ShadowBatch shadow(this, index->Tables(), &verified, &faulty);
+    shadow.set_format_version(index->HeldFormat(*this));
     KI_RETURN_IF_ERROR(index->Update(shadow, good));
     for (const auto& entry : shadow.tables()) {
       // Named references, not a structured binding: clang 14 (the fuzz

@@ -76,7 +76,32 @@ Status LmdbBatch::FlushPending() {
     KI_RETURN_IF_ERROR(PutKV(meta, d.raw(), odb::PackMeta(p.info, added)));
   }
   pending_.clear();
+  pending_numbers_.clear();
   pending_bytes_ = 0;
+  return Status::OK();
+}
+
+Result<std::optional<Digest>> LmdbBatch::DigestOfNumber(uint32_t n) {
+  // Not through Get(kObjects): that would write the held-back objects out
+  // of their order (FlushPending).
+  if (auto it = pending_numbers_.find(n); it != pending_numbers_.end()) return std::optional<Digest>(it->second);
+  return store_->DigestOfNumberIn(txn_, n);
+}
+
+Status LmdbBatch::RebuildDerivedIndexes() {
+  KI_RETURN_IF_ERROR(FlushPending());
+  std::vector<ObjectInfo> every;
+  KI_ASSIGN_OR_RETURN(MDB_dbi meta, Table(kMeta));
+  KI_RETURN_IF_ERROR(ScanTable(txn_, meta, "", [&](std::string_view k, std::string_view v) {
+    ObjectInfo info;
+    // A malformed entry is audit's to report; reindex rebuilds it.
+    if (UnpackMeta(k, v, &info)) every.push_back(std::move(info));
+    return true;
+  }));
+  for (DerivedIndex* index : DerivedIndexes()) {
+    for (auto t : index->Tables()) KI_RETURN_IF_ERROR(DropTable(t));
+    KI_RETURN_IF_ERROR(index->Update(*this, every));
+  }
   return Status::OK();
 }
 
@@ -460,6 +485,7 @@ Result<PutResult> LmdbBatch::PutBlobStream(SequentialFile& in, std::string_view 
   // Its meta entry waits with the batch's others (a key put now, amid the
   // digests still to come, would split meta's pages as they follow it).
   pending_.insert_or_assign(d, PendingObject{info, std::string()});
+  pending_numbers_[info.number] = d;
   arrived_.push_back(info);
   return PutResult{d, false};
 }
@@ -512,11 +538,13 @@ Status LmdbBatch::WriteObject(const EncodedObject& o) {
     dirs_to_sync_.insert(dir);
     // Its meta entry waits with the others', in digest order (PutBlobStream).
     pending_.insert_or_assign(d, PendingObject{info, std::string()});
+    pending_numbers_[info.number] = d;
   } else {
     // Held back, and written in digest order with the batch's others.
     info.location = Location::kIndex;
     pending_bytes_ += frame.size();
     pending_.insert_or_assign(d, PendingObject{info, std::string(frame)});
+    pending_numbers_[info.number] = d;
   }
   arrived_.push_back(info);
   if (pending_bytes_ > kPendingLimit) KI_RETURN_IF_ERROR(FlushPending());

@@ -18,6 +18,20 @@ Result<std::vector<std::string>> Batch::NamesOf(const Digest& d) {
   return out;
 }
 
+// An object's number is in its meta entry (Stat), as the store or the
+// batch sees it.
+Result<std::optional<uint32_t>> Store::NumberOf(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info || !info->number) return std::optional<uint32_t>();
+  return std::optional<uint32_t>(info->number);
+}
+
+Result<std::optional<uint32_t>> Batch::NumberOf(const Digest& d) {
+  KI_ASSIGN_OR_RETURN(auto info, Stat(d));
+  if (!info || !info->number) return std::optional<uint32_t>();
+  return std::optional<uint32_t>(info->number);
+}
+
 Result<std::optional<Digest>> Batch::DocumentOf(const Digest& d) {
   KI_ASSIGN_OR_RETURN(auto info, Stat(d));
   if (!info) return std::optional<Digest>();

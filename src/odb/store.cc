@@ -104,7 +104,9 @@ Status LmdbStore::Open(OpenMode mode) {
     // 12 -> 13: nothing but FORMAT (frames of version 5 may follow; those
     // already there stay as they are). 13 -> 14: nothing but FORMAT
     // (documents written after may be based on their manifests, frame.h's
-    // FrameBase, which a ki of format 13 could not read).
+    // FrameBase, which a ki of format 13 could not read). 13 or 14 -> 15:
+    // every derived index rebuilt (the catalog keys its tables by object
+    // numbers).
     // One batch does every step from the store's format on;
     // killed before FORMAT is rewritten, the next open does it again (each
     // step is idempotent).
@@ -128,6 +130,11 @@ Status LmdbStore::Open(OpenMode mode) {
         KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->MakeSetTable(t));
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->FoldNamesIntoNameSet());
       KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->KeyObjectsByNumber());
+      // 13 or 14 -> 15: the catalog's tables keyed by object numbers. Every
+      // derived table is rebuilt from the objects (last: it reads objects by
+      // number); killed before FORMAT says 15, the next open rebuilds again.
+      if (format_version_ < kFormatCatalogNumbers)
+        KI_RETURN_IF_ERROR(static_cast<LmdbBatch*>(batch.get())->RebuildDerivedIndexes());
       KI_RETURN_IF_ERROR(batch->Commit());
     }
     numbered_ = true;
@@ -239,6 +246,11 @@ Result<std::string> LmdbStore::ReadFrameIn(lmdb::Txn& txn, const ObjectInfo& inf
   }
   if (!v) return Status::Corruption(info.digest.str() + ": indexed, but its bytes are not in the store");
   return std::string(*v);  // copied out: LMDB data is valid only inside the txn
+}
+
+Result<std::optional<Digest>> LmdbStore::DigestOfNumber(uint32_t n) {
+  KI_ASSIGN_OR_RETURN(auto read, BeginRead());
+  return DigestOfNumberIn(*read, n);
 }
 
 Result<std::optional<Digest>> LmdbStore::DigestOfNumberIn(lmdb::Txn& txn, uint32_t n) {
@@ -799,6 +811,8 @@ namespace ki {
 using odb::LmdbStore;
 
 // ---------------------------------------------------------------- statics
+
+int DerivedIndex::HeldFormat(Store& store) const { return store.format_version(); }
 
 std::string DerivedIndex::DescribeKey(std::string_view, std::string_view key) const {
   if (key.size() == 32) return Digest::FromRaw(key).str();

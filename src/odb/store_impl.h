@@ -168,7 +168,17 @@ class LmdbBatch final : public Batch {
     DiscardStaged(dbi);  // what the batch wrote there before goes with the table
     return txn_.Drop(dbi);
   }
+  // Objects this batch put are numbered before they are written (pending_,
+  // pending_numbers_), so both see them.
+  Result<std::optional<Digest>> DigestOfNumber(uint32_t n) override;
+  // A batch writes the newest layout: a store opened for writing is
+  // upgraded at open (the upgrade's own batch writes it too).
+  int format_version() const override { return kFormatVersion; }
   Status Commit() override;
+  // Format 13 or 14 -> 15 (catalog tables keyed by object numbers): every
+  // derived index's tables emptied and rebuilt from every object the store
+  // holds, as ki gc rebuilds them (the upgrade's last step).
+  Status RebuildDerivedIndexes();
   // Empties a table if the store has one of that name (DropTable would
   // create it): what an upgrade does to a table a format no longer keeps.
   Status DropTableIfPresent(std::string_view table);
@@ -340,6 +350,8 @@ class LmdbBatch final : public Batch {
   size_t staged_bytes_ = 0;
   static constexpr size_t kStagedLimit = 64 << 20;
   std::map<Digest, PendingObject> pending_;
+  // pending_'s digests by number (DigestOfNumber), emptied with it.
+  std::unordered_map<uint32_t, Digest> pending_numbers_;
   size_t pending_bytes_ = 0;
   Status FlushPending();
   Status FlushFor(std::string_view table) {
@@ -543,7 +555,8 @@ class LmdbStore final : public Store {
   Result<AuditReport> Audit() override;
   Result<AuditReport> Reindex() override;
   Status RecordDocumentNames();
-  int format_version() const { return format_version_; }
+  int format_version() const override { return format_version_; }
+  Result<std::optional<Digest>> DigestOfNumber(uint32_t n) override;
   // Whether docs and namesof keys hold object numbers (format 10) rather
   // than digests (a store of format 9 or before, read as it is).
   bool numbered() const { return numbered_; }
@@ -782,6 +795,13 @@ class ShadowBatch final : public Batch {
     it->second.clear();
     return Status::OK();
   }
+  Result<std::optional<Digest>> DigestOfNumber(uint32_t n) override;
+  // The store's layout as it is: an index rebuilt for comparison must spell
+  // its tables as those in place (a store of an older format opened
+  // read-only keeps its own until it is upgraded).
+  int format_version() const override { return format_; }
+  // The layout its index's tables hold (DerivedIndex::HeldFormat).
+  void set_format_version(int format) { format_ = format; }
   Status Commit() override { return Refused(); }
 
   const std::map<std::string, TableMap, std::less<>>& tables() const { return tables_; }
@@ -795,6 +815,7 @@ class ShadowBatch final : public Batch {
   const VerifiedContents* verified_;
   const std::unordered_set<Digest>* faulty_;
   std::map<std::string, TableMap, std::less<>> tables_;
+  int format_;
 };
 
 }  // namespace ki::odb

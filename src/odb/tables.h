@@ -205,8 +205,19 @@ AbsentInfo ParseAbsent(const Digest& d, std::string_view v);
 // report as corrupt; a format-12 store is upgraded when it is opened for
 // writing (FORMAT rewritten: its frames stay as they are, versions 1 to 4
 // being read as ever), read as it is otherwise.
-inline constexpr int kFormatVersion = 14;
-inline constexpr std::string_view kFormatLine = "ki-store 14\n";
+// Format 14: documents may be frames based on their manifests (frame.h,
+// FrameBase), which a ki that reads format 13 would report as corrupt; a
+// format-13 store is upgraded when it is opened for writing (FORMAT
+// rewritten: its frames stay as they are).
+// Format 15 (kFormatCatalogNumbers): the catalog's tables name held
+// objects by their numbers instead of their digests (docs/format.md,
+// "Catalog tables"); a ki that reads format 13 would find no run in any
+// group. A store of format 13 or 14 is upgraded when it is opened for
+// writing (every derived index rebuilt from the objects), read as it is
+// otherwise (the catalog reads the digest layout).
+inline constexpr int kFormatVersion = 15;
+inline constexpr std::string_view kFormatLine = "ki-store 15\n";
+static_assert(kFormatVersion >= kFormatCatalogNumbers);
 // The format a FORMAT file's contents name: "ki-store N\n" exactly, N from
 // 1 to kFormatVersion; nullopt for anything else.
 std::optional<int> FormatVersionOf(std::string_view contents);

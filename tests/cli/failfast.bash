@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # Today's store format (src/odb/tables.h, kFormatVersion): what the first
 # write makes an older store.
-NOW_FORMAT=14
+NOW_FORMAT=15
 
 # expect_rc WANT WHAT CMD...: runs CMD with its stdout in $T/out and its
 # stderr in $T/err; an exit code other than WANT prints both and fails WHAT.

@@ -3,7 +3,7 @@
 # slice of the export imported, the seed run added, a one-line log blob and
 # a loose blob nothing references; every frame of version 2 to 4) reads as
 # it is with today's ki and audits clean as it is; the first write makes it
-# format 13 (FORMAT rewritten, nothing else): the frames already there keep
+# today's format (FORMAT rewritten; 15 rebuilds the derived tables): the frames already there keep
 # their versions and bytes, an object written after is a version 5 frame
 # (a varint raw size, a one-byte media type code, a zstd payload without
 # magic, content size or dictionary ID), and rank, groups, records, ls,
