@@ -98,11 +98,7 @@ Status LmdbBatch::RebuildDerivedIndexes() {
     if (UnpackMeta(k, v, &info)) every.push_back(std::move(info));
     return true;
   }));
-  for (DerivedIndex* index : DerivedIndexes()) {
-    for (auto t : index->Tables()) KI_RETURN_IF_ERROR(DropTable(t));
-    KI_RETURN_IF_ERROR(index->Update(*this, every));
-  }
-  return Status::OK();
+  return RefillDerivedIndexes(*this, every);
 }
 
 Result<Manifest> LmdbBatch::ReadManifest(const Digest& d) {
@@ -538,14 +534,13 @@ Status LmdbBatch::WriteObject(const EncodedObject& o) {
     dirs_to_sync_.insert(dir);
     // Its meta entry waits with the others', in digest order (PutBlobStream).
     pending_.insert_or_assign(d, PendingObject{info, std::string()});
-    pending_numbers_[info.number] = d;
   } else {
     // Held back, and written in digest order with the batch's others.
     info.location = Location::kIndex;
     pending_bytes_ += frame.size();
     pending_.insert_or_assign(d, PendingObject{info, std::string(frame)});
-    pending_numbers_[info.number] = d;
   }
+  pending_numbers_[info.number] = d;
   arrived_.push_back(info);
   if (pending_bytes_ > kPendingLimit) KI_RETURN_IF_ERROR(FlushPending());
   return Status::OK();

@@ -335,10 +335,7 @@ class Collector {
       kept.reserve(infos_.size() - doomed_.size());
       for (const ObjectInfo& info : infos_)
         if (!doomed_.count(info.digest)) kept.push_back(info);
-      for (DerivedIndex* index : DerivedIndexes()) {
-        for (auto t : index->Tables()) KI_RETURN_IF_ERROR(batch.DropTable(t));
-        KI_RETURN_IF_ERROR(index->Update(batch, kept));
-      }
+      KI_RETURN_IF_ERROR(RefillDerivedIndexes(batch, kept));
     }
     KI_RETURN_IF_ERROR(batch.Commit());
     // Only now: a loose file whose index entry is gone is harmless (audit

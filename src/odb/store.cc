@@ -38,6 +38,14 @@ std::vector<DerivedIndex*>& DerivedIndexes() {
   return indexes;
 }
 
+Status RefillDerivedIndexes(Batch& batch, const std::vector<ObjectInfo>& objects) {
+  for (DerivedIndex* index : DerivedIndexes()) {
+    for (auto t : index->Tables()) KI_RETURN_IF_ERROR(batch.DropTable(t));
+    KI_RETURN_IF_ERROR(index->Update(batch, objects));
+  }
+  return Status::OK();
+}
+
 Status ScanTable(lmdb::Txn& txn, MDB_dbi dbi, std::string_view prefix,
                  const std::function<bool(std::string_view, std::string_view)>& fn) {
   KI_ASSIGN_OR_RETURN(auto cur, lmdb::Cursor::Open(txn, dbi));

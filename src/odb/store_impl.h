@@ -58,6 +58,9 @@ std::string Describe(const ObjectInfo& info);
 
 // Every registered DerivedIndex (RegisterDerivedIndex), in order.
 std::vector<DerivedIndex*>& DerivedIndexes();
+// Every derived index's tables emptied in `batch` and filled again from
+// `objects` (what gc keeps, or every object: the format-15 upgrade).
+Status RefillDerivedIndexes(Batch& batch, const std::vector<ObjectInfo>& objects);
 
 // Calls fn for each key of `dbi` that starts with prefix, in key order,
 // until fn returns false.
